@@ -1,0 +1,38 @@
+# Two entry points that work on a fresh machine: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# The main job on embedded defaults, offline: see scripts/run.sh.
+run: $(STAMP)
+	scripts/run.sh
+
+# Lint, type-check and the whole test suite (PostgreSQL is started by the tests themselves).
+test: $(STAMP)
+	scripts/test.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check gateway audit tests bench
+	$(BIN)/ruff format --check gateway audit tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/audit_bench.py
+	$(BIN)/python bench/gateway_bench.py
+	$(BIN)/python bench/sampling_bench.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,39 @@
+"""Canonical bytes (RFC 8785, JCS) and tagged digests.
+
+    >>> canonical_bytes({"b": 1, "a": 0.0})
+    b'{"a":0,"b":1}'
+    >>> digest(b"x")[:7]
+    'sha256:'
+
+Everything hashed in the audit log goes through here, so the same logical record hashes the
+same on every platform and Python version. ``rfc8785`` rejects NaN, infinities and integers
+beyond 2**53, which is what we want: such values have no single canonical form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import rfc8785
+
+DIGEST_PREFIX = "sha256:"
+
+
+class CanonicalizationError(ValueError):
+    """A value has no RFC 8785 form (NaN, infinity, an integer beyond 2**53, a non-JSON type)."""
+
+
+def canonical_bytes(value: Any) -> bytes:
+    try:
+        return bytes(rfc8785.dumps(value))
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+        raise CanonicalizationError(f"value cannot be canonicalised as JSON: {exc}") from exc
+
+
+def digest(data: bytes) -> str:
+    return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def canonical_digest(value: Any) -> str:
+    return digest(canonical_bytes(value))

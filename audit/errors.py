@@ -1,0 +1,43 @@
+"""The audit store's errors. ``audit`` knows nothing of the gateway, so it has its own tree.
+
+AuditStoreError
+├── DatabaseUnavailable     the URL cannot be opened, the file is not a database, ...
+├── SchemaMismatch          the schema is behind (run `gateway db upgrade`) or newer than us
+├── AppendFailed            an append could not be committed (nothing was written)
+├── NotFound                no such seq or request id
+└── CheckpointError         a checkpoint file is unreadable or signed with another key
+"""
+
+from __future__ import annotations
+
+
+class AuditStoreError(Exception):
+    exit_code = 4
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}" if self.hint else self.message
+
+
+class DatabaseUnavailable(AuditStoreError):
+    pass
+
+
+class SchemaMismatch(AuditStoreError):
+    pass
+
+
+class AppendFailed(AuditStoreError):
+    pass
+
+
+class NotFound(AuditStoreError):
+    exit_code = 2
+
+
+class CheckpointError(AuditStoreError):
+    exit_code = 2

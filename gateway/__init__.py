@@ -1,0 +1,45 @@
+"""compliance-gateway: policy-enforced, audited Claude calls.
+
+    from gateway import Gateway
+    with Gateway.from_env() as gw:
+        result = gw.complete("compliance_review", "Transaction: ...", caller="payments-svc")
+
+The public API is exactly ``__all__``; everything else is internal.
+"""
+
+from gateway.errors import (
+    AuditError,
+    AuditUnavailable,
+    AuditWriteError,
+    ConfigurationError,
+    GatewayError,
+    InputError,
+    OutputValidationError,
+    PolicyError,
+    PolicyLoadError,
+    PolicyViolation,
+    UnknownTask,
+    UpstreamError,
+    UpstreamRejected,
+    UpstreamUnavailable,
+)
+from gateway.settings import Durability, Settings
+
+__all__ = [
+    "AuditError",
+    "AuditUnavailable",
+    "AuditWriteError",
+    "ConfigurationError",
+    "Durability",
+    "GatewayError",
+    "InputError",
+    "OutputValidationError",
+    "PolicyError",
+    "PolicyLoadError",
+    "PolicyViolation",
+    "Settings",
+    "UnknownTask",
+    "UpstreamError",
+    "UpstreamRejected",
+    "UpstreamUnavailable",
+]

@@ -1,0 +1,52 @@
+"""The ``gateway`` command line: one click group per module, one error boundary here.
+
+    $ gateway policy review policies/
+    $ gateway audit verify
+
+Exit codes: 0 success; 1 a check found problems (review errors, verify defects, replay
+failures); 2 bad input or usage (unknown task, forbidden override, unreadable file, bad URL);
+3 the model provider failed; 4 the audit database is unavailable or a write failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from gateway.cli._boundary import GatewayGroup
+from gateway.cli.ask_cmd import ask_command
+from gateway.cli.audit_cmd import audit_group, db_group
+from gateway.cli.experiment_cmd import experiment_command
+from gateway.cli.models_cmd import models_group
+from gateway.cli.policy_cmd import policy_group
+from gateway.cli.replay_cmd import replay_command
+
+__all__ = ["main"]
+
+
+@click.group(cls=GatewayGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
+@click.version_option(package_name="compliance-gateway")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """Policy-enforced, audited Claude calls."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+for command in (
+    policy_group,
+    models_group,
+    db_group,
+    audit_group,
+    ask_command,
+    replay_command,
+    experiment_command,
+):
+    main.add_command(command)
+
+
+def run(argv: list[str] | None = None) -> Any:
+    return main.main(args=argv if argv is not None else sys.argv[1:])

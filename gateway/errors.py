@@ -1,0 +1,133 @@
+"""The gateway's one error tree.
+
+Every error says what happened and what to do next, in words a compliance officer can read.
+The CLI prints ``str(error)`` as one line and exits with ``error.exit_code``.
+
+    GatewayError
+    ├── ConfigurationError        settings missing or unusable (no API key, bad durability, ...)
+    ├── PolicyError
+    │   ├── PolicyLoadError       a policy folder or file does not load (carries the findings)
+    │   ├── UnknownTask           no policy for the task name (lists the known ones)
+    │   └── PolicyViolation       a caller asked for something the policy does not allow
+    ├── InputError                the prompt or messages are unusable (empty, wrong type, too big)
+    ├── AuditError
+    │   ├── AuditUnavailable      the audit database cannot be opened or its schema is behind
+    │   └── AuditWriteError       an audit record could not be committed (fail closed)
+    ├── UpstreamError             the model provider failed (carries status, type, request ids)
+    │   ├── UpstreamRejected      a non-retryable answer (400, 401, 403, 404, 413, ...)
+    │   └── UpstreamUnavailable   retryable failures until the retry budget ran out
+    └── OutputValidationError     the model's JSON did not parse or match the policy schema
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GatewayError(Exception):
+    """Base of every error the gateway raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"{self.message} {self.hint}" if self.hint else self.message
+
+
+class ConfigurationError(GatewayError):
+    exit_code = 2
+
+
+class PolicyError(GatewayError):
+    exit_code = 2
+
+
+class PolicyLoadError(PolicyError):
+    """A policy does not load; ``findings`` holds every problem found, not just the first."""
+
+    def __init__(self, message: str, *, findings: tuple[Any, ...] = (), hint: str | None = None):
+        self.findings = findings
+        super().__init__(message, hint=hint)
+
+
+class UnknownTask(PolicyError):
+    def __init__(self, task: str, known: list[str]) -> None:
+        self.task = task
+        self.known = sorted(known)
+        listing = ", ".join(self.known) or "none"
+        super().__init__(
+            f"unknown task {task!r}.",
+            hint=f"Known tasks: {listing}. Add a policy file named {task}.toml to add one.",
+        )
+
+
+class PolicyViolation(PolicyError):
+    """A caller override the policy's ``[caller]`` table does not allow."""
+
+    def __init__(self, message: str, *, key: str, request_id: str | None = None) -> None:
+        self.key = key
+        self.request_id = request_id
+        super().__init__(message)
+
+
+class InputError(GatewayError):
+    exit_code = 2
+
+
+class AuditError(GatewayError):
+    exit_code = 4
+
+
+class AuditUnavailable(AuditError):
+    pass
+
+
+class AuditWriteError(AuditError):
+    """An audit record could not be committed; the gateway failed closed."""
+
+    def __init__(self, message: str, *, request_id: str | None = None, hint: str | None = None):
+        self.request_id = request_id
+        super().__init__(message, hint=hint)
+
+
+class UpstreamError(GatewayError):
+    exit_code = 3
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        request_id: str | None = None,
+        upstream_request_id: str | None = None,
+        status: int | None = None,
+        error_type: str | None = None,
+        attempts: int = 0,
+        hint: str | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.upstream_request_id = upstream_request_id
+        self.status = status
+        self.error_type = error_type
+        self.attempts = attempts
+        super().__init__(message, hint=hint)
+
+
+class UpstreamRejected(UpstreamError):
+    pass
+
+
+class UpstreamUnavailable(UpstreamError):
+    pass
+
+
+class OutputValidationError(GatewayError):
+    """The model's output failed the policy's JSON check. The output is recorded, flagged."""
+
+    def __init__(self, message: str, *, request_id: str | None = None, seq: int | None = None):
+        self.request_id = request_id
+        self.seq = seq
+        super().__init__(message)

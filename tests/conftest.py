@@ -1,0 +1,28 @@
+"""Shared fixtures: a real PostgreSQL server for the run, fresh databases, temporary SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.postgres import PostgresServer, running_postgres
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> str:
+    """A SQLAlchemy URL to a new, empty PostgreSQL database."""
+    return postgres_server.url(postgres_server.create_database())
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A SQLAlchemy URL to a SQLite file that does not exist yet."""
+    return f"sqlite:///{tmp_path / 'audit.db'}"
