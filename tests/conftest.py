@@ -9,6 +9,8 @@ import pytest
 
 from tests.support.postgres import PostgresServer, running_postgres
 
+pytest_plugins = ["tests.fakes.fixtures"]
+
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:

@@ -1,0 +1,410 @@
+"""A loopback fake of the Claude Messages API, for tests and benchmarks.
+
+A real ``ThreadingHTTPServer`` on ``127.0.0.1`` answers ``POST /v1/messages`` with scripted
+replies and faults, and records every request it received (headers and raw body bytes), so
+tests can assert what went on the wire. The real SDK talks to it over real sockets.
+
+    with FakeMessagesAPI() as fake:
+        fake.script(Reply.error(429, retry_after=1.5), Reply.ok(text="hello"))
+        ...  # point a client at fake.base_url
+        assert fake.requests[0].json["model"] == "claude-sonnet-4-6"
+
+Scripted replies are consumed in order, one per request; when the queue is empty the default
+reply answers (an ok message echoing the requested model, or ``fake.set_default(fn)``).
+Streaming requests (``"stream": true``) get server-sent events; ``Reply.stream_error()`` puts
+an ``error`` event inside a 200 stream, as the real API does when it overloads mid-answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+__all__ = ["ERROR_TYPES", "FakeMessagesAPI", "RecordedRequest", "Reply"]
+
+# The API's error type for each status (reference/claude-api.md, "Errors").
+ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+DEFAULT_TEXT = "This is the fake Messages API answering."
+DEFAULT_MODEL = "claude-fake-1"
+
+# Sent on every reply so tests can check that the provider reports rate limits.
+RATE_LIMIT_HEADERS: tuple[tuple[str, str], ...] = (
+    ("anthropic-ratelimit-requests-limit", "4000"),
+    ("anthropic-ratelimit-requests-remaining", "3999"),
+    ("anthropic-ratelimit-tokens-limit", "400000"),
+    ("anthropic-ratelimit-tokens-remaining", "399000"),
+)
+
+ReplyKind = Literal["ok", "error", "slow", "drop", "malformed", "stream_error"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer. Build it with the class methods, not the constructor."""
+
+    kind: ReplyKind
+    status: int = 200
+    text: str = DEFAULT_TEXT
+    model: str | None = None
+    stop_reason: str = "end_turn"
+    error_type: str | None = None
+    message: str | None = None
+    retry_after: float | str | None = None
+    retry_after_ms: float | None = None
+    seconds: float = 0.0
+    then: Reply | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def ok(
+        cls,
+        text: str = DEFAULT_TEXT,
+        model: str | None = None,
+        stop_reason: str = "end_turn",
+        json_text: str | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> Reply:
+        """A successful message; ``json_text`` (if given) is the text, for JSON tasks."""
+        body_text = json_text if json_text is not None else text
+        return cls("ok", text=body_text, model=model, stop_reason=stop_reason, headers=headers)
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        *,
+        retry_after: float | str | None = None,
+        retry_after_ms: float | None = None,
+        error_type: str | None = None,
+        message: str | None = None,
+    ) -> Reply:
+        """An error body ``{"type": "error", "error": {...}}`` with the given HTTP status."""
+        return cls(
+            "error",
+            status=status,
+            error_type=error_type or ERROR_TYPES.get(status, "api_error"),
+            message=message or f"fake error {status}",
+            retry_after=retry_after,
+            retry_after_ms=retry_after_ms,
+        )
+
+    @classmethod
+    def slow(cls, seconds: float, then: Reply | None = None) -> Reply:
+        """Wait ``seconds`` before answering (with ``then``, or the default reply)."""
+        return cls("slow", seconds=seconds, then=then)
+
+    @classmethod
+    def drop(cls) -> Reply:
+        """Read the request, then close the connection without any response."""
+        return cls("drop")
+
+    @classmethod
+    def malformed(cls) -> Reply:
+        """HTTP 200 with ``application/json`` and a body that is not JSON."""
+        return cls("malformed")
+
+    @classmethod
+    def stream_error(
+        cls, error_type: str = "overloaded_error", message: str = "Overloaded"
+    ) -> Reply:
+        """HTTP 200 event stream that starts a message, then carries an ``error`` event.
+
+        A non-streaming request cannot receive an in-stream error; it gets the equivalent
+        status answer instead (529 for ``overloaded_error``).
+        """
+        return cls("stream_error", error_type=error_type, message=message)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """What the fake received: the method, path, lower-cased headers and raw body bytes."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: dict[str, Any] | None
+
+
+@dataclass
+class _State:
+    queue: deque[Reply] = field(default_factory=deque)
+    default: Callable[[RecordedRequest], Reply] = field(default=lambda _request: Reply.ok())
+    requests: list[RecordedRequest] = field(default_factory=list)
+    counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    closing: threading.Event = field(default_factory=threading.Event)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # A slow reply must not hold up close(): handler threads are not joined.
+    block_on_close = False
+    state: _State
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out closes its socket; writing to it then fails. That is the
+        # scenario under test, not a fault of the fake, so it is not printed.
+        return
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self._reply_json(404, _error_body("not_found_error", "only POST /v1/messages"), {})
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            parsed = json.loads(raw) if raw else None
+        except ValueError:
+            parsed = None
+        recorded = RecordedRequest(
+            method="POST",
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=raw,
+            json=parsed if isinstance(parsed, dict) else None,
+        )
+        with state.lock:
+            state.requests.append(recorded)
+            number = next(state.counter)
+            reply = state.queue.popleft() if state.queue else None
+        if reply is None:
+            reply = state.default(recorded)
+        if self.path.split("?")[0] != "/v1/messages":
+            reply = Reply.error(404, message=f"no route {self.path}")
+        self._answer(reply, recorded, number)
+
+    def _answer(self, reply: Reply, request: RecordedRequest, number: int) -> None:
+        state = self.server.state
+        base_headers = {"request-id": f"req_fake_{number}", **dict(RATE_LIMIT_HEADERS)}
+        streaming = bool(request.json and request.json.get("stream") is True)
+        if reply.kind == "slow":
+            if state.closing.wait(reply.seconds):
+                return
+            self._answer(reply.then or state.default(request), request, number)
+        elif reply.kind == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif reply.kind == "malformed":
+            self._reply_bytes(
+                200, b'{"id": "msg_fake", "content": [', "application/json", base_headers
+            )
+        elif reply.kind == "error" or (reply.kind == "stream_error" and not streaming):
+            status = reply.status if reply.kind == "error" else 529
+            headers = dict(base_headers)
+            if reply.retry_after is not None:
+                headers["retry-after"] = str(reply.retry_after)
+            if reply.retry_after_ms is not None:
+                headers["retry-after-ms"] = str(reply.retry_after_ms)
+            body = _error_body(reply.error_type or "api_error", reply.message or "fake error")
+            body["request_id"] = headers["request-id"]
+            self._reply_json(status, body, headers)
+        else:
+            message = _message(reply, request, number)
+            headers = {**base_headers, **dict(reply.headers)}
+            if streaming:
+                events = _stream_events(
+                    message, failure=reply if reply.kind == "stream_error" else None
+                )
+                self._reply_bytes(200, events, "text/event-stream", headers)
+            else:
+                self._reply_json(200, message, headers)
+
+    def _reply_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        self._reply_bytes(status, json.dumps(body).encode(), "application/json", headers)
+
+    def _reply_bytes(
+        self, status: int, payload: bytes, content_type: str, headers: dict[str, str]
+    ) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(payload)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
+
+
+def _error_body(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def _count_words(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value.split())
+    if isinstance(value, list):
+        return sum(_count_words(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_count_words(v) for v in value.values())
+    return 0
+
+
+def _message(reply: Reply, request: RecordedRequest, number: int) -> dict[str, Any]:
+    body = request.json or {}
+    model = reply.model or body.get("model") or DEFAULT_MODEL
+    return {
+        "id": f"msg_fake_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": reply.text}],
+        "stop_reason": reply.stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": _count_words(body.get("messages")) + _count_words(body.get("system")),
+            "output_tokens": len(reply.text.split()),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def _stream_events(message: dict[str, Any], failure: Reply | None) -> bytes:
+    """The event stream the API sends for ``message``; with ``failure``, an error mid-way."""
+    text: str = message["content"][0]["text"]
+    start = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "usage": {**message["usage"], "output_tokens": 1},
+    }
+    out = [
+        _sse("message_start", {"type": "message_start", "message": start}),
+        _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        _sse("ping", {"type": "ping"}),
+    ]
+    if failure is not None:
+        error = _error_body(
+            failure.error_type or "overloaded_error", failure.message or "Overloaded"
+        )
+        out.append(_sse("error", error))
+        return b"".join(out)
+    # Two deltas so that a client has to accumulate, not just copy one event.
+    half = len(text) // 2
+    for piece in (text[:half], text[half:]):
+        delta = {"type": "text_delta", "text": piece}
+        out.append(
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+        )
+    out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    out.append(
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        )
+    )
+    out.append(_sse("message_stop", {"type": "message_stop"}))
+    return b"".join(out)
+
+
+class FakeMessagesAPI:
+    """The loopback server. Use it as a context manager; ``base_url`` is valid inside."""
+
+    def __init__(self) -> None:
+        self._state = _State()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.state = self._state
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-messages-api", daemon=True
+        )
+        self._started = False
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies; each request consumes the next one."""
+        with self._state.lock:
+            self._state.queue.extend(replies)
+
+    def set_default(self, reply_for: Callable[[RecordedRequest], Reply]) -> None:
+        """Answer with ``reply_for(request)`` once the script is used up."""
+        with self._state.lock:
+            self._state.default = reply_for
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far, in arrival order."""
+        with self._state.lock:
+            return list(self._state.requests)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted replies have not been used yet."""
+        with self._state.lock:
+            return len(self._state.queue)
+
+    def start(self) -> FakeMessagesAPI:
+        if not self._started:
+            self._thread.start()
+            self._started = True
+        return self
+
+    def close(self) -> None:
+        self._state.closing.set()
+        if self._started:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+        self._server.server_close()
+
+    def __enter__(self) -> FakeMessagesAPI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
