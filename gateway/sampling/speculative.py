@@ -150,7 +150,12 @@ def speculative_generate_batch(
         u = rng.random((rows, k_round))
         # q(x) > 0 because x was drawn from q; the ratio test is u < p/q written without division.
         ok = u * q_draft < p_draft
-        n_accepted = np.where(ok.all(axis=1), k_round, np.argmin(ok, axis=1))
+        # Accepted = the run of leading successes (argmin finds the first failure).
+        n_accepted = (
+            np.where(ok.all(axis=1), k_round, np.argmin(ok, axis=1))
+            if k_round
+            else np.zeros(rows, dtype=np.intp)
+        )
         at = p[np.arange(rows), n_accepted]
         residual = at.copy()
         rejected = n_accepted < k_round
