@@ -1,1 +1,48 @@
-"""See the module docstrings."""
+"""The audit store: an append-only, hash-chained event log on SQLite or PostgreSQL.
+
+    from audit import AuditStore, EventDraft, EventKind
+    with AuditStore.open("sqlite:///gateway-audit.db") as store:
+        store.append(EventDraft(kind=EventKind.REQUEST, request_id="r1"))
+
+``audit`` knows nothing of Claude, policies or the gateway; it imports nothing from them.
+"""
+
+from audit.errors import (
+    AppendFailed,
+    AuditStoreError,
+    CheckpointError,
+    DatabaseUnavailable,
+    InvalidEvent,
+    NotFound,
+    SchemaMismatch,
+)
+from audit.models import (
+    Appended,
+    Checkpoint,
+    Defect,
+    DefectKind,
+    EventDraft,
+    EventKind,
+    StoredEvent,
+    VerifyReport,
+)
+from audit.store import AuditStore
+
+__all__ = [
+    "AppendFailed",
+    "Appended",
+    "AuditStore",
+    "AuditStoreError",
+    "Checkpoint",
+    "CheckpointError",
+    "DatabaseUnavailable",
+    "Defect",
+    "DefectKind",
+    "EventDraft",
+    "EventKind",
+    "InvalidEvent",
+    "NotFound",
+    "SchemaMismatch",
+    "StoredEvent",
+    "VerifyReport",
+]

@@ -41,3 +41,8 @@ class NotFound(AuditStoreError):
 
 class CheckpointError(AuditStoreError):
     exit_code = 2
+
+
+class InvalidEvent(AppendFailed):
+    """A draft that cannot be recorded as given (not JSON-canonical, policy content that does
+    not match its fingerprint). Raised before the chain lock is taken; nothing is written."""

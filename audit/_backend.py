@@ -1,0 +1,116 @@
+"""Engines for the two backends, with the durability and locking each needs.
+
+    backend = Backend.connect("sqlite:///gateway-audit.db", "fsync")
+    with backend.writer.begin() as conn:   # BEGIN IMMEDIATE on SQLite: holds the chain lock
+        backend.lock_chain(conn)           # advisory lock on PostgreSQL, no-op on SQLite
+
+SQLite: WAL, ``synchronous=FULL`` (fsync) or ``NORMAL`` (os), a busy timeout so processes
+queue for the write lock instead of failing. Writers and readers use separate engines so
+reads never take the write lock. PostgreSQL: ``synchronous_commit`` on or off per durability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from audit.errors import DatabaseUnavailable
+
+DURABILITIES = ("fsync", "os")
+BUSY_TIMEOUT_MS = 60_000
+# pg_advisory_xact_lock key: one chain per database. Any constant works; this is "AUDT".
+CHAIN_LOCK_KEY = 0x41554454
+URL_HINT = "Set GATEWAY_DATABASE_URL to sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB."
+
+
+@dataclass(frozen=True)
+class Backend:
+    url: str
+    dialect: str
+    durability: str
+    writer: Engine
+    reader: Engine
+
+    @classmethod
+    def connect(cls, url: str, durability: str) -> Backend:
+        if durability not in DURABILITIES:
+            raise ValueError(f"durability must be one of {DURABILITIES}, not {durability!r}")
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise DatabaseUnavailable(
+                "the audit database URL is not a database URL.", hint=URL_HINT
+            ) from None
+        name = parsed.get_backend_name()
+        if name == "sqlite":
+            return cls._sqlite(url, parsed.database, durability)
+        if name == "postgresql":
+            if parsed.drivername == "postgresql":
+                parsed = parsed.set(drivername="postgresql+psycopg")
+            return cls._postgres(parsed.render_as_string(hide_password=False), durability)
+        raise DatabaseUnavailable(f"the audit store does not support {name!r}.", hint=URL_HINT)
+
+    @classmethod
+    def _sqlite(cls, url: str, database: str | None, durability: str) -> Backend:
+        if not database or database == ":memory:":
+            raise DatabaseUnavailable(
+                "the audit database must be a file, not an in-memory database.", hint=URL_HINT
+            )
+        if not Path(database).parent.exists():
+            raise DatabaseUnavailable(
+                f"the folder for the audit database {database!r} does not exist.",
+                hint="Create the folder or point GATEWAY_DATABASE_URL elsewhere.",
+            )
+        sync = "FULL" if durability == "fsync" else "NORMAL"
+
+        def make(begin: str) -> Engine:
+            engine = create_engine(url, connect_args={"check_same_thread": False})
+
+            @event.listens_for(engine, "connect")
+            def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+                # Autocommit at the driver so that we issue BEGIN ourselves (SQLAlchemy's
+                # documented recipe): the writer needs BEGIN IMMEDIATE to take the lock first.
+                dbapi_conn.isolation_level = None
+                cur = dbapi_conn.cursor()
+                cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                cur.execute("PRAGMA journal_mode = WAL")
+                cur.execute(f"PRAGMA synchronous = {sync}")
+                cur.close()
+
+            @event.listens_for(engine, "begin")
+            def _begin(conn: Connection) -> None:
+                conn.exec_driver_sql(begin)
+
+            return engine
+
+        return cls(url, "sqlite", durability, make("BEGIN IMMEDIATE"), make("BEGIN"))
+
+    @classmethod
+    def _postgres(cls, url: str, durability: str) -> Backend:
+        commit = "on" if durability == "fsync" else "off"
+        try:
+            engine = create_engine(
+                url,
+                pool_pre_ping=True,
+                pool_size=8,
+                max_overflow=32,
+                connect_args={"options": f"-c synchronous_commit={commit}", "connect_timeout": 10},
+            )
+        except (NoSuchModuleError, ArgumentError) as exc:
+            raise DatabaseUnavailable(f"cannot use {url!r}: {exc}.", hint=URL_HINT) from None
+        return cls(url, "postgresql", durability, engine, engine)
+
+    def lock_chain(self, conn: Connection) -> None:
+        if self.dialect == "postgresql":
+            # Held to the end of the transaction; instances queue here, then read the head.
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": CHAIN_LOCK_KEY})
+
+    def dispose(self) -> None:
+        self.writer.dispose()
+        if self.reader is not self.writer:
+            self.reader.dispose()

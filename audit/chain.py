@@ -1,0 +1,213 @@
+"""Link hashing and verification of the event chain.
+
+    body = event_body(seq=1, event_id="e1", ..., data={}, payloads={}, policy_ref=None)
+    link_hash(GENESIS, body)                  # -> "sha256:..." of GENESIS || body
+    report = Verifier().feed(rows) ... .report()
+
+Every event stores its body exactly as hashed (RFC 8785 bytes) and ``hash = sha256(prev_hash
+|| body)``; the first event links to :data:`GENESIS`. The searchable columns are copies of
+fields inside the body, so verify compares them too: an edited column that the hash does not
+cover would otherwise go unnoticed. Verify checks every link (immudb's published flaw was a
+verifier that skipped the middle ones).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from audit.canonical import canonical_bytes, digest
+from audit.models import Checkpoint, Defect, DefectKind, VerifyReport
+
+BODY_VERSION = 1
+GENESIS = "sha256:" + "0" * 64
+MAX_DEFECTS = 1000
+# Columns that must equal the same-named field inside the hashed body.
+MIRRORED = (
+    "event_id",
+    "request_id",
+    "kind",
+    "task",
+    "caller",
+    "policy_fingerprint",
+    "request_hash",
+)
+
+
+class EventRow(NamedTuple):
+    seq: int
+    event_id: str
+    request_id: str
+    kind: str
+    recorded_at: datetime
+    task: str | None
+    caller: str | None
+    policy_fingerprint: str | None
+    request_hash: str | None
+    body: bytes
+    prev_hash: str
+    hash: str
+
+
+def format_time(moment: datetime) -> str:
+    """Fixed-width UTC with microseconds, so the same instant always has the same bytes."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def event_body(
+    *,
+    seq: int,
+    event_id: str,
+    request_id: str,
+    kind: str,
+    recorded_at: datetime,
+    task: str | None,
+    caller: str | None,
+    policy_fingerprint: str | None,
+    request_hash: str | None,
+    durability: str,
+    data: Mapping[str, Any],
+    payloads: Mapping[str, str],
+    policy_ref: str | None,
+) -> bytes:
+    return canonical_bytes(
+        {
+            "v": BODY_VERSION,
+            "seq": seq,
+            "event_id": event_id,
+            "request_id": request_id,
+            "kind": kind,
+            "recorded_at": format_time(recorded_at),
+            "task": task,
+            "caller": caller,
+            "policy_fingerprint": policy_fingerprint,
+            "request_hash": request_hash,
+            "durability": durability,
+            "data": dict(data),
+            "payloads": dict(payloads),
+            "policy_ref": policy_ref,
+        }
+    )
+
+
+def link_hash(prev_hash: str, body: bytes) -> str:
+    return digest(prev_hash.encode("ascii") + body)
+
+
+def content_refs(parsed: Mapping[str, Any]) -> tuple[list[str], str | None]:
+    payloads = parsed.get("payloads") or {}
+    return [str(d) for d in payloads.values()], parsed.get("policy_ref")
+
+
+class Verifier:
+    """Checks rows fed in seq order; holds only the previous hash, so memory stays flat.
+
+    ``contents`` maps each content digest referenced by the rows just fed to the digest its
+    stored bytes actually hash to (or None if the row is missing); the caller looks them up
+    in batches.
+    """
+
+    def __init__(self, checkpoint: Checkpoint | None = None) -> None:
+        self.checkpoint = checkpoint
+        self.expected = 1
+        self.prev_hash = GENESIS
+        self.count = 0
+        self.bytes = 0
+        self.defects: list[Defect] = []
+        self.checkpoint_seen = False
+
+    def _defect(self, seq: int | None, kind: DefectKind, detail: str) -> None:
+        if len(self.defects) < MAX_DEFECTS:
+            self.defects.append(Defect(seq=seq, kind=kind, detail=detail))
+
+    def feed(self, row: EventRow, contents: Mapping[str, str | None]) -> None:
+        seq = row.seq
+        self.count += 1
+        self.bytes += len(row.body)
+        if seq != self.expected:
+            missing = (
+                f"{self.expected}" if seq == self.expected + 1 else f"{self.expected}..{seq - 1}"
+            )
+            self._defect(seq, DefectKind.GAP, f"seq {missing} missing before seq {seq}")
+        if row.prev_hash != self.prev_hash:
+            self._defect(seq, DefectKind.BROKEN_LINK, "prev_hash is not the previous event's hash")
+        if link_hash(row.prev_hash, row.body) != row.hash:
+            self._defect(seq, DefectKind.HASH_MISMATCH, "stored hash != sha256(prev_hash || body)")
+        self._check_body(row, contents)
+        cp = self.checkpoint
+        if cp is not None and seq == cp.seq:
+            self.checkpoint_seen = True
+            if row.hash != cp.hash:
+                self._defect(
+                    seq, DefectKind.CHECKPOINT, "hash differs from the checkpoint: log rewritten"
+                )
+        self.expected = seq + 1
+        self.prev_hash = row.hash
+
+    def _check_body(self, row: EventRow, contents: Mapping[str, str | None]) -> None:
+        seq = row.seq
+        try:
+            parsed = json.loads(row.body)
+            if not isinstance(parsed, dict) or parsed.get("v") != BODY_VERSION:
+                raise ValueError("not a version 1 event body")
+            body_time = parse_time(parsed["recorded_at"])
+        except (ValueError, KeyError, TypeError) as exc:
+            self._defect(seq, DefectKind.BAD_BODY, f"body does not parse: {exc}")
+            return
+        if parsed.get("seq") != seq:
+            self._defect(seq, DefectKind.SEQUENCE, f"row holds the body of seq {parsed.get('seq')}")
+        wrong = [c for c in MIRRORED if getattr(row, c) != parsed.get(c)]
+        if row.recorded_at != body_time:
+            wrong.append("recorded_at")
+        if wrong:
+            self._defect(
+                seq, DefectKind.COLUMN_MISMATCH, f"column(s) {', '.join(wrong)} differ from body"
+            )
+        payloads, policy = content_refs(parsed)
+        for ref in [*payloads, *([policy] if policy else [])]:
+            actual = contents.get(ref)
+            if actual is None:
+                self._defect(seq, DefectKind.MISSING_CONTENT, f"content {ref} is missing")
+            elif actual != ref:
+                self._defect(seq, DefectKind.CONTENT_MISMATCH, f"content {ref} hashes to {actual}")
+
+    def report(self) -> VerifyReport:
+        cp = self.checkpoint
+        if cp is not None and not self.checkpoint_seen:
+            head = self.expected - 1
+            self._defect(
+                head + 1 if head < cp.seq else None,
+                DefectKind.CHECKPOINT,
+                f"the log ends at seq {head} but the checkpoint names seq {cp.seq}: "
+                "events were removed (truncation or rollback)",
+            )
+        return VerifyReport(
+            ok=not self.defects,
+            events_checked=self.count,
+            head_seq=self.expected - 1,
+            head_hash=self.prev_hash,
+            bytes_checked=self.bytes,
+            defects=tuple(self.defects),
+            checkpoint_seq=cp.seq if cp is not None else None,
+        )
+
+
+def referenced(rows: Iterable[EventRow]) -> set[str]:
+    """Content digests the rows' bodies reference (unparseable bodies reference nothing)."""
+    refs: set[str] = set()
+    for row in rows:
+        try:
+            parsed = json.loads(row.body)
+            payloads, policy = content_refs(parsed)
+        except (ValueError, AttributeError):
+            continue
+        refs.update(payloads)
+        if policy:
+            refs.add(policy)
+    return refs

@@ -1,0 +1,75 @@
+"""Schema management: which revision a database is at, and upgrading it.
+
+    from audit.migrate import upgrade, current_revision
+    upgrade("sqlite:///gateway-audit.db")      # what `gateway db upgrade` runs
+
+The migrations ship inside the package (``audit/_migrations`` points at the top-level
+``migrations/`` folder and is packaged into the wheel), so this works from a non-editable
+install without ``alembic.ini``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine
+
+from audit.errors import SchemaMismatch
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "_migrations"
+UPGRADE_HINT = "Run `gateway db upgrade` (with the same GATEWAY_DATABASE_URL) and try again."
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("path_separator", "os")
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships a revision
+        raise RuntimeError("no migrations are packaged")
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade_engine(engine: Engine, revision: str = "head") -> None:
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), revision)
+
+
+def downgrade_engine(engine: Engine, revision: str) -> None:
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), revision)
+
+
+def check_at_head(connection: Connection) -> None:
+    """Refuse a database that is behind (or ahead of) the code, naming the fix."""
+    current = current_revision(connection)
+    head = head_revision()
+    if current == head:
+        return
+    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if current is None:
+        raise SchemaMismatch("the audit database has no schema yet.", hint=UPGRADE_HINT)
+    if current not in known:
+        raise SchemaMismatch(
+            f"the audit database is at schema revision {current}, which is newer than this "
+            f"gateway knows (head {head}).",
+            hint="Upgrade the gateway to the version that wrote this database.",
+        )
+    raise SchemaMismatch(
+        f"the audit database schema is behind (at {current}, this gateway needs {head}).",
+        hint=UPGRADE_HINT,
+    )

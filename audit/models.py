@@ -1,0 +1,127 @@
+"""The typed values that cross the audit store's boundary.
+
+    draft = EventDraft(kind=EventKind.REQUEST, request_id="r1", task="t", caller="svc",
+                       policy_fingerprint=None, request_hash=None, data={"prompt_chars": 12})
+    appended = store.append(draft)          # -> Appended(seq=1, hash="sha256:...", ...)
+
+Drafts are validated before they reach the chain lock, so a bad draft never holds up others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EventKind(StrEnum):
+    REQUEST = "request"
+    ATTEMPT_FAILED = "attempt_failed"
+    RESPONSE = "response"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    CACHE_HIT = "cache_hit"
+    REPLAY = "replay"
+    EXPORT = "export"
+    CHECKPOINT = "checkpoint"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EventDraft(_Frozen):
+    kind: EventKind
+    request_id: str = Field(min_length=1, max_length=128)
+    task: str | None = Field(default=None, max_length=200)
+    caller: str | None = Field(default=None, max_length=200)
+    policy_fingerprint: str | None = None
+    request_hash: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+    # Large bytes (wire bodies) are stored content-addressed; only their digests are hashed
+    # into the event body, so the chain stays small and a body is stored once however often
+    # it recurs.
+    payloads: Mapping[str, bytes] = Field(default_factory=dict)
+    policy_content: dict[str, Any] | None = None
+
+
+class Appended(_Frozen):
+    seq: int
+    hash: str
+    event_id: str
+    recorded_at: datetime
+
+
+class StoredEvent(_Frozen):
+    seq: int
+    event_id: str
+    request_id: str
+    kind: EventKind
+    recorded_at: datetime
+    task: str | None
+    caller: str | None
+    policy_fingerprint: str | None
+    request_hash: str | None
+    body: bytes  # the RFC 8785 bytes exactly as hashed
+    prev_hash: str
+    hash: str
+    data: dict[str, Any]
+    payload_digests: dict[str, str]
+
+
+class DefectKind(StrEnum):
+    GAP = "gap"  # a sequence number is missing (a deleted event)
+    SEQUENCE = "sequence"  # seq out of order, duplicated, or not what the body says
+    BROKEN_LINK = "broken_link"  # prev_hash is not the previous event's hash
+    HASH_MISMATCH = "hash_mismatch"  # stored hash is not sha256(prev_hash || body)
+    BAD_BODY = "bad_body"  # the body is not canonical JSON of the expected shape
+    COLUMN_MISMATCH = "column_mismatch"  # a searchable column disagrees with the hashed body
+    MISSING_CONTENT = "missing_content"  # a referenced payload or policy row is absent
+    CONTENT_MISMATCH = "content_mismatch"  # a payload or policy row does not hash to its key
+    CHECKPOINT = "checkpoint"  # the log does not contain or extend the checkpointed head
+
+
+class Defect(_Frozen):
+    seq: int | None
+    kind: DefectKind
+    detail: str
+
+
+class Checkpoint(_Frozen):
+    """A signed chain head. ``signature`` is Ed25519 over :meth:`signed_bytes`."""
+
+    version: int = 1
+    store_id: str
+    seq: int
+    hash: str
+    created_at: datetime
+    public_key: str | None  # hex of the raw Ed25519 public key; None for an unsigned head
+    signature: str | None  # hex
+
+    def signed_fields(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "store_id": self.store_id,
+            "seq": self.seq,
+            "hash": self.hash,
+            "created_at": self.created_at.isoformat(),
+            "public_key": self.public_key,
+        }
+
+
+class VerifyReport(_Frozen):
+    ok: bool
+    events_checked: int
+    head_seq: int
+    head_hash: str
+    bytes_checked: int
+    defects: tuple[Defect, ...]
+    checkpoint_seq: int | None = None
+
+    @property
+    def first_bad_seq(self) -> int | None:
+        seqs = [d.seq for d in self.defects if d.seq is not None]
+        return min(seqs) if seqs else None

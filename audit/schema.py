@@ -1,0 +1,99 @@
+"""The audit database's tables, as typed SQLAlchemy 2.0 models.
+
+    from audit.schema import Base, Event
+    Base.metadata.create_all(engine)   # tests only: Alembic owns the real schema
+
+``events`` is the hash chain. ``payloads`` and ``policies`` are content-addressed side tables:
+each row is keyed by the digest of its bytes and is written once. ``audit_meta`` holds the
+database identity that checkpoints name, so a checkpoint cannot be checked against a copy of
+another log. Append-only triggers live in the migration, not here: SQLAlchemy metadata has no
+portable notion of a trigger.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import DateTime, Integer, LargeBinary, MetaData, String, Text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes in, aware UTC datetimes out, on every backend.
+
+    SQLite has no time zone type; storing naive UTC and re-attaching UTC on the way out keeps
+    the column comparable with the ``recorded_at`` inside the hashed body.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("audit timestamps must be timezone-aware")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Event(Base):
+    __tablename__ = "events"
+
+    # Assigned by the store under the chain lock (head + 1), never by the database, so a rolled
+    # back append leaves no gap.
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    event_id: Mapped[str] = mapped_column(String(64), unique=True)
+    request_id: Mapped[str] = mapped_column(String(128), index=True)
+    kind: Mapped[str] = mapped_column(String(32), index=True)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    task: Mapped[str | None] = mapped_column(String(200), index=True)
+    caller: Mapped[str | None] = mapped_column(String(200), index=True)
+    policy_fingerprint: Mapped[str | None] = mapped_column(String(80))
+    request_hash: Mapped[str | None] = mapped_column(String(80), index=True)
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    prev_hash: Mapped[str] = mapped_column(String(80))
+    hash: Mapped[str] = mapped_column(String(80))
+
+
+class Payload(Base):
+    __tablename__ = "payloads"
+
+    digest: Mapped[str] = mapped_column(String(80), primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class PolicyVersion(Base):
+    __tablename__ = "policies"
+
+    # The fingerprint is the digest of the canonical content, so the key proves the row.
+    fingerprint: Mapped[str] = mapped_column(String(80), primary_key=True)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class AuditMeta(Base):
+    __tablename__ = "audit_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+metadata = Base.metadata

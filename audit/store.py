@@ -1,0 +1,427 @@
+"""AuditStore: open, append, read, find, verify and checkpoint the audit log.
+
+    with AuditStore.open("sqlite:///gateway-audit.db") as store:
+        appended = store.append(EventDraft(kind=EventKind.REQUEST, request_id="r1", data={}))
+        store.event(appended.seq).kind            # EventKind.REQUEST
+        assert store.verify().ok
+
+One append is one transaction (payload rows, policy row, event), committed durably before
+``append`` returns. Appends from many threads are grouped (see ``audit._group``); many
+processes and instances share one chain through the backend's lock (``audit._backend``).
+Reads stream in keyset pages, so nothing ever loads the whole log.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+
+from sqlalchemy import ColumnElement, Connection, Insert, insert, inspect, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import SQLAlchemyError
+
+from audit import checkpoint as cp
+from audit._backend import Backend
+from audit._group import GroupCommitter
+from audit.canonical import CanonicalizationError, canonical_bytes, digest
+from audit.chain import GENESIS, EventRow, Verifier, event_body, link_hash, referenced
+from audit.errors import (
+    AppendFailed,
+    CheckpointError,
+    DatabaseUnavailable,
+    InvalidEvent,
+    NotFound,
+)
+from audit.migrate import check_at_head, current_revision, upgrade_engine
+from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
+from audit.schema import AuditMeta, Event, Payload, PolicyVersion
+
+PAGE = 1000
+EVENT_COLUMNS = (
+    Event.seq,
+    Event.event_id,
+    Event.request_id,
+    Event.kind,
+    Event.recorded_at,
+    Event.task,
+    Event.caller,
+    Event.policy_fingerprint,
+    Event.request_hash,
+    Event.body,
+    Event.prev_hash,
+    Event.hash,
+)
+APPEND_HINT = (
+    "Nothing was written. Check that the audit database is reachable, writable and has disk "
+    "space, then retry."
+)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A draft with everything computed that does not need the chain lock."""
+
+    draft: EventDraft
+    event_id: str
+    payload_rows: tuple[dict[str, Any], ...]
+    payload_digests: dict[str, str]
+    policy_row: dict[str, Any] | None
+
+
+def _unavailable(url: str, exc: BaseException) -> DatabaseUnavailable:
+    reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc)
+    return DatabaseUnavailable(
+        f"cannot open the audit database ({reason}).",
+        hint="Check GATEWAY_DATABASE_URL, that the server is up, and that the file is an "
+        "audit database (not corrupt).",
+    )
+
+
+class AuditStore:
+    def __init__(self, backend: Backend, store_id: str) -> None:
+        self._backend = backend
+        self.store_id = store_id
+        self._committer: GroupCommitter[_Prepared, Appended] = GroupCommitter(self._commit)
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str, durability: str = "fsync") -> AuditStore:
+        backend = Backend.connect(url, durability)
+        try:
+            if backend.dialect == "sqlite":
+                cls._create_sqlite_on_first_use(backend)
+            with backend.reader.connect() as conn:
+                check_at_head(conn)
+                store_id = conn.execute(
+                    select(AuditMeta.value).where(AuditMeta.key == "store_id")
+                ).scalar_one()
+        except SQLAlchemyError as exc:
+            backend.dispose()
+            raise _unavailable(url, exc) from exc
+        except BaseException:
+            backend.dispose()
+            raise
+        return cls(backend, store_id)
+
+    @staticmethod
+    def _create_sqlite_on_first_use(backend: Backend) -> None:
+        # BEGIN IMMEDIATE first, so two processes opening a new file do not both migrate it.
+        with backend.writer.begin() as conn:
+            if current_revision(conn) is not None:
+                return
+            if inspect(conn).get_table_names():
+                raise DatabaseUnavailable(
+                    "the SQLite file holds other tables and is not an audit database.",
+                    hint="Point GATEWAY_DATABASE_URL at a new file or an audit database.",
+                )
+        upgrade_engine(backend.writer)
+
+    def close(self) -> None:
+        self._backend.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def durability(self) -> str:
+        return self._backend.durability
+
+    @property
+    def group_commits(self) -> int:
+        """How many transactions appends have used so far (appends / this = group size)."""
+        return self._committer.batches
+
+    # -- appending ----------------------------------------------------------------------------
+
+    def append(self, draft: EventDraft) -> Appended:
+        return self._committer.submit(self._prepare(draft))
+
+    def _prepare(self, draft: EventDraft) -> _Prepared:
+        try:
+            canonical_bytes(draft.data)  # fail here, before the lock, not inside a batch
+            policy_row = None
+            if draft.policy_content is not None:
+                content = canonical_bytes(draft.policy_content)
+                if digest(content) != draft.policy_fingerprint:
+                    raise InvalidEvent(
+                        "the policy content does not hash to the event's policy_fingerprint.",
+                        hint="Pass the policy's content() and its fingerprint together.",
+                    )
+                policy_row = {"fingerprint": draft.policy_fingerprint, "content": content}
+        except CanonicalizationError as exc:
+            raise InvalidEvent(f"the event data cannot be recorded: {exc}.") from None
+        rows = {digest(b): {"digest": digest(b), "size": len(b), "content": b}
+                for b in draft.payloads.values()}  # fmt: skip
+        return _Prepared(
+            draft=draft,
+            event_id=uuid.uuid4().hex,
+            payload_rows=tuple(rows.values()),
+            payload_digests={name: digest(b) for name, b in draft.payloads.items()},
+            policy_row=policy_row,
+        )
+
+    def _insert_ignoring_duplicates(self, model: type[Payload] | type[PolicyVersion]) -> Insert:
+        if self._backend.dialect == "postgresql":
+            return pg_insert(model).on_conflict_do_nothing()
+        return sqlite_insert(model).on_conflict_do_nothing()
+
+    def _commit(self, batch: list[_Prepared]) -> list[Appended]:
+        try:
+            with self._backend.writer.begin() as conn:
+                self._backend.lock_chain(conn)
+                head = conn.execute(
+                    select(Event.seq, Event.hash).order_by(Event.seq.desc()).limit(1)
+                ).first()
+                seq, prev = (head[0], head[1]) if head else (0, GENESIS)
+                now = datetime.now(UTC)
+                events: list[dict[str, Any]] = []
+                results: list[Appended] = []
+                payloads: dict[str, dict[str, Any]] = {}
+                policies: dict[str, dict[str, Any]] = {}
+                for item in batch:
+                    seq += 1
+                    d = item.draft
+                    columns: dict[str, Any] = {
+                        "seq": seq,
+                        "event_id": item.event_id,
+                        "request_id": d.request_id,
+                        "kind": d.kind.value,
+                        "recorded_at": now,
+                        "task": d.task,
+                        "caller": d.caller,
+                        "policy_fingerprint": d.policy_fingerprint,
+                        "request_hash": d.request_hash,
+                    }
+                    body = event_body(
+                        **columns,
+                        durability=self._backend.durability,
+                        data=d.data,
+                        payloads=item.payload_digests,
+                        policy_ref=item.policy_row["fingerprint"] if item.policy_row else None,
+                    )
+                    this = link_hash(prev, body)
+                    events.append({**columns, "body": body, "prev_hash": prev, "hash": this})
+                    results.append(
+                        Appended(seq=seq, hash=this, event_id=item.event_id, recorded_at=now)
+                    )
+                    prev = this
+                    payloads.update({r["digest"]: r for r in item.payload_rows})
+                    if item.policy_row:
+                        policies[item.policy_row["fingerprint"]] = item.policy_row
+                if payloads:
+                    conn.execute(self._insert_ignoring_duplicates(Payload), list(payloads.values()))
+                if policies:
+                    conn.execute(
+                        self._insert_ignoring_duplicates(PolicyVersion), list(policies.values())
+                    )
+                conn.execute(insert(Event), events)
+            return results
+        except SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            raise AppendFailed(
+                f"the audit record could not be committed ({reason}).", hint=APPEND_HINT
+            ) from exc
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def event(self, seq: int) -> StoredEvent:
+        with self._backend.reader.connect() as conn:
+            row = conn.execute(select(*EVENT_COLUMNS).where(Event.seq == seq)).first()
+        if row is None:
+            raise NotFound(f"there is no audit event with seq {seq}.")
+        return _stored(EventRow._make(row))
+
+    def events_for_request(self, request_id: str) -> list[StoredEvent]:
+        return list(self._iter_where([Event.request_id == request_id]))
+
+    def iter_events(
+        self,
+        *,
+        task: str | None = None,
+        caller: str | None = None,
+        kind: EventKind | str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after_seq: int = 0,
+        before_seq: int | None = None,
+    ) -> Iterator[StoredEvent]:
+        """Events in seq order matching every given filter (``until`` is exclusive)."""
+        where: list[ColumnElement[bool]] = []
+        if task is not None:
+            where.append(Event.task == task)
+        if caller is not None:
+            where.append(Event.caller == caller)
+        if kind is not None:
+            where.append(Event.kind == EventKind(kind).value)
+        if since is not None:
+            where.append(Event.recorded_at >= since)
+        if until is not None:
+            where.append(Event.recorded_at < until)
+        if before_seq is not None:
+            where.append(Event.seq < before_seq)
+        return self._iter_where(where, after_seq=after_seq)
+
+    def _iter_where(
+        self, where: list[ColumnElement[bool]], *, after_seq: int = 0
+    ) -> Iterator[StoredEvent]:
+        for row in self._rows(where, after_seq=after_seq):
+            yield _stored(row)
+
+    def _rows(
+        self, where: list[ColumnElement[bool]], *, after_seq: int = 0, page: int = PAGE
+    ) -> Iterator[EventRow]:
+        # Keyset pages, each on a short-lived connection: memory stays flat and no read
+        # transaction is held open across the whole log.
+        last = after_seq
+        while True:
+            with self._backend.reader.connect() as conn:
+                rows = conn.execute(
+                    select(*EVENT_COLUMNS)
+                    .where(Event.seq > last, *where)
+                    .order_by(Event.seq)
+                    .limit(page)
+                ).all()
+            for row in rows:
+                yield EventRow._make(row)
+            if len(rows) < page:
+                return
+            last = rows[-1][0]
+
+    def find_response(self, request_hash: str) -> StoredEvent | None:
+        """The newest RESPONSE for ``request_hash`` whose ``data["ok"]`` is true."""
+        last: int | None = None
+        while True:
+            query = (
+                select(*EVENT_COLUMNS)
+                .where(Event.request_hash == request_hash, Event.kind == EventKind.RESPONSE.value)
+                .order_by(Event.seq.desc())
+                .limit(50)
+            )
+            if last is not None:
+                query = query.where(Event.seq < last)
+            with self._backend.reader.connect() as conn:
+                rows = conn.execute(query).all()
+            for row in rows:
+                event = _stored(EventRow._make(row))
+                if event.data.get("ok") is True:
+                    return event
+            if len(rows) < 50:
+                return None
+            last = rows[-1][0]
+
+    def payload(self, content_digest: str) -> bytes:
+        with self._backend.reader.connect() as conn:
+            content = conn.execute(
+                select(Payload.content).where(Payload.digest == content_digest)
+            ).scalar_one_or_none()
+        if content is None:
+            raise NotFound(f"there is no stored payload {content_digest}.")
+        return bytes(content)
+
+    def policy_content(self, fingerprint: str) -> dict[str, Any] | None:
+        with self._backend.reader.connect() as conn:
+            content = conn.execute(
+                select(PolicyVersion.content).where(PolicyVersion.fingerprint == fingerprint)
+            ).scalar_one_or_none()
+        if content is None:
+            return None
+        parsed: dict[str, Any] = json.loads(content)
+        return parsed
+
+    def head(self) -> tuple[int, str]:
+        with self._backend.reader.connect() as conn:
+            row = conn.execute(
+                select(Event.seq, Event.hash).order_by(Event.seq.desc()).limit(1)
+            ).first()
+        return (row[0], row[1]) if row else (0, GENESIS)
+
+    # -- verifying ----------------------------------------------------------------------------
+
+    def verify(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        checkpoint: Checkpoint | None = None,
+    ) -> VerifyReport:
+        """Recompute every link; ``progress(events_done, events_total)`` after each page."""
+        if checkpoint is not None and checkpoint.store_id != self.store_id:
+            raise CheckpointError(
+                f"the checkpoint is for audit database {checkpoint.store_id}, "
+                f"not this one ({self.store_id}).",
+                hint="Verify against the database the checkpoint was taken from.",
+            )
+        total = self.head()[0]
+        verifier = Verifier(checkpoint)
+        page: list[EventRow] = []
+        for row in self._rows([]):
+            page.append(row)
+            if len(page) == PAGE:
+                self._verify_page(verifier, page, progress, total)
+                page = []
+        self._verify_page(verifier, page, progress, total)
+        return verifier.report()
+
+    def _verify_page(
+        self,
+        verifier: Verifier,
+        page: list[EventRow],
+        progress: Callable[[int, int], None] | None,
+        total: int,
+    ) -> None:
+        refs = referenced(page)
+        contents: dict[str, str | None] = {}
+        if refs:
+            with self._backend.reader.connect() as conn:
+                contents.update(_content_digests(conn, refs))
+        for row in page:
+            verifier.feed(row, contents)
+        if progress is not None:
+            progress(verifier.count, max(total, verifier.count))
+
+    # -- reviewer reads, recorded -------------------------------------------------------------
+
+    def checkpoint(self, key: bytes | None) -> Checkpoint:
+        """Record a CHECKPOINT event, then sign the head that event created."""
+        public = cp.public_key(key) if key is not None else None  # a bad key writes nothing
+        appended = self.append(
+            EventDraft(
+                kind=EventKind.CHECKPOINT,
+                request_id=f"checkpoint-{uuid.uuid4().hex}",
+                data={"signed": key is not None, "public_key": public},
+            )
+        )
+        return cp.sign(self.store_id, appended.seq, appended.hash, appended.recorded_at, key)
+
+
+def _content_digests(conn: Connection, refs: set[str]) -> Mapping[str, str | None]:
+    found: dict[str, str | None] = {}
+    wanted = sorted(refs)
+    for model, key in ((Payload, Payload.digest), (PolicyVersion, PolicyVersion.fingerprint)):
+        content = Payload.content if model is Payload else PolicyVersion.content
+        for name, blob in conn.execute(select(key, content).where(key.in_(wanted))):
+            found[name] = digest(bytes(blob))
+    return found
+
+
+def _stored(row: EventRow) -> StoredEvent:
+    try:
+        parsed = json.loads(row.body)
+        data = parsed.get("data") or {}
+        payloads = parsed.get("payloads") or {}
+    except (ValueError, AttributeError):
+        data, payloads = {}, {}  # a damaged body still reads; verify names the defect
+    return StoredEvent(**row._asdict(), data=data, payload_digests=payloads)
