@@ -1,1 +1,34 @@
-"""See the module docstrings."""
+"""The policy engine: load and review policy files, plan the exact request a task may send.
+
+from gateway.policy import PolicySet, plan_request
+policies = PolicySet.load(Path("policies"), catalog)
+policy = policies.get("compliance_review")
+plan = plan_request(policy, catalog.get(policy.model_id), messages)
+"""
+
+from gateway.policy._diff import FieldChange, TaskDiff, diff_policy_sets
+from gateway.policy._findings import Finding, Severity
+from gateway.policy._plan import Plan, plan_request
+from gateway.policy._policy_set import PolicyEntry, PolicySet
+from gateway.policy._review import ReviewReport, review_policies
+from gateway.policy._schema import Caller, CallerChoice, CallerRange, Generation, Policy, Thinking
+
+__all__ = [
+    "Caller",
+    "CallerChoice",
+    "CallerRange",
+    "FieldChange",
+    "Finding",
+    "Generation",
+    "Plan",
+    "Policy",
+    "PolicyEntry",
+    "PolicySet",
+    "ReviewReport",
+    "Severity",
+    "TaskDiff",
+    "Thinking",
+    "diff_policy_sets",
+    "plan_request",
+    "review_policies",
+]

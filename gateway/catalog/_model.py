@@ -1,0 +1,60 @@
+"""One model's capabilities, as the policy engine and the planner need them.
+
+info = ModelInfo(id="local:ngram", provider="local", pinned=True, api_version="local-1",
+                 sampling="all", top_k=True, max_output_tokens=4096, context_window=8192,
+                 lifecycle="active")
+info.honours_sampling  # True
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Sampling = Literal["none", "temperature-or-top-p", "all"]
+
+# Facts every entry must source (ModelInfo.sources keys); `alias_of` only matters for aliases.
+SOURCED_FACTS = (
+    "provider",
+    "pinned",
+    "api_version",
+    "sampling",
+    "top_k",
+    "thinking_types",
+    "effort_levels",
+    "structured_outputs",
+    "max_output_tokens",
+    "context_window",
+    "lifecycle",
+    "retires_at",
+)
+
+
+class ModelInfo(BaseModel):
+    """What one model id honours. Frozen; unknown keys in the catalog file are errors."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    provider: Literal["anthropic", "local"]
+    pinned: bool
+    alias_of: str | None = None
+    api_version: str
+    sampling: Sampling
+    top_k: bool
+    thinking_types: tuple[str, ...] = ()
+    # Thinking types the model still accepts but the vendor has deprecated (review warns).
+    deprecated_thinking_types: tuple[str, ...] = ()
+    effort_levels: tuple[str, ...] = ()
+    structured_outputs: bool = False
+    max_output_tokens: int = Field(gt=0)
+    context_window: int = Field(gt=0)
+    lifecycle: Literal["active", "deprecated", "retired"]
+    retires_at: date | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def honours_sampling(self) -> bool:
+        return self.sampling != "none"

@@ -1,0 +1,219 @@
+"""Planning: a policy, a model, the caller's messages and overrides become the exact wire body.
+
+    plan = plan_request(policy, catalog.get(policy.model_id), [{"role": "user", "content": "..."}])
+    plan.body          # exactly what the provider sends
+    plan.request_hash  # the replay-cache key: sha256(JCS({provider, api_version, body}))
+
+Nothing is dropped silently: a setting the model cannot honour raises PolicyLoadError, a
+caller override outside the policy's [caller] table raises PolicyViolation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from audit.canonical import canonical_digest
+from gateway.catalog import ModelInfo
+from gateway.errors import InputError, PolicyLoadError, PolicyViolation
+from gateway.policy._findings import Severity
+from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy
+from gateway.policy.rules import Subject, check
+from gateway.policy.rules.caller import INTEGER_KEYS
+
+BYTES_PER_TOKEN = 4  # a deliberately rough estimate, only to refuse obviously oversized input
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    provider: Literal["anthropic", "local"]
+    model_id: str
+    api_version: str
+    body: dict[str, Any]
+    cache_mode: Literal["replay", "record"]
+    output_format: Literal["text", "json"]
+    output_schema: dict[str, Any] | None
+    requested: dict[str, Any]
+    effective: dict[str, Any]
+    policy_fingerprint: str
+    request_hash: str
+
+
+def plan_request(
+    policy: Policy,
+    model: ModelInfo,
+    messages: list[dict[str, Any]],
+    *,
+    overrides: Mapping[str, object] | None = None,
+) -> Plan:
+    requested = dict(overrides or {})
+    generation = _apply_overrides(policy, requested)
+    _refuse_unhonoured(policy, model, generation, requested)
+    clean = _check_messages(messages)
+    _refuse_oversized(policy, model, clean)
+    body = _body(policy, model, generation, clean)
+    return Plan(
+        task=policy.task,
+        provider=model.provider,
+        model_id=model.id,
+        api_version=model.api_version,
+        body=body,
+        cache_mode=policy.cache_mode,
+        output_format=policy.output_format,
+        output_schema=policy.output_schema,
+        requested=requested,
+        effective=generation.model_dump(mode="json", exclude_none=True),
+        policy_fingerprint=policy.fingerprint,
+        request_hash=canonical_digest(
+            {"provider": model.provider, "api_version": model.api_version, "body": body}
+        ),
+    )
+
+
+def _apply_overrides(policy: Policy, requested: Mapping[str, object]) -> Generation:
+    opened = policy.caller.opened()
+    changes: dict[str, object] = {}
+    for key, value in requested.items():
+        bound = opened.get(key)
+        if bound is None:
+            allowed = ", ".join(_describe(k, b) for k, b in opened.items()) or "nothing"
+            raise PolicyViolation(
+                f"the policy for task {policy.task!r} does not let callers set {key!r}; "
+                f"callers may set: {allowed}.",
+                key=key,
+            )
+        if not _within(key, bound, value):
+            raise PolicyViolation(
+                f"{key} = {value!r} is outside what the policy for task {policy.task!r} allows "
+                f"({_describe(key, bound)}).",
+                key=key,
+            )
+        changes[key] = value
+    return policy.generation.model_copy(update=changes)
+
+
+def _within(key: str, bound: CallerRange | CallerChoice, value: object) -> bool:
+    if isinstance(bound, CallerChoice):
+        return isinstance(value, str) and value in bound.allowed
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if key in INTEGER_KEYS and not isinstance(value, int):
+        return False
+    low_ok = bound.min is None or value >= bound.min
+    return low_ok and bound.max is not None and value <= bound.max
+
+
+def _describe(key: str, bound: CallerRange | CallerChoice) -> str:
+    if isinstance(bound, CallerChoice):
+        return f"{key} one of {list(bound.allowed)}"
+    low = "" if bound.min is None else f"{bound.min:g} <= "
+    return f"{low}{key} <= {bound.max:g}" if bound.max is not None else f"{key} (unbounded)"
+
+
+def _refuse_unhonoured(
+    policy: Policy, model: ModelInfo, generation: Generation, requested: Mapping[str, object]
+) -> None:
+    # The same rules as review, on the effective settings and the model actually used (replay
+    # may re-plan under another model). Lifecycle warnings do not stop a request.
+    subject = Subject.of_policy(policy, model, today=date.today(), generation=generation)
+    errors = [f for f in check(subject) if f.severity is Severity.ERROR]
+    if not errors:
+        return
+    for finding in errors:
+        key = finding.key.removeprefix("generation.").split(".")[0]
+        if key in requested:
+            raise PolicyViolation(f"{finding.message} {finding.advice}", key=key)
+    raise PolicyLoadError(
+        f"the policy for task {policy.task!r} cannot be honoured by model {model.id!r}: "
+        f"{errors[0].message}",
+        findings=tuple(errors),
+        hint=errors[0].advice,
+    )
+
+
+def _check_messages(messages: object) -> list[dict[str, Any]]:
+    if not isinstance(messages, list) or not messages:
+        raise InputError("no messages were given.", hint="Pass a prompt or a list of messages.")
+    clean: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        where = f"message {i + 1}"
+        if not isinstance(message, dict) or set(message) != {"role", "content"}:
+            raise InputError(
+                f"{where} is malformed: each message needs exactly 'role' and 'content'."
+            )
+        role, content = message["role"], message["content"]
+        if role not in ("user", "assistant"):
+            raise InputError(f"{where} has role {role!r}; only 'user' and 'assistant' are allowed.")
+        if i == 0 and role != "user":
+            raise InputError("the first message must come from the user.")
+        clean.append({"role": role, "content": _check_content(content, where)})
+    return clean
+
+
+def _check_content(content: object, where: str) -> str | list[dict[str, str]]:
+    if isinstance(content, str):
+        if not content.strip():
+            raise InputError(f"{where} is empty.")
+        return content
+    if not isinstance(content, list) or not content:
+        raise InputError(f"{where} has no text: content must be a string or text blocks.")
+    blocks: list[dict[str, str]] = []
+    for block in content:
+        ok = isinstance(block, dict) and set(block) == {"type", "text"}
+        if not ok or block["type"] != "text" or not isinstance(block["text"], str):
+            raise InputError(
+                f"{where} has a block that is not plain text; only "
+                '{"type": "text", "text": "..."} blocks are accepted.'
+            )
+        blocks.append({"type": "text", "text": block["text"]})
+    if not any(b["text"].strip() for b in blocks):
+        raise InputError(f"{where} is empty.")
+    return blocks
+
+
+def _text_bytes(messages: list[dict[str, Any]], system: str | None) -> int:
+    total = len(system.encode()) if system else 0
+    for message in messages:
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [b["text"] for b in content]
+        total += sum(len(t.encode()) for t in texts)
+    return total
+
+
+def _refuse_oversized(policy: Policy, model: ModelInfo, messages: list[dict[str, Any]]) -> None:
+    estimate = _text_bytes(messages, policy.system_prompt) // BYTES_PER_TOKEN
+    if estimate > model.context_window:
+        raise InputError(
+            f"the input is about {estimate:,} tokens, more than the {model.context_window:,} "
+            f"tokens model {model.id!r} can read.",
+            hint="Shorten the input or split it into several requests.",
+        )
+
+
+def _body(
+    policy: Policy, model: ModelInfo, g: Generation, messages: list[dict[str, Any]]
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model.id, "max_tokens": g.max_tokens, "messages": messages}
+    if policy.system_prompt is not None:
+        body["system"] = policy.system_prompt
+    if g.stop_sequences:
+        body["stop_sequences"] = list(g.stop_sequences)
+    if model.honours_sampling:  # otherwise review already refused any sampling value
+        for key in ("temperature", "top_p", "top_k"):
+            if (value := getattr(g, key)) is not None:
+                body[key] = value
+    if g.thinking is not None:
+        body["thinking"] = g.thinking.model_dump(exclude_none=True)
+    output_config: dict[str, Any] = {}
+    if g.effort is not None:
+        output_config["effort"] = g.effort
+    if policy.output_format == "json" and model.structured_outputs:
+        output_config["format"] = {"type": "json_schema", "schema": policy.output_schema}
+    if output_config:
+        body["output_config"] = output_config
+    return body

@@ -1,0 +1,153 @@
+"""Load a policy folder into reviewed policies and findings.
+
+    policies = PolicySet.load(Path("policies"), Catalog.load())
+    policy = policies.get("compliance_review")      # UnknownTask / PolicyLoadError otherwise
+
+Every file is read and checked even when others fail, so a review lists every problem at once.
+Only policies without error findings load (DESIGN invariant 5).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from gateway.catalog import Catalog
+from gateway.errors import PolicyLoadError, UnknownTask
+from gateway.policy._files import read_output_schema, read_policy_file, read_system_prompt
+from gateway.policy._findings import Finding, Severity, error
+from gateway.policy._schema import Policy, PolicyFile
+from gateway.policy.rules import Subject, check
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    """One task's file: what was written (if parseable), the loaded policy, its findings."""
+
+    task: str
+    file: str
+    data: PolicyFile | None
+    policy: Policy | None
+    findings: tuple[Finding, ...]
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return sum(f.severity is Severity.WARNING for f in self.findings)
+
+
+class PolicySet:
+    def __init__(self, policy_dir: Path, entries: dict[str, PolicyEntry]) -> None:
+        self.policy_dir = policy_dir
+        self._entries = entries
+
+    @classmethod
+    def load(cls, policy_dir: Path, catalog: Catalog, *, today: date | None = None) -> PolicySet:
+        if not policy_dir.is_dir():
+            raise PolicyLoadError(
+                f"the policy folder {str(policy_dir)!r} does not exist or is not a folder.",
+                hint="Pass the folder that holds the policy .toml files "
+                "(or set GATEWAY_POLICY_DIR).",
+            )
+        day = today or date.today()
+        entries = [
+            _load_one(path, policy_dir, catalog, day) for path in sorted(policy_dir.glob("*.toml"))
+        ]
+        return cls(policy_dir, {e.task: e for e in _flag_duplicates(entries)})
+
+    def get(self, task: str) -> Policy:
+        entry = self._entries.get(task)
+        if entry is None:
+            raise UnknownTask(task, self.tasks())
+        if entry.policy is None:
+            first = next(f for f in entry.findings if f.severity is Severity.ERROR)
+            raise PolicyLoadError(
+                f"the policy for task {task!r} does not load ({entry.errors} error(s)); "
+                f"first: {first.key}: {first.message}",
+                findings=entry.findings,
+                hint=f"Run 'gateway policy review' on {str(self.policy_dir)!r} for every finding.",
+            )
+        return entry.policy
+
+    def tasks(self) -> list[str]:
+        return sorted(self._entries)
+
+    def policies(self) -> list[Policy]:
+        return [e.policy for e in self.entries() if e.policy is not None]
+
+    def entries(self) -> list[PolicyEntry]:
+        return [self._entries[t] for t in self.tasks()]
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        found = tuple(f for e in self.entries() for f in e.findings)
+        if not self._entries:
+            return (
+                error(
+                    "no-policies",
+                    str(self.policy_dir),
+                    "folder",
+                    "The folder holds no policy files, so every task would be refused.",
+                    "Add one <task>.toml file per task.",
+                ),
+            )
+        return found
+
+
+def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> PolicyEntry:
+    name = path.name
+    data, findings = read_policy_file(path, name)
+    if data is None:
+        return PolicyEntry(path.stem, name, None, None, tuple(findings))
+    system_prompt = output_schema = None
+    if data.prompt.system_file is not None:
+        system_prompt, found = read_system_prompt(policy_dir, data.prompt.system_file, name)
+        findings += found
+    if data.output.schema_file is not None:
+        output_schema, found = read_output_schema(policy_dir, data.output.schema_file, name)
+        findings += found
+    findings += check(Subject.of_file(name, data, catalog.get(data.model.id), today=today))
+    policy = None
+    if not any(f.severity is Severity.ERROR for f in findings):
+        policy = Policy(
+            task=path.stem,
+            description=data.description,
+            owner=data.owner,
+            reproducible=data.reproducible,
+            model_id=data.model.id,
+            generation=data.generation,
+            system_prompt=system_prompt,
+            output_format=data.output.format,
+            output_schema=output_schema,
+            cache_mode=data.cache.mode,
+            caller=data.caller,
+            source=str(path),
+        )
+    return PolicyEntry(path.stem, name, data, policy, tuple(findings))
+
+
+def _flag_duplicates(entries: list[PolicyEntry]) -> list[PolicyEntry]:
+    # Task names differing only in case are one task on case-insensitive file systems.
+    groups: dict[str, list[PolicyEntry]] = defaultdict(list)
+    for entry in entries:
+        groups[entry.task.casefold()].append(entry)
+    result = []
+    for entry in entries:
+        twins = [e.file for e in groups[entry.task.casefold()] if e is not entry]
+        if twins:
+            dup = error(
+                "duplicate-task",
+                entry.file,
+                "task",
+                f"Task {entry.task!r} is also defined by {', '.join(twins)}; which one applies "
+                "would depend on the file system.",
+                "Keep exactly one file per task name (names are compared ignoring case).",
+            )
+            entry = PolicyEntry(entry.task, entry.file, entry.data, None, (*entry.findings, dup))
+        result.append(entry)
+    return result

@@ -1,0 +1,41 @@
+"""The compliance review of a policy folder.
+
+report = review_policies(Path("policies"), Catalog.load())
+report.ok          # False when any finding is an error
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from gateway.catalog import Catalog
+from gateway.policy._findings import Finding, Severity
+from gateway.policy._policy_set import PolicyEntry, PolicySet
+
+
+@dataclass(frozen=True)
+class ReviewReport:
+    policy_dir: Path
+    entries: tuple[PolicyEntry, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def errors(self) -> int:
+        return sum(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def warnings(self) -> int:
+        return sum(f.severity is Severity.WARNING for f in self.findings)
+
+    @property
+    def ok(self) -> bool:
+        return self.errors == 0
+
+
+def review_policies(
+    policy_dir: Path, catalog: Catalog, *, today: date | None = None
+) -> ReviewReport:
+    policies = PolicySet.load(policy_dir, catalog, today=today)
+    return ReviewReport(policy_dir, tuple(policies.entries()), policies.findings)

@@ -1,0 +1,162 @@
+"""Policy schema v1: the TOML file as written (``PolicyFile``) and the loaded ``Policy``.
+
+    policy = Policy.from_content(recorded_content)     # exactly the policy that was recorded
+    policy.fingerprint                                 # "sha256:<hex>"
+
+``PolicyFile`` mirrors the TOML tables and rejects unknown keys; it says nothing about whether
+the model can honour the values (the review rules do). ``Policy`` is the reviewed result, flat,
+with the system prompt and JSON schema inlined, so its fingerprint covers everything that
+changes behaviour and nothing that does not (comments, whitespace, key order, file names).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from audit.canonical import canonical_digest
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+ThinkingType = Literal["enabled", "adaptive", "disabled", "between_tools"]
+OutputFormat = Literal["text", "json"]
+CacheMode = Literal["replay", "record"]
+
+# TOML arrays arrive as lists; a frozen model stores them as tuples (elements stay strict).
+StrTuple = Annotated[tuple[str, ...], Field(strict=False)]
+
+# Strict: TOML has real types, so "0.5" (a string) is an error, not a number. Ints are still
+# accepted where a float is expected (temperature = 0 is fine).
+_STRICT = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class Thinking(BaseModel):
+    model_config = _STRICT
+
+    type: ThinkingType
+    budget_tokens: int | None = None
+
+
+class Generation(BaseModel):
+    """The mandated generation parameters; None means "not set, the model's default"."""
+
+    model_config = _STRICT
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop_sequences: StrTuple = ()
+    thinking: Thinking | None = None
+    effort: Effort | None = None
+
+
+class CallerRange(BaseModel):
+    """A numeric range a caller may choose from, both ends inclusive."""
+
+    model_config = _STRICT
+
+    min: float | None = None
+    max: float | None = None
+
+
+class CallerChoice(BaseModel):
+    model_config = _STRICT
+
+    allowed: StrTuple
+
+
+class Caller(BaseModel):
+    """What a caller may set per request. Nothing by default: the policy wins."""
+
+    model_config = _STRICT
+
+    max_tokens: CallerRange | None = None
+    temperature: CallerRange | None = None
+    top_p: CallerRange | None = None
+    top_k: CallerRange | None = None
+    effort: CallerChoice | None = None
+
+    def opened(self) -> dict[str, CallerRange | CallerChoice]:
+        return {
+            key: value
+            for key in ("max_tokens", "temperature", "top_p", "top_k", "effort")
+            if (value := getattr(self, key)) is not None
+        }
+
+
+class ModelTable(BaseModel):
+    model_config = _STRICT
+
+    id: str
+
+
+class PromptTable(BaseModel):
+    model_config = _STRICT
+
+    system_file: str | None = None
+
+
+class OutputTable(BaseModel):
+    model_config = _STRICT
+
+    format: OutputFormat = "text"
+    schema_file: str | None = None
+
+
+class CacheTable(BaseModel):
+    model_config = _STRICT
+
+    mode: CacheMode = "record"
+
+
+class PolicyFile(BaseModel):
+    """One policy file exactly as written (schema v1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+    schema_version: Literal[1] = Field(alias="schema")
+    task: str | None = None
+    description: str
+    owner: str
+    reproducible: bool = False
+    model: ModelTable
+    generation: Generation = Generation()
+    prompt: PromptTable = PromptTable()
+    output: OutputTable = OutputTable()
+    cache: CacheTable = CacheTable()
+    caller: Caller = Caller()
+
+
+class Policy(BaseModel):
+    """A reviewed policy, ready to plan requests. Build it with PolicySet or from_content."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    schema_version: Literal[1] = 1
+    task: str
+    description: str
+    owner: str
+    reproducible: bool
+    model_id: str
+    generation: Generation
+    system_prompt: str | None
+    output_format: OutputFormat
+    output_schema: dict[str, Any] | None
+    cache_mode: CacheMode
+    caller: Caller
+    # Where it was loaded from: for messages only, never part of content or fingerprint.
+    source: str | None = Field(default=None, exclude=True)
+
+    def content(self) -> dict[str, Any]:
+        """The policy as JSON-safe data, prompt and schema inlined: what the fingerprint covers."""
+        return self.model_dump(mode="json")
+
+    @property
+    def fingerprint(self) -> str:
+        return canonical_digest(self.content())
+
+    @classmethod
+    def from_content(cls, content: dict[str, Any]) -> Policy:
+        """Rebuild a policy from a recorded ``content()`` dict (JSON gives lists, not tuples)."""
+        return cls.model_validate(content, strict=False)

@@ -1,0 +1,71 @@
+"""What a review rule looks at: one policy's settings next to its model's capabilities.
+
+subject = Subject.of_policy(policy, catalog.get(policy.model_id), today=date.today())
+findings = [f for rule in RULES for f in rule(subject)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date
+
+from gateway.catalog import ModelInfo
+from gateway.policy._findings import Finding
+from gateway.policy._schema import Caller, Generation, Policy, PolicyFile
+
+
+@dataclass(frozen=True)
+class Subject:
+    file: str
+    model_id: str
+    model: ModelInfo | None
+    generation: Generation
+    reproducible: bool
+    output_format: str
+    has_schema: bool
+    cache_mode: str
+    caller: Caller
+    today: date
+
+    @classmethod
+    def of_file(
+        cls, file: str, data: PolicyFile, model: ModelInfo | None, *, today: date
+    ) -> Subject:
+        return cls(
+            file=file,
+            model_id=data.model.id,
+            model=model,
+            generation=data.generation,
+            reproducible=data.reproducible,
+            output_format=data.output.format,
+            has_schema=data.output.schema_file is not None,
+            cache_mode=data.cache.mode,
+            caller=data.caller,
+            today=today,
+        )
+
+    @classmethod
+    def of_policy(
+        cls,
+        policy: Policy,
+        model: ModelInfo | None,
+        *,
+        today: date,
+        generation: Generation | None = None,
+    ) -> Subject:
+        return cls(
+            file=policy.source or f"{policy.task}.toml",
+            model_id=model.id if model is not None else policy.model_id,
+            model=model,
+            generation=generation if generation is not None else policy.generation,
+            reproducible=policy.reproducible,
+            output_format=policy.output_format,
+            has_schema=policy.output_schema is not None,
+            cache_mode=policy.cache_mode,
+            caller=policy.caller,
+            today=today,
+        )
+
+
+Rule = Callable[[Subject], Iterator[Finding]]
