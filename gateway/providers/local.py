@@ -1,0 +1,408 @@
+"""The offline provider: a word-level n-gram language model built from text shipped with the
+package, answering Messages-API request bodies with every sampling parameter honoured exactly.
+
+    provider = LocalProvider()
+    reply = provider.complete(
+        {"model": "local:ngram", "max_tokens": 20, "temperature": 0.7, "top_p": 0.9,
+         "messages": [{"role": "user", "content": "The reviewer reads the"}]},
+        rng=np.random.default_rng(7),
+    )
+    reply.response["content"][0]["text"], provider.model_version("local:ngram")
+
+Models (``KNOWN_MODELS``): ``local:ngram`` is a trigram model, ``local:ngram-draft`` its bigram
+draft over the same vocabulary (for speculative decoding). Both are built lazily, in a few
+milliseconds, from ``gateway/providers/corpus/*.txt``.
+
+The model. Text is lower-cased and split into words and punctuation marks; every corpus
+paragraph is one training sequence framed by ``<s>`` and ``</s>``. Probabilities are
+interpolated recursively with a Dirichlet prior (Witten-Bell-like):
+``P_n(w | h) = (c(h w) + beta * P_{n-1}(w | h')) / (c(h) + beta)``, ending in an add-one
+unigram, so every word has non-zero probability and the distribution sums to one. Logits are
+the log-probabilities; ``<s>`` and ``<unk>`` are masked (-inf) so they are never generated.
+The hidden state at a position is a fixed random projection (seeded Gaussian embeddings, 64
+dimensions) of the exponentially decayed counts of the last four tokens: two positions look
+alike when their recent contexts do, which is what contrastive search needs.
+
+The model version is ``sha256:`` over the canonical JSON of everything that determines the
+outputs (vocabulary, n-gram counts, beta, embedding seed and shape), so a corpus or hyper-
+parameter change is a new model version in the audit log.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict
+
+from audit.canonical import canonical_digest
+from gateway.errors import InputError
+from gateway.sampling import sample
+from gateway.sampling.processors import validate_parameters
+
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+_TOKEN = re.compile(r"[a-z0-9]+(?:['-][a-z0-9]+)*|[.,;:!?]")
+_NO_SPACE_BEFORE = frozenset(".,;:!?")
+_BETA = 1.0
+_STATE_DIM = 64
+_STATE_WINDOW = 4
+_STATE_DECAY = 0.5
+_EMBEDDING_SEED = 20261130
+
+# model id -> n-gram order. The draft shares the target's vocabulary (speculative decoding
+# compares the two distributions token by token) but sees one word of context less.
+KNOWN_MODELS: Mapping[str, int] = {"local:ngram": 3, "local:ngram-draft": 2}
+
+
+class LocalRequestError(InputError, ValueError):
+    """A request body the local model cannot honour exactly. A ValueError too, so plain
+    callers of the sampling API can catch it the same way as a bad sampling parameter."""
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def detokenize(words: Iterable[str]) -> str:
+    out: list[str] = []
+    for word in words:
+        if out and word not in _NO_SPACE_BEFORE:
+            out.append(" ")
+        out.append(word)
+    return "".join(out)
+
+
+def _corpus_paragraphs() -> list[list[str]]:
+    folder = importlib.resources.files("gateway.providers").joinpath("corpus")
+    paragraphs: list[list[str]] = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".txt"):
+            continue
+        # The first paragraph of each file is its licence header, not training text.
+        blocks = entry.read_text(encoding="utf-8").split("\n\n")[1:]
+        paragraphs.extend(tokens for b in blocks if (tokens := tokenize(b)))
+    return paragraphs
+
+
+@dataclass(frozen=True)
+class _Vocabulary:
+    words: tuple[str, ...]
+    index: Mapping[str, int] = field(repr=False)
+
+    @classmethod
+    def from_paragraphs(cls, paragraphs: Sequence[Sequence[str]]) -> _Vocabulary:
+        corpus_words = sorted({w for p in paragraphs for w in p})
+        words = (BOS, EOS, UNK, *corpus_words)
+        return cls(words, {w: i for i, w in enumerate(words)})
+
+    def ids(self, words: Iterable[str]) -> list[int]:
+        unk = self.index[UNK]
+        return [self.index.get(w, unk) for w in words]
+
+
+class NGramModel:
+    """A smoothed word n-gram model; implements ``gateway.sampling.LanguageModel``."""
+
+    def __init__(self, paragraphs: Sequence[Sequence[str]], vocab: _Vocabulary, order: int):
+        self.order = order
+        self.vocab = vocab
+        size = len(vocab.words)
+        counts: list[Counter[tuple[int, ...]]] = [Counter() for _ in range(order + 1)]
+        for paragraph in paragraphs:
+            ids = [vocab.index[BOS]] * (order - 1) + vocab.ids(paragraph) + [vocab.index[EOS]]
+            for end in range(order - 1, len(ids)):
+                for n in range(1, order + 1):
+                    counts[n][tuple(ids[end - n + 1 : end + 1])] += 1
+        self._counts = counts
+        unigram = np.ones(size)
+        for (word,), c in counts[1].items():
+            unigram[word] += c
+        # Never generated, so they get no mass (their logit is -inf); EOS keeps its count.
+        unigram[[vocab.index[BOS], vocab.index[UNK]]] = 0.0
+        self._unigram = unigram / unigram.sum()
+        # history tuple -> (next ids, their counts, total) for each order above the unigram.
+        self._tables: list[
+            dict[tuple[int, ...], tuple[npt.NDArray[np.intp], npt.NDArray[np.float64], float]]
+        ] = [{} for _ in range(order + 1)]
+        for n in range(2, order + 1):
+            grouped: dict[tuple[int, ...], dict[int, int]] = {}
+            for gram, c in counts[n].items():
+                grouped.setdefault(gram[:-1], {})[gram[-1]] = c
+            for history, nexts in grouped.items():
+                ids_arr = np.fromiter(nexts.keys(), dtype=np.intp)
+                vals = np.fromiter(nexts.values(), dtype=np.float64)
+                self._tables[n][history] = (ids_arr, vals, float(vals.sum()))
+        self._embeddings = np.random.default_rng(_EMBEDDING_SEED).normal(
+            0.0, 1.0 / np.sqrt(_STATE_DIM), size=(size, _STATE_DIM)
+        )
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab.words)
+
+    def _distribution(self, context: Sequence[int]) -> npt.NDArray[np.float64]:
+        padded = [self.vocab.index[BOS]] * (self.order - 1) + list(context)
+        probs: npt.NDArray[np.float64] = self._unigram
+        for n in range(2, self.order + 1):
+            entry = self._tables[n].get(tuple(padded[len(padded) - n + 1 :]))
+            if entry is not None:
+                ids, vals, total = entry
+                probs = probs * _BETA
+                probs[ids] += vals
+                probs = probs / (total + _BETA)
+        return probs
+
+    def next_logits(self, contexts: Sequence[Sequence[int]]) -> npt.NDArray[np.float64]:
+        rows = np.array([self._distribution(c) for c in contexts])
+        logits: npt.NDArray[np.float64] = np.full(rows.shape, -np.inf)
+        np.log(rows, out=logits, where=rows > 0)
+        return logits
+
+    def hidden_states(self, contexts: Sequence[Sequence[int]]) -> npt.NDArray[np.float64]:
+        weights = _STATE_DECAY ** np.arange(_STATE_WINDOW)
+        out = np.zeros((len(contexts), _STATE_DIM))
+        for row, context in enumerate(contexts):
+            recent = list(context)[::-1][:_STATE_WINDOW]
+            out[row] = weights[: len(recent)] @ self._embeddings[recent]
+        return out
+
+    @cached_property
+    def version(self) -> str:
+        weights = {
+            "format": "gateway-ngram-1",
+            "order": self.order,
+            "beta": _BETA,
+            "vocabulary": list(self.vocab.words),
+            "counts": sorted(
+                [*gram, c] for n in range(1, self.order + 1) for gram, c in self._counts[n].items()
+            ),
+            "state": {
+                "seed": _EMBEDDING_SEED,
+                "dim": _STATE_DIM,
+                "window": _STATE_WINDOW,
+                "decay": _STATE_DECAY,
+            },
+        }
+        return canonical_digest(weights)
+
+
+_BODY_KEYS = frozenset(
+    {
+        "model",
+        "max_tokens",
+        "messages",
+        "system",
+        "stop_sequences",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "metadata",
+        "stream",
+    }
+)
+
+
+class _Request(BaseModel):
+    """The parts of a request body that decide the output, checked and typed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    max_tokens: int
+    prompt: str
+    stop_sequences: tuple[str, ...] = ()
+    temperature: float = 1.0  # the Messages API default
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+
+
+def _text_of(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if not (
+                isinstance(block, dict)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ):
+                raise LocalRequestError(
+                    f"{where} holds a block the local model cannot read: {block!r:.80}.",
+                    hint="The local model reads only text (a string or text blocks).",
+                )
+            parts.append(block["text"])
+        return "\n\n".join(parts)
+    raise LocalRequestError(f"{where} must be a string or a list of text blocks.")
+
+
+def _number(body: Mapping[str, Any], key: str, kind: type) -> Any:
+    value = body.get(key)
+    if value is None:
+        return None
+    ok = isinstance(value, int | float) if kind is float else isinstance(value, int)
+    if isinstance(value, bool) or not ok:
+        raise LocalRequestError(f"{key} must be a number, got {value!r}.")
+    return float(value) if kind is float else value
+
+
+def _parse(body: Mapping[str, Any]) -> _Request:
+    unknown = sorted(set(body) - _BODY_KEYS)
+    if unknown:
+        raise LocalRequestError(
+            f"the local model cannot honour {', '.join(unknown)}.",
+            hint=f"It supports {', '.join(sorted(_BODY_KEYS))}; it never drops a parameter.",
+        )
+    model = body.get("model")
+    if model not in KNOWN_MODELS:
+        raise LocalRequestError(
+            f"unknown local model {model!r}.", hint=f"Known models: {', '.join(KNOWN_MODELS)}."
+        )
+    if body.get("stream"):
+        raise LocalRequestError("the local model does not stream.", hint="Leave stream unset.")
+    max_tokens = _number(body, "max_tokens", int)
+    if max_tokens is None or max_tokens < 1:
+        raise LocalRequestError(f"max_tokens must be an integer >= 1, got {max_tokens!r}.")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise LocalRequestError("messages must be a non-empty list.")
+    texts = [_text_of(body["system"], "system")] if body.get("system") is not None else []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise LocalRequestError(f"messages[{i}] needs a role of 'user' or 'assistant'.")
+        texts.append(_text_of(message.get("content"), f"messages[{i}].content"))
+    stops = body.get("stop_sequences") or []
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise LocalRequestError("stop_sequences must be a list of non-empty strings.")
+    request = _Request(
+        model=model,
+        max_tokens=max_tokens,
+        prompt="\n\n".join(texts),
+        stop_sequences=tuple(stops),
+        temperature=_number(body, "temperature", float)
+        if body.get("temperature") is not None
+        else 1.0,
+        top_p=_number(body, "top_p", float),
+        top_k=_number(body, "top_k", int),
+        min_p=_number(body, "min_p", float),
+    )
+    try:
+        validate_parameters(
+            temperature=request.temperature,
+            top_k=request.top_k,
+            top_p=request.top_p,
+            min_p=request.min_p,
+        )
+    except ValueError as exc:
+        raise LocalRequestError(f"{exc}.") from exc
+    return request
+
+
+def _first_stop(text: str, stops: Sequence[str], start: int) -> tuple[int, str] | None:
+    """Earliest occurrence at or after ``start`` of any stop sequence (longest wins a tie)."""
+    found = [(pos, -len(s), s) for s in stops if (pos := text.find(s, start)) >= 0]
+    if not found:
+        return None
+    pos, _, stop = min(found)
+    return pos, stop
+
+
+@dataclass(frozen=True)
+class LocalReply:
+    response: dict[str, Any]  # Messages-API shaped
+    raw: bytes  # the JSON bytes of ``response``, as a provider would have received them
+
+
+class LocalProvider:
+    """Answers Messages-API bodies for ``local:*`` models offline. Models are built on first use."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, NGramModel] = {}
+        self._vocab: _Vocabulary | None = None
+        self._paragraphs: list[list[str]] | None = None
+
+    @staticmethod
+    def known_models() -> tuple[str, ...]:
+        return tuple(KNOWN_MODELS)
+
+    def model(self, model_id: str) -> NGramModel:
+        """The language model behind ``model_id`` (for decoding strategies and benchmarks)."""
+        if model_id not in KNOWN_MODELS:
+            raise LocalRequestError(
+                f"unknown local model {model_id!r}.",
+                hint=f"Known models: {', '.join(KNOWN_MODELS)}.",
+            )
+        if model_id not in self._models:
+            if self._paragraphs is None or self._vocab is None:
+                self._paragraphs = _corpus_paragraphs()
+                self._vocab = _Vocabulary.from_paragraphs(self._paragraphs)
+            self._models[model_id] = NGramModel(
+                self._paragraphs, self._vocab, KNOWN_MODELS[model_id]
+            )
+        return self._models[model_id]
+
+    def model_version(self, model_id: str) -> str:
+        return self.model(model_id).version
+
+    def complete(
+        self, body: Mapping[str, Any], *, rng: np.random.Generator | None = None
+    ) -> LocalReply:
+        request = _parse(body)
+        rng = rng if rng is not None else np.random.default_rng()
+        model = self.model(request.model)
+        vocab = model.vocab
+        context = vocab.ids(tokenize(request.prompt))
+        eos = vocab.index[EOS]
+        longest_stop = max((len(s) for s in request.stop_sequences), default=0)
+        words: list[str] = []
+        text = ""
+        stop_reason, stop_sequence = "max_tokens", None
+        while len(words) < request.max_tokens:
+            token = sample(
+                model.next_logits([context])[0],
+                rng=rng,
+                temperature=request.temperature,
+                top_k=request.top_k,
+                top_p=request.top_p,
+                min_p=request.min_p,
+            )
+            if token == eos:
+                stop_reason = "end_turn"
+                break
+            context.append(token)
+            words.append(vocab.words[token])
+            previous_length = len(text)
+            text = detokenize(words)
+            hit = _first_stop(text, request.stop_sequences, max(0, previous_length - longest_stop))
+            if hit is not None:
+                text = text[: hit[0]]
+                stop_reason, stop_sequence = "stop_sequence", hit[1]
+                break
+        # The id is drawn after generation, so it never shifts the sampled tokens; with a seeded
+        # rng the whole reply, id included, is reproducible.
+        suffix = rng.bytes(12).hex()
+        response: dict[str, Any] = {
+            "id": f"msg_local_{suffix}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": stop_reason,
+            "stop_sequence": stop_sequence,
+            "usage": {
+                "input_tokens": len(tokenize(request.prompt)),
+                "output_tokens": len(words),
+            },
+        }
+        raw = json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return LocalReply(response=response, raw=raw)
