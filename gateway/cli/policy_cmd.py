@@ -1,10 +1,273 @@
-"""`gateway policy`: Review, show and compare policy files."""
+"""`gateway policy`: review, show and compare policy files.
+
+    $ gateway policy review policies/
+    $ gateway policy show compliance_review --format json
+    $ gateway policy diff old/ policies/
+
+The policy folder defaults to GATEWAY_POLICY_DIR, else ./policies. Exit codes: 0 clean or
+warnings only; 1 review errors (or, for diff, a side that does not load); 2 usage errors.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import click
+
+from audit.canonical import canonical_digest, digest
+from gateway.catalog import Catalog
+from gateway.errors import PolicyLoadError
+from gateway.policy import (
+    Finding,
+    Policy,
+    PolicyEntry,
+    PolicySet,
+    TaskDiff,
+    diff_policy_sets,
+    plan_request,
+    review_policies,
+)
+from gateway.settings import Settings
+
+PLACEHOLDER_INPUT = "<user input>"
+FORMAT = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+DIR = click.Path(file_okay=False, path_type=Path)
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Plain aligned columns: readable in a terminal, a ticket or an e-mail."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _catalog(settings: Settings) -> Catalog:
+    return Catalog.load(settings.catalog_override)
+
+
+def _policy_dir(given: Path | None, settings: Settings) -> Path:
+    return given if given is not None else settings.policy_dir
 
 
 @click.group("policy")
 def policy_group() -> None:
     """Review, show and compare policy files."""
+
+
+# --- review ----------------------------------------------------------------------------------
+
+
+def _mandated(entry: PolicyEntry) -> str:
+    if entry.data is None:
+        return "-"
+    g = entry.data.generation.model_dump(exclude_none=True, exclude_defaults=True)
+    parts = [f"{k}={v}" for k, v in g.items() if k not in ("thinking", "stop_sequences")]
+    if entry.data.generation.thinking is not None:
+        parts.append(f"thinking={entry.data.generation.thinking.type}")
+    if entry.data.generation.stop_sequences:
+        parts.append(f"stop={list(entry.data.generation.stop_sequences)}")
+    return " ".join(parts)
+
+
+def _status(entry: PolicyEntry) -> str:
+    if entry.errors:
+        return f"REFUSED ({entry.errors} error{'s' if entry.errors > 1 else ''})"
+    return (
+        f"ok ({entry.warnings} warning{'s' if entry.warnings != 1 else ''})"
+        if entry.warnings
+        else "ok"
+    )
+
+
+def _review_row(entry: PolicyEntry) -> list[str]:
+    data = entry.data
+    if data is None:
+        return [entry.task, "?", "-", "-", "-", "-", _status(entry)]
+    return [
+        entry.task,
+        data.model.id,
+        "yes" if data.reproducible else "no",
+        data.cache.mode,
+        data.output.format,
+        _mandated(entry),
+        _status(entry),
+    ]
+
+
+def _finding_json(f: Finding) -> dict[str, str]:
+    return f.model_dump(mode="json")
+
+
+@policy_group.command("review")
+@click.argument("policy_dir", required=False, type=DIR)
+@FORMAT
+def review_command(policy_dir: Path | None, fmt: str) -> None:
+    """Review every policy in POLICY_DIR: a table of tasks, then every finding."""
+    settings = Settings.from_env()
+    folder = _policy_dir(policy_dir, settings)
+    report = review_policies(folder, _catalog(settings))
+    if fmt == "json":
+        _echo_json(
+            {
+                "policy_dir": str(folder),
+                "ok": report.ok,
+                "errors": report.errors,
+                "warnings": report.warnings,
+                "tasks": [
+                    {
+                        "task": e.task,
+                        "file": e.file,
+                        "model_id": e.data.model.id if e.data else None,
+                        "loads": e.policy is not None,
+                        "fingerprint": e.policy.fingerprint if e.policy else None,
+                        "generation": e.data.generation.model_dump(mode="json", exclude_none=True)
+                        if e.data
+                        else None,
+                        "errors": e.errors,
+                        "warnings": e.warnings,
+                    }
+                    for e in report.entries
+                ],
+                "findings": [_finding_json(f) for f in report.findings],
+            }
+        )
+    else:
+        headers = ["TASK", "MODEL", "REPRODUCIBLE", "CACHE", "OUTPUT", "MANDATED", "STATUS"]
+        click.echo(f"Policy review of {folder}")
+        click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
+        click.echo("")
+        if report.findings:
+            click.echo(f"Findings ({report.errors} errors, {report.warnings} warnings):")
+            for f in report.findings:
+                click.echo(f"  {f.severity.value.upper():7}  {f.file}  [{f.key}]  ({f.rule})")
+                click.echo(f"           {f.message}")
+                click.echo(f"           What to do: {f.advice}")
+        else:
+            click.echo("No findings: every policy loads.")
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+# --- show ------------------------------------------------------------------------------------
+
+
+def _show_data(policy: Policy, catalog: Catalog) -> dict[str, Any]:
+    model = catalog.get(policy.model_id)
+    if model is None:  # review refuses this; only a catalog override changed under us
+        raise PolicyLoadError(f"model {policy.model_id!r} is not in the catalog.")
+    plan = plan_request(policy, model, [{"role": "user", "content": PLACEHOLDER_INPUT}])
+    prompt = policy.system_prompt
+    return {
+        "task": policy.task,
+        "description": policy.description,
+        "owner": policy.owner,
+        "reproducible": policy.reproducible,
+        "model_id": policy.model_id,
+        "provider": plan.provider,
+        "api_version": plan.api_version,
+        "cache_mode": policy.cache_mode,
+        "output_format": policy.output_format,
+        "effective": plan.effective,
+        "caller": policy.caller.model_dump(mode="json", exclude_none=True),
+        "system_prompt_digest": digest(prompt.encode()) if prompt is not None else None,
+        "output_schema_digest": canonical_digest(policy.output_schema)
+        if policy.output_schema is not None
+        else None,
+        "fingerprint": policy.fingerprint,
+        "request_template": {"api_version": plan.api_version, "body": plan.body},
+        "placeholder_input": PLACEHOLDER_INPUT,
+    }
+
+
+@policy_group.command("show")
+@click.argument("task")
+@click.option(
+    "--policy-dir", type=DIR, default=None, help="Default: GATEWAY_POLICY_DIR or ./policies."
+)
+@FORMAT
+def show_command(task: str, policy_dir: Path | None, fmt: str) -> None:
+    """Show TASK's effective settings, fingerprint and the exact request template."""
+    settings = Settings.from_env()
+    catalog = _catalog(settings)
+    policy = PolicySet.load(_policy_dir(policy_dir, settings), catalog).get(task)
+    data = _show_data(policy, catalog)
+    if fmt == "json":
+        _echo_json(data)
+        return
+    rows = [
+        ("task", data["task"]),
+        ("description", data["description"]),
+        ("owner", data["owner"]),
+        ("model", f"{data['model_id']} ({data['provider']}, API {data['api_version']})"),
+        ("reproducible", "yes" if data["reproducible"] else "no"),
+        ("cache mode", data["cache_mode"]),
+        ("output", data["output_format"]),
+        *[(f"generation.{k}", json.dumps(v)) for k, v in data["effective"].items()],
+        *[(f"caller.{k}", json.dumps(v)) for k, v in data["caller"].items()],
+        ("system prompt", data["system_prompt_digest"] or "none"),
+        ("output schema", data["output_schema_digest"] or "none"),
+        ("fingerprint", data["fingerprint"]),
+    ]
+    click.echo(text_table(["SETTING", "VALUE"], rows))
+    click.echo("")
+    click.echo(
+        f"Request template (anthropic-version {data['api_version']}; the user input is "
+        f"shown as {PLACEHOLDER_INPUT!r}):"
+    )
+    click.echo(json.dumps(data["request_template"]["body"], indent=2, ensure_ascii=False))
+
+
+# --- diff ------------------------------------------------------------------------------------
+
+
+def _diff_json(d: TaskDiff) -> dict[str, Any]:
+    return {
+        "task": d.task,
+        "status": d.status,
+        "old_fingerprint": d.old_fingerprint,
+        "new_fingerprint": d.new_fingerprint,
+        "changes": [{"key": c.key, "old": c.old, "new": c.new, "risk": c.risk} for c in d.changes],
+    }
+
+
+@policy_group.command("diff")
+@click.argument("old_dir", type=DIR)
+@click.argument("new_dir", type=DIR)
+@FORMAT
+def diff_command(old_dir: Path, new_dir: Path, fmt: str) -> None:
+    """Compare the policies in OLD_DIR with NEW_DIR, field by field, with risk notes."""
+    catalog = _catalog(Settings.from_env())
+    diffs = diff_policy_sets(PolicySet.load(old_dir, catalog), PolicySet.load(new_dir, catalog))
+    if fmt == "json":
+        _echo_json(
+            {
+                "old_dir": str(old_dir),
+                "new_dir": str(new_dir),
+                "tasks": [_diff_json(d) for d in diffs],
+            }
+        )
+    else:
+        for d in diffs:
+            click.echo(f"{d.task}: {d.status}")
+            if d.status == "not-loadable":
+                click.echo("    one side does not pass review; run 'gateway policy review' on it")
+            for c in d.changes:
+                click.echo(f"    {c.key}: {json.dumps(c.old)} -> {json.dumps(c.new)}")
+                if c.risk:
+                    click.echo(f"        risk: {c.risk}")
+        if not diffs:
+            click.echo("no tasks in either folder")
+    if any(d.status == "not-loadable" for d in diffs):
+        raise click.exceptions.Exit(1)
