@@ -16,6 +16,7 @@ from audit.errors import (
     NotFound,
     SchemaMismatch,
 )
+from audit.export import EventFilter, ExportSummary, export_events
 from audit.models import (
     Appended,
     Checkpoint,
@@ -26,6 +27,7 @@ from audit.models import (
     StoredEvent,
     VerifyReport,
 )
+from audit.requests import RequestSummary, list_requests
 from audit.store import AuditStore
 
 __all__ = [
@@ -39,10 +41,15 @@ __all__ = [
     "Defect",
     "DefectKind",
     "EventDraft",
+    "EventFilter",
     "EventKind",
+    "ExportSummary",
     "InvalidEvent",
     "NotFound",
+    "RequestSummary",
     "SchemaMismatch",
     "StoredEvent",
     "VerifyReport",
+    "export_events",
+    "list_requests",
 ]

@@ -17,8 +17,10 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
-from audit.errors import SchemaMismatch
+from audit._backend import Backend
+from audit.errors import DatabaseUnavailable, SchemaMismatch
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "_migrations"
 UPGRADE_HINT = "Run `gateway db upgrade` (with the same GATEWAY_DATABASE_URL) and try again."
@@ -54,22 +56,55 @@ def downgrade_engine(engine: Engine, revision: str) -> None:
         command.downgrade(alembic_config(conn), revision)
 
 
+def _refuse_newer(current: str | None) -> None:
+    script = ScriptDirectory.from_config(alembic_config())
+    if current is None or current in {s.revision for s in script.walk_revisions()}:
+        return
+    raise SchemaMismatch(
+        f"the audit database is at schema revision {current}, which is newer than this "
+        f"gateway knows (head {head_revision()}).",
+        hint="Use the gateway version that wrote this database (or a newer one).",
+    )
+
+
 def check_at_head(connection: Connection) -> None:
     """Refuse a database that is behind (or ahead of) the code, naming the fix."""
     current = current_revision(connection)
     head = head_revision()
     if current == head:
         return
-    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
     if current is None:
         raise SchemaMismatch("the audit database has no schema yet.", hint=UPGRADE_HINT)
-    if current not in known:
-        raise SchemaMismatch(
-            f"the audit database is at schema revision {current}, which is newer than this "
-            f"gateway knows (head {head}).",
-            hint="Upgrade the gateway to the version that wrote this database.",
-        )
+    _refuse_newer(current)
     raise SchemaMismatch(
         f"the audit database schema is behind (at {current}, this gateway needs {head}).",
         hint=UPGRADE_HINT,
     )
+
+
+def _engine_call(url: str, action: str) -> str | None:
+    backend = Backend.connect(url, "fsync")
+    try:
+        if action == "upgrade":
+            with backend.reader.connect() as conn:
+                _refuse_newer(current_revision(conn))
+            upgrade_engine(backend.writer)
+        with backend.reader.connect() as conn:
+            return current_revision(conn)
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise DatabaseUnavailable(
+            f"cannot {action} the audit database ({reason}).",
+            hint="Check GATEWAY_DATABASE_URL and that the database is reachable and writable.",
+        ) from exc
+    finally:
+        backend.dispose()
+
+
+def upgrade(url: str) -> str | None:
+    """Upgrade the database at ``url`` to head; returns the revision it is now at."""
+    return _engine_call(url, "upgrade")
+
+
+def current(url: str) -> str | None:
+    return _engine_call(url, "read")

@@ -10,7 +10,7 @@ Drafts are validated before they reach the chain lock, so a bad draft never hold
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -107,7 +107,7 @@ class Checkpoint(_Frozen):
             "store_id": self.store_id,
             "seq": self.seq,
             "hash": self.hash,
-            "created_at": self.created_at.isoformat(),
+            "created_at": self.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "public_key": self.public_key,
         }
 

@@ -1,0 +1,96 @@
+"""One row per request, with its status, for `gateway audit list`.
+
+    rows = list_requests(store, EventFilter(task="compliance_review"), limit=50)
+    rows[0].status        # "completed" | "failed" | "rejected" | "cache hit" | "incomplete" | ...
+
+A request's status comes from its outcome event: RESPONSE → completed, FAILED → failed,
+REJECTED → rejected, CACHE_HIT → cache hit; a REQUEST with no outcome is incomplete (the
+process died or is still waiting upstream). Reviewer reads (export, checkpoint) and replays
+are listed under their own kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from audit.export import EventFilter
+from audit.models import EventKind, StoredEvent
+from audit.store import AuditStore
+
+OUTCOMES = {
+    EventKind.RESPONSE: "completed",
+    EventKind.FAILED: "failed",
+    EventKind.REJECTED: "rejected",
+    EventKind.CACHE_HIT: "cache hit",
+    EventKind.REPLAY: "replay",
+    EventKind.EXPORT: "export",
+    EventKind.CHECKPOINT: "checkpoint",
+}
+
+
+class RequestSummary(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str
+    status: str
+    task: str | None
+    caller: str | None
+    started_at: datetime
+    first_seq: int
+    last_seq: int
+    events: int
+    attempts_failed: int
+    kinds: tuple[str, ...]
+
+
+@dataclass
+class _Acc:
+    """Mutable while the events stream past; frozen into a RequestSummary at the end."""
+
+    first: StoredEvent
+    status: str = "incomplete"
+    last_seq: int = 0
+    attempts_failed: int = 0
+    kinds: list[str] = field(default_factory=list)
+
+    def add(self, event: StoredEvent) -> None:
+        self.last_seq = event.seq
+        self.kinds.append(event.kind.value)
+        if event.kind == EventKind.ATTEMPT_FAILED:
+            self.attempts_failed += 1
+        self.status = OUTCOMES.get(event.kind, self.status)
+
+    def summary(self) -> RequestSummary:
+        return RequestSummary(
+            request_id=self.first.request_id,
+            status=self.status,
+            task=self.first.task,
+            caller=self.first.caller,
+            started_at=self.first.recorded_at,
+            first_seq=self.first.seq,
+            last_seq=self.last_seq,
+            events=len(self.kinds),
+            attempts_failed=self.attempts_failed,
+            kinds=tuple(self.kinds),
+        )
+
+
+def list_requests(
+    store: AuditStore, filters: EventFilter | None = None, *, limit: int | None = 50
+) -> list[RequestSummary]:
+    """The newest ``limit`` requests with an event matching the filters, oldest first.
+
+    ``kind`` selects requests that have an event of that kind; the other filters apply to
+    the events themselves. Memory grows with the number of matching requests, not events.
+    """
+    filters = filters or EventFilter()
+    accs: dict[str, _Acc] = {}  # insertion-ordered: by first seq
+    for event in store.iter_events(**filters.model_dump(exclude={"kind"})):
+        accs.setdefault(event.request_id, _Acc(first=event)).add(event)
+    selected = [
+        a.summary() for a in accs.values() if filters.kind is None or filters.kind.value in a.kinds
+    ]
+    return selected[-limit:] if limit else selected

@@ -1,0 +1,70 @@
+"""PostgreSQL roles for the audit database: the application may INSERT and SELECT, never more.
+
+    grant("postgresql+psycopg://admin@db/audit", "gateway_app")              # appenders
+    grant("postgresql+psycopg://admin@db/audit", "auditor", read_only=True)  # verify, list, show
+
+Run as the owner of the tables (the role that ran `gateway db upgrade`). The owner and
+superusers can still drop the triggers; checkpoints exist for that (docs/audit.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from audit._backend import Backend
+from audit.errors import DatabaseUnavailable
+from audit.migrate import check_at_head
+
+APPEND_TABLES = ("events", "payloads", "policies")
+READ_TABLES = (*APPEND_TABLES, "audit_meta", "alembic_version")
+_ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def grant(url: str, role: str, *, read_only: bool = False) -> list[str]:
+    """Grant ``role`` exactly what the gateway needs; returns the statements run."""
+    if not _ROLE.match(role):
+        raise DatabaseUnavailable(
+            f"{role!r} is not a plain PostgreSQL role name.",
+            hint="Use lower-case letters, digits and underscores.",
+        )
+    backend = Backend.connect(url, "fsync")
+    if backend.dialect != "postgresql":
+        backend.dispose()
+        raise DatabaseUnavailable(
+            "roles exist only on PostgreSQL; a SQLite file is protected by file permissions "
+            "and triggers.",
+            hint="Point GATEWAY_DATABASE_URL at the PostgreSQL audit database.",
+        )
+    tables = ", ".join(READ_TABLES)
+    statements = [
+        f"REVOKE ALL ON {tables} FROM {role}",
+        f"GRANT USAGE ON SCHEMA public TO {role}",
+        f"GRANT SELECT ON {tables} TO {role}",
+    ]
+    if not read_only:
+        statements.append(f"GRANT INSERT ON {', '.join(APPEND_TABLES)} TO {role}")
+    try:
+        with backend.writer.begin() as conn:
+            check_at_head(conn)
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}
+            ).first()
+            if exists is None:
+                raise DatabaseUnavailable(
+                    f"there is no PostgreSQL role {role!r}.",
+                    hint=f"Create it first: CREATE ROLE {role} LOGIN PASSWORD '...';",
+                )
+            for statement in statements:
+                conn.execute(text(statement))
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise DatabaseUnavailable(
+            f"could not grant privileges to {role!r} ({reason}).",
+            hint="Run as the owner of the audit tables (the role that ran `gateway db upgrade`).",
+        ) from exc
+    finally:
+        backend.dispose()
+    return statements
