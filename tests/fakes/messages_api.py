@@ -354,7 +354,11 @@ class FakeMessagesAPI:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = self._state
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-messages-api", daemon=True
+            # A short poll interval so that close() returns quickly (shutdown waits one poll).
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="fake-messages-api",
+            daemon=True,
         )
         self._started = False
 
