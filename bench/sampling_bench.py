@@ -91,11 +91,11 @@ def main() -> None:
             contrastive_search(target, p, top_k=5, alpha=0.6, max_new_tokens=TOKENS)
         ),
     }
-    strategy_rows = [
+    strategy_rows: list[dict[str, Any]] = [
         {"strategy": n, "tokens_per_s": timed(r, prompts)} for n, r in strategies.items()
     ]
 
-    speculative_rows = []
+    speculative_rows: list[dict[str, Any]] = []
     for k in [0, 1, 2, 3, 4, 6, 8]:
         rng = np.random.default_rng(0)
         generated = target_calls = proposed = accepted = 0

@@ -4,7 +4,7 @@
     for config in DEFAULT_LOCAL_CONFIGS:
         body = {**base_body, **config.body_params()}   # then draw n samples through the gateway
     diversity_metrics(["the payment is held", "the payment is released"])
-    # {'samples': 2, 'unique_ratio': 1.0, 'distinct_1': 0.625, 'distinct_2': 0.667, 'avg_length': 4.0}
+    # samples 2, unique_ratio 1.0, distinct_1 0.625, distinct_2 0.667, avg_length 4.0
 
 The CLI (`gateway experiment`) draws the samples; nothing here does I/O.
 """
