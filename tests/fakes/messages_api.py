@@ -176,6 +176,12 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes; without TCP_NODELAY, Nagle's algorithm and the
+        # client's delayed ACK add ~40 ms to every reply, which would swamp any benchmark.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         return
 
