@@ -51,7 +51,7 @@ class ProviderReply(BaseModel):
     request_bytes: bytes  # the body as sent on the successful attempt
     upstream_request_id: str | None
     latency_ms: float  # the successful attempt only
-    total_ms: float  # every attempt and every wait
+    total_ms: float | None = None  # every attempt and every wait (None: not measured)
     attempts: int
     rate_limits: dict[str, str]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any, cast
 
 from gateway.providers.anthropic import AnthropicProvider
 from tests.fakes.messages_api import FakeMessagesAPI
@@ -45,10 +46,10 @@ def main() -> None:
         )
         timed(
             "raw SDK create",
-            lambda: raw.messages.create(
+            lambda: cast(Any, raw.messages).create(
                 max_tokens=256,
                 model="claude-sonnet-4-6",
-                messages=BODY["messages"],  # type: ignore[arg-type]
+                messages=BODY["messages"],
                 extra_body={"temperature": 0.0},
                 extra_headers={"anthropic-version": "2023-06-01"},
             ),
