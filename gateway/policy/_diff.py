@@ -54,8 +54,7 @@ def diff_policy_sets(old: PolicySet, new: PolicySet) -> list[TaskDiff]:
 
 
 def _loaded(policies: PolicySet, task: str) -> Policy | None:
-    entries = {e.task: e for e in policies.entries()}
-    entry = entries.get(task)
+    entry = policies.entry(task)
     return entry.policy if entry is not None else None
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from audit.canonical import canonical_digest
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyLoadError, PolicyViolation
-from gateway.policy._findings import Severity
+from gateway.policy._findings import Finding, Severity
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy
 from gateway.policy.rules import Subject, check
 from gateway.policy.rules.caller import INTEGER_KEYS
@@ -118,22 +118,32 @@ def _describe(key: str, bound: CallerRange | CallerChoice) -> str:
 def _refuse_unhonoured(
     policy: Policy, model: ModelInfo, generation: Generation, requested: Mapping[str, object]
 ) -> None:
-    # The same rules as review, on the effective settings and the model actually used (replay
-    # may re-plan under another model). Lifecycle warnings do not stop a request.
-    subject = Subject.of_policy(policy, model, today=date.today(), generation=generation)
-    errors = [f for f in check(subject) if f.severity is Severity.ERROR]
-    if not errors:
-        return
-    for finding in errors:
-        key = finding.key.removeprefix("generation.").split(".")[0]
-        if key in requested:
-            raise PolicyViolation(f"{finding.message} {finding.advice}", key=key)
-    raise PolicyLoadError(
-        f"the policy for task {policy.task!r} cannot be honoured by model {model.id!r}: "
-        f"{errors[0].message}",
-        findings=tuple(errors),
-        hint=errors[0].advice,
-    )
+    # The same rules as review, on the model actually used (replay may re-plan under another
+    # model): first the policy as written, then with the caller's overrides applied, so an
+    # error that only the overrides cause is the caller's. Lifecycle warnings do not stop it.
+    today = date.today()
+    own = _errors(Subject.of_policy(policy, model, today=today))
+    if own:
+        raise PolicyLoadError(
+            f"the policy for task {policy.task!r} cannot be honoured by model {model.id!r}: "
+            f"{own[0].message}",
+            findings=tuple(own),
+            hint=own[0].advice,
+        )
+    caused = _errors(Subject.of_policy(policy, model, today=today, generation=generation))
+    if caused:
+        finding = caused[0]
+        named = finding.key.removeprefix("generation.").split(".")[0]
+        key = named if named in requested else sorted(requested)[0]
+        raise PolicyViolation(
+            f"the override {key} = {requested[key]!r} is not allowed with this policy: "
+            f"{finding.message} {finding.advice}",
+            key=key,
+        )
+
+
+def _errors(subject: Subject) -> list[Finding]:
+    return [f for f in check(subject) if f.severity is Severity.ERROR]
 
 
 def _check_messages(messages: object) -> list[dict[str, Any]]:

@@ -74,6 +74,9 @@ class PolicySet:
             )
         return entry.policy
 
+    def entry(self, task: str) -> PolicyEntry | None:
+        return self._entries.get(task)
+
     def tasks(self) -> list[str]:
         return sorted(self._entries)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from gateway.catalog import Catalog
 from gateway.policy._findings import Finding, Severity
 from gateway.policy._policy_set import PolicyEntry, PolicySet
+from gateway.policy._schema import Policy
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,11 @@ class ReviewReport:
     policy_dir: Path
     entries: tuple[PolicyEntry, ...]
     findings: tuple[Finding, ...]
+
+    @property
+    def policies(self) -> tuple[Policy, ...]:
+        """The policies that load (no error findings)."""
+        return tuple(e.policy for e in self.entries if e.policy is not None)
 
     @property
     def errors(self) -> int:

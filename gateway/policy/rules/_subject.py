@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 
 from gateway.catalog import ModelInfo
 from gateway.policy._findings import Finding
@@ -55,7 +56,7 @@ class Subject:
         generation: Generation | None = None,
     ) -> Subject:
         return cls(
-            file=policy.source or f"{policy.task}.toml",
+            file=Path(policy.source).name if policy.source else f"{policy.task}.toml",
             model_id=model.id if model is not None else policy.model_id,
             model=model,
             generation=generation if generation is not None else policy.generation,
