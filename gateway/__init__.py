@@ -7,6 +7,7 @@
 The public API is exactly ``__all__``; everything else is internal.
 """
 
+from gateway.client import AsyncGateway, Gateway
 from gateway.errors import (
     AuditError,
     AuditUnavailable,
@@ -23,20 +24,24 @@ from gateway.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
+from gateway.result import Result
 from gateway.settings import Durability, Settings
 
 __all__ = [
+    "AsyncGateway",
     "AuditError",
     "AuditUnavailable",
     "AuditWriteError",
     "ConfigurationError",
     "Durability",
+    "Gateway",
     "GatewayError",
     "InputError",
     "OutputValidationError",
     "PolicyError",
     "PolicyLoadError",
     "PolicyViolation",
+    "Result",
     "Settings",
     "UnknownTask",
     "UpstreamError",

@@ -1,11 +1,75 @@
-"""`gateway ask`: Send one request through the gateway."""
+"""`gateway ask TASK [PROMPT]`: send one request through the gateway.
+
+    $ echo "Transaction: ..." | gateway ask compliance_review --caller payments-svc
+    $ gateway ask --offline quant_strategy "Momentum on FX majors" --format json
+
+The prompt is read from stdin when PROMPT is '-' or absent. With no ANTHROPIC_API_KEY, a task
+on a Claude model stops with one line that says how to set a key or how to run offline.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+
 import click
+
+from gateway import Gateway, InputError, Settings
+from gateway.logging import configure_logging
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint="--override")
+    try:
+        value: object = json.loads(raw, parse_constant=_no_constant)
+    except ValueError:
+        value = raw  # a bare word is a string
+    return key.strip(), value
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(name)
 
 
 @click.command("ask")
-def ask_command() -> None:
-    """Send one request through the gateway."""
-    raise click.UsageError("not built yet")
+@click.argument("task")
+@click.argument("prompt", required=False)
+@click.option("--caller", help="The calling service, recorded with the request.")
+@click.option(
+    "--override",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter the policy's [caller] table allows, e.g. max_tokens=512. Repeatable.",
+)
+@click.option(
+    "--offline", is_flag=True, help="Run on the local model instead of Claude (no network)."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def ask_command(
+    task: str,
+    prompt: str | None,
+    caller: str | None,
+    overrides: tuple[str, ...],
+    offline: bool,
+    fmt: str,
+) -> None:
+    """Send one request for TASK; PROMPT '-' or absent reads stdin."""
+    configure_logging(level="WARNING")
+    if prompt is None or prompt == "-":
+        prompt = sys.stdin.read()
+    if not prompt.strip():
+        raise InputError("the prompt is empty.", hint="Pass PROMPT or pipe text on stdin.")
+    parsed = dict(_parse_override(item) for item in overrides)
+    with Gateway(Settings.from_env(), offline=offline) as gw:
+        result = gw.complete(task, prompt, caller=caller, overrides=parsed or None)
+    if fmt == "json":
+        click.echo(json.dumps(result.as_dict(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(result.text)
+        source = "replayed from the audit log" if result.cached else "recorded"
+        click.echo(
+            f"[{result.request_id} seq {result.seq}, {source}, model {result.model}]", err=True
+        )

@@ -1,0 +1,513 @@
+"""The stages of one request that do not depend on how the caller waits (DESIGN.md §3).
+
+``Gateway`` and ``AsyncGateway`` drive these stages in order; the pipeline owns every audit
+write, so both clients record exactly the same events:
+
+    prepared = pipeline.prepare("compliance_review", prompt="...", caller="payments-svc")
+    result = pipeline.cached_result(prepared)            # replay mode only
+    pipeline.record_intent(prepared)                      # before any upstream call
+    reply = provider.send(..., on_attempt_failed=...)   # record_attempt_failed per failure
+    result = pipeline.record_outcome(prepared, reply)     # after the call
+
+Audit store errors are translated into ``AuditWriteError`` at one place, ``_append``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Protocol
+
+import jsonschema
+import structlog
+
+from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
+from audit.canonical import canonical_digest
+from audit.errors import AuditStoreError
+from gateway.catalog import Catalog, ModelInfo
+from gateway.errors import (
+    AuditWriteError,
+    GatewayError,
+    InputError,
+    OutputValidationError,
+    PolicyError,
+    UpstreamError,
+)
+from gateway.policy import Plan, Policy, PolicySet, plan_request
+from gateway.providers.anthropic import AttemptFailure, ProviderReply
+from gateway.result import Result
+
+log = structlog.get_logger("gateway")
+
+MAX_CALLER_LENGTH = 200
+
+try:
+    GATEWAY_VERSION = version("compliance-gateway")
+except PackageNotFoundError:  # running from a source tree without installation
+    GATEWAY_VERSION = "0+unknown"
+
+
+class ModelVersions(Protocol):
+    def model_version(self, model_id: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A request that passed its policy: everything needed to call and to record."""
+
+    request_id: str
+    caller: str | None
+    policy: Policy
+    model: ModelInfo
+    plan: Plan
+    request_hash: str
+    model_version: str | None
+    wire: bytes
+
+
+def request_hash_for(plan: Plan, model_version: str | None) -> str:
+    """The cache and audit key. Local models add their weights digest, so that a retrained
+    local model never serves an old answer; Claude model ids are already fixed models."""
+    if model_version is None:
+        return plan.request_hash
+    return canonical_digest(
+        {
+            "provider": plan.provider,
+            "api_version": plan.api_version,
+            "body": plan.body,
+            "model_version": model_version,
+        }
+    )
+
+
+def new_request_id() -> str:
+    return "req_" + uuid.uuid4().hex
+
+
+def messages_from_input(prompt: object, messages: object) -> list[dict[str, Any]]:
+    if prompt is not None and messages is not None:
+        raise InputError("give either a prompt or messages, not both.")
+    if messages is not None:
+        if not isinstance(messages, list):
+            raise InputError(
+                "messages must be a list of {'role', 'content'} objects.",
+                hint="Pass messages=[{'role': 'user', 'content': '...'}].",
+            )
+        return messages
+    if not isinstance(prompt, str):
+        raise InputError(
+            f"the prompt must be text, not {type(prompt).__name__}.",
+            hint="Pass a str, or messages=[...].",
+        )
+    return [{"role": "user", "content": prompt}]
+
+
+def safe_label(value: object) -> str:
+    """A task or caller name as it may be stored: valid UTF-8, bounded, never the raw object."""
+    text = value if isinstance(value, str) else repr(value)
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_CALLER_LENGTH]
+
+
+def response_text(response: Mapping[str, Any]) -> str:
+    blocks = response.get("content") or []
+    return "".join(
+        block.get("text", "")
+        for block in blocks
+        if isinstance(block, dict) and block.get("type") == "text"
+    )
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    ok: bool
+    value: Any = None
+    problem: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {"checked": True, "ok": self.ok, "problem": self.problem}
+
+
+def check_json_output(text: str, schema: Mapping[str, Any] | None) -> OutputCheck:
+    """Parse and validate a JSON answer. The problem never quotes the output itself."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        return OutputCheck(
+            ok=False, problem=f"the output is not valid JSON (line {exc.lineno} column {exc.colno})"
+        )
+    except ValueError:  # NaN or Infinity: JSON has no such numbers
+        return OutputCheck(ok=False, problem="the output is not valid JSON (NaN or Infinity)")
+    if schema is not None:
+        validator = jsonschema.Draft202012Validator(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        if error is not None:
+            return OutputCheck(
+                ok=False,
+                problem=f"the output breaks the schema at {error.json_path} ({error.validator})",
+            )
+    return OutputCheck(ok=True, value=value)
+
+
+class RequestPipeline:
+    def __init__(
+        self,
+        *,
+        policies: PolicySet,
+        catalog: Catalog,
+        store: AuditStore,
+        durability: str,
+        local_versions: ModelVersions,
+        policy_transform: Any = None,
+    ) -> None:
+        self.policies = policies
+        self.catalog = catalog
+        self.store = store
+        self.durability = durability
+        self._local_versions = local_versions
+        self._policy_transform = policy_transform
+
+    # -- stage 1-3: resolve, plan, key ---------------------------------------------------
+
+    def prepare(
+        self,
+        task: str,
+        *,
+        prompt: object = None,
+        messages: object = None,
+        caller: object = None,
+        overrides: Mapping[str, object] | None = None,
+        wire_bytes: Any,
+    ) -> Prepared:
+        request_id = new_request_id()
+        policy: Policy | None = None
+        try:
+            if caller is not None and (not isinstance(caller, str) or not caller.strip()):
+                raise InputError("caller must be a non-empty string naming the calling service.")
+            if isinstance(caller, str) and len(caller) > MAX_CALLER_LENGTH:
+                raise InputError(f"caller is longer than {MAX_CALLER_LENGTH} characters.")
+            if overrides is not None and not isinstance(overrides, Mapping):
+                raise InputError("overrides must be a mapping of parameter name to value.")
+            policy = self.policies.get(task)
+            if self._policy_transform is not None:
+                policy = self._policy_transform(policy)
+            model = self.catalog.get(policy.model_id)
+            if model is None:  # review refuses such a policy; this guards an edited catalog
+                raise PolicyError(f"model {policy.model_id!r} is not in the model catalog.")
+            plan = plan_request(
+                policy, model, messages_from_input(prompt, messages), overrides=overrides
+            )
+            model_version = (
+                self._local_versions.model_version(model.id) if model.provider == "local" else None
+            )
+            wire = wire_bytes(model.provider, plan.body)
+        except (PolicyError, InputError) as exc:
+            self._record_rejected(request_id, task, caller, policy, overrides, exc)
+            raise
+        return Prepared(
+            request_id=request_id,
+            caller=caller if isinstance(caller, str) else None,
+            policy=policy,
+            model=model,
+            plan=plan,
+            request_hash=request_hash_for(plan, model_version),
+            model_version=model_version,
+            wire=wire,
+        )
+
+    def _record_rejected(
+        self,
+        request_id: str,
+        task: object,
+        caller: object,
+        policy: Policy | None,
+        overrides: object,
+        error: GatewayError,
+    ) -> None:
+        requested = _json_safe_overrides(overrides)
+        self._append(
+            EventDraft(
+                kind=EventKind.REJECTED,
+                request_id=request_id,
+                task=safe_label(task),
+                caller=safe_label(caller) if caller is not None else None,
+                policy_fingerprint=policy.fingerprint if policy else None,
+                request_hash=None,
+                data={
+                    "error": type(error).__name__,
+                    "key": getattr(error, "key", None),
+                    "reason": safe_label(error.message),
+                    "requested": requested,
+                    "gateway_version": GATEWAY_VERSION,
+                },
+                policy_content=policy.content() if policy else None,
+            ),
+            request_id,
+        )
+        log.info(
+            "request_rejected",
+            task=safe_label(task),
+            request_id=request_id,
+            error=type(error).__name__,
+        )
+
+    # -- stage 4: replay -----------------------------------------------------------------
+
+    def cached_result(self, prepared: Prepared) -> Result | None:
+        if prepared.plan.cache_mode != "replay":
+            return None
+        try:
+            served = self.store.find_response(prepared.request_hash)
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit database could not be searched for a recorded answer: {exc}",
+                request_id=prepared.request_id,
+            ) from exc
+        if served is None:
+            return None
+        response = json.loads(self._payload(served, "response_body", prepared.request_id))
+        appended = self._append(
+            self._draft(
+                prepared,
+                EventKind.CACHE_HIT,
+                {
+                    "served_seq": served.seq,
+                    "served_request_id": served.request_id,
+                    "served_hash": served.hash,
+                },
+            ),
+            prepared.request_id,
+        )
+        result = self._result(prepared, response, served.data, appended.seq, cached=True)
+        log.info(
+            "request_completed",
+            task=prepared.plan.task,
+            request_id=prepared.request_id,
+            seq=appended.seq,
+            cached=True,
+            latency_ms=0.0,
+            tokens=0,
+            attempts=0,
+        )
+        return result
+
+    # -- stage 5-8: intent, attempts, outcome ------------------------------------------
+
+    def record_intent(self, prepared: Prepared) -> int:
+        plan = prepared.plan
+        appended = self._append(
+            self._draft(
+                prepared,
+                EventKind.REQUEST,
+                {
+                    "provider": plan.provider,
+                    "api_version": plan.api_version,
+                    "model_id": plan.model_id,
+                    "model_version": prepared.model_version,
+                    "requested": plan.requested,
+                    "effective": plan.effective,
+                    "cache_mode": plan.cache_mode,
+                    "output_format": plan.output_format,
+                    "durability": self.durability,
+                    "gateway_version": GATEWAY_VERSION,
+                },
+                payloads={"request_body": prepared.wire},
+                with_policy=True,
+            ),
+            prepared.request_id,
+        )
+        return appended.seq
+
+    def record_attempt_failed(self, prepared: Prepared, failure: AttemptFailure) -> None:
+        self._append(
+            self._draft(
+                prepared,
+                EventKind.ATTEMPT_FAILED,
+                {
+                    "attempt": failure.attempt,
+                    "status": failure.status,
+                    "error_type": failure.error_type,
+                    "message": failure.message,
+                    "upstream_request_id": failure.upstream_request_id,
+                    "retry_after_s": failure.retry_after_s,
+                    "will_retry": failure.will_retry,
+                    "latency_ms": _finite(failure.latency_ms),
+                },
+            ),
+            prepared.request_id,
+        )
+
+    def record_failed(self, prepared: Prepared, error: UpstreamError) -> None:
+        error.request_id = prepared.request_id
+        self._append(
+            self._draft(
+                prepared,
+                EventKind.FAILED,
+                {
+                    "error": type(error).__name__,
+                    "status": error.status,
+                    "error_type": error.error_type,
+                    "upstream_request_id": error.upstream_request_id,
+                    "attempts": error.attempts,
+                    "reason": error.message,
+                },
+            ),
+            prepared.request_id,
+        )
+        log.warning(
+            "request_failed",
+            task=prepared.plan.task,
+            request_id=prepared.request_id,
+            status=error.status,
+            error_type=error.error_type,
+            attempts=error.attempts,
+        )
+
+    def record_outcome(self, prepared: Prepared, reply: ProviderReply) -> Result:
+        plan = prepared.plan
+        text = response_text(reply.response)
+        check = (
+            check_json_output(text, plan.output_schema) if plan.output_format == "json" else None
+        )
+        data = {
+            "ok": check.ok if check else True,
+            "status": reply.status,
+            "model": reply.response.get("model"),
+            "response_id": reply.response.get("id"),
+            "stop_reason": reply.response.get("stop_reason"),
+            "usage": reply.response.get("usage") or {},
+            "upstream_request_id": reply.upstream_request_id,
+            "latency_ms": _finite(reply.latency_ms),
+            "attempts": reply.attempts,
+            "output_check": check.record() if check else {"checked": False},
+            "rate_limits": dict(reply.rate_limits),
+        }
+        appended = self._append(
+            self._draft(
+                prepared,
+                EventKind.RESPONSE,
+                data,
+                payloads={
+                    "response_body": reply.response_bytes,
+                    "request_wire": reply.request_bytes,
+                },
+            ),
+            prepared.request_id,
+        )
+        usage = reply.response.get("usage") or {}
+        log.info(
+            "request_completed",
+            task=plan.task,
+            request_id=prepared.request_id,
+            seq=appended.seq,
+            cached=False,
+            latency_ms=round(reply.latency_ms, 3),
+            tokens=_token_total(usage),
+            attempts=reply.attempts,
+            output_ok=data["ok"],
+        )
+        if check is not None and not check.ok:
+            raise OutputValidationError(
+                f"the model's answer for task {plan.task!r} failed the JSON check: "
+                f"{check.problem}. The answer is recorded at seq {appended.seq}, flagged.",
+                request_id=prepared.request_id,
+                seq=appended.seq,
+            )
+        return self._result(prepared, reply.response, data, appended.seq, cached=False)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _draft(
+        self,
+        prepared: Prepared,
+        kind: EventKind,
+        data: dict[str, Any],
+        *,
+        payloads: Mapping[str, bytes] | None = None,
+        with_policy: bool = False,
+    ) -> EventDraft:
+        return EventDraft(
+            kind=kind,
+            request_id=prepared.request_id,
+            task=prepared.plan.task,
+            caller=prepared.caller,
+            policy_fingerprint=prepared.policy.fingerprint,
+            request_hash=prepared.request_hash,
+            data=data,
+            payloads=dict(payloads or {}),
+            policy_content=prepared.policy.content() if with_policy else None,
+        )
+
+    def _append(self, draft: EventDraft, request_id: str) -> Appended:
+        try:
+            return self.store.append(draft)
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit record ({draft.kind}) could not be committed, so the gateway "
+                f"stopped: {exc.message}",
+                request_id=request_id,
+                hint="Nothing was sent upstream after this point. Fix the audit database "
+                "and retry.",
+            ) from exc
+
+    def _payload(self, event: StoredEvent, name: str, request_id: str) -> bytes:
+        try:
+            return self.store.payload(event.payload_digests[name])
+        except (AuditStoreError, KeyError) as exc:
+            raise AuditWriteError(
+                f"the recorded {name} of seq {event.seq} could not be read.",
+                request_id=request_id,
+                hint="Run 'gateway audit verify'.",
+            ) from exc
+
+    def _result(
+        self,
+        prepared: Prepared,
+        response: Mapping[str, Any],
+        data: Mapping[str, Any],
+        seq: int,
+        *,
+        cached: bool,
+    ) -> Result:
+        text = response_text(response)
+        value = None
+        if prepared.plan.output_format == "json":
+            value = check_json_output(text, None).value
+        return Result(
+            text=text,
+            json=value,
+            request_id=prepared.request_id,
+            request_hash=prepared.request_hash,
+            seq=seq,
+            cached=cached,
+            model=str(response.get("model") or prepared.plan.model_id),
+            usage=dict(response.get("usage") or {}),
+            policy_fingerprint=prepared.policy.fingerprint,
+            stop_reason=data.get("stop_reason"),
+        )
+
+
+def _finite(value: float) -> float:
+    return round(value, 3) if math.isfinite(value) else -1.0
+
+
+def _token_total(usage: Mapping[str, Any]) -> int:
+    return sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int))
+
+
+def _json_safe_overrides(overrides: object) -> Any:
+    """The caller's requested overrides as recordable JSON, or a note when they are not JSON."""
+    if overrides is None:
+        return {}
+    try:
+        canonical_digest(overrides)
+    except (ValueError, TypeError):
+        return {"unrecordable": safe_label(repr(overrides))[:200]}
+    return overrides

@@ -1,0 +1,297 @@
+"""Gateway and AsyncGateway: run one request through policy, audit, cache and provider.
+
+    with Gateway.from_env() as gw:
+        r = gw.complete("compliance_review", "Transaction: ...", caller="payments-svc")
+        print(r.text, r.seq)
+
+One instance is safe to share across the threads of a web service (``Gateway``) or the tasks
+of one event loop (``AsyncGateway``). Concurrent identical requests under a ``replay`` policy
+make one upstream call per instance: the others wait and are served from the audit log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from audit import AuditStore
+from audit.canonical import canonical_bytes
+from audit.errors import AuditStoreError
+from gateway._locks import AsyncKeyedLocks, KeyedLocks
+from gateway._pipeline import Prepared, RequestPipeline
+from gateway.catalog import Catalog
+from gateway.errors import AuditUnavailable, ConfigurationError, UpstreamError
+from gateway.offline import offline_policy
+from gateway.policy import PolicySet
+from gateway.providers.anthropic import AnthropicProvider, AttemptFailure, ProviderReply
+from gateway.providers.local import LocalProvider
+from gateway.result import Result
+from gateway.settings import Settings
+
+
+class _Core:
+    """What both clients share: settings, catalog, policies, the audit store, the providers."""
+
+    def __init__(self, settings: Settings, *, offline: bool) -> None:
+        self.settings = settings
+        self.offline = offline
+        self.catalog = Catalog.load(settings.catalog_override)
+        self.policies = PolicySet.load(Path(settings.policy_dir), self.catalog)
+        try:
+            self.store = AuditStore.open(settings.database_url, durability=settings.durability)
+        except AuditStoreError as exc:
+            raise AuditUnavailable(exc.message, hint=exc.hint) from exc
+        self.local = LocalProvider()
+        self._anthropic: AnthropicProvider | None = None
+        self.pipeline = RequestPipeline(
+            policies=self.policies,
+            catalog=self.catalog,
+            store=self.store,
+            durability=str(settings.durability),
+            local_versions=self.local,
+            policy_transform=offline_policy if offline else None,
+        )
+
+    def anthropic(self) -> AnthropicProvider:
+        if self._anthropic is None:
+            key = self.settings.anthropic_api_key
+            if key is None or not key.get_secret_value():
+                raise ConfigurationError(
+                    "no Anthropic API key is set, so this task cannot reach Claude.",
+                    hint="Set ANTHROPIC_API_KEY, or run offline on the local model "
+                    "(gateway ask --offline ...).",
+                )
+            self._anthropic = AnthropicProvider(
+                api_key=key.get_secret_value(),
+                base_url=self.settings.anthropic_base_url,
+                timeout_s=self.settings.request_timeout_s,
+                max_attempts=self.settings.max_attempts,
+                retry_after_cap_s=self.settings.retry_after_cap_s,
+            )
+        return self._anthropic
+
+    def wire_bytes(self, provider: str, body: Mapping[str, Any]) -> bytes:
+        if provider == "anthropic":
+            return self.anthropic().wire_bytes(dict(body))
+        return canonical_bytes(body)
+
+    def prepare(
+        self,
+        task: str,
+        prompt: object,
+        messages: object,
+        caller: object,
+        overrides: Mapping[str, object] | None,
+    ) -> Prepared:
+        return self.pipeline.prepare(
+            task,
+            prompt=prompt,
+            messages=messages,
+            caller=caller,
+            overrides=overrides,
+            wire_bytes=self.wire_bytes,
+        )
+
+    def call_local(self, prepared: Prepared) -> ProviderReply:
+        started = time.perf_counter()
+        reply = self.local.complete(prepared.plan.body)
+        return ProviderReply(
+            status=200,
+            response=reply.response,
+            response_bytes=reply.raw,
+            request_bytes=prepared.wire,
+            upstream_request_id=None,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            attempts=1,
+            rate_limits={},
+        )
+
+    def close(self) -> None:
+        try:
+            if self._anthropic is not None:
+                self._anthropic.close()
+        finally:
+            self.store.close()
+
+
+def _settings(settings: Settings | None, **given: Any) -> Settings:
+    if settings is not None:
+        if any(v is not None for v in given.values()):
+            raise ConfigurationError("pass either settings=... or keyword settings, not both.")
+        return settings
+    return Settings(**{k: v for k, v in given.items() if v is not None})
+
+
+class Gateway:
+    """The synchronous gateway. See the module docstring."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        policy_dir: str | Path | None = None,
+        database_url: str | None = None,
+        anthropic_api_key: str | None = None,
+        base_url: str | None = None,
+        durability: str | None = None,
+        offline: bool = False,
+    ) -> None:
+        self.settings = _settings(
+            settings,
+            policy_dir=policy_dir,
+            database_url=database_url,
+            anthropic_api_key=anthropic_api_key,
+            anthropic_base_url=base_url,
+            durability=durability,
+        )
+        self._core = _Core(self.settings, offline=offline)
+        self._locks = KeyedLocks()
+
+    @classmethod
+    def from_env(cls, *, offline: bool = False, **overrides: Any) -> Gateway:
+        return cls(Settings.from_env(**overrides), offline=offline)
+
+    def complete(
+        self,
+        task: str,
+        prompt: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        caller: str | None = None,
+        overrides: Mapping[str, object] | None = None,
+    ) -> Result:
+        core = self._core
+        prepared = core.prepare(task, prompt, messages, caller, overrides)
+        if prepared.plan.cache_mode != "replay":
+            return self._call(prepared)
+        with self._locks.hold(prepared.request_hash):
+            cached = core.pipeline.cached_result(prepared)
+            return cached if cached is not None else self._call(prepared)
+
+    def _call(self, prepared: Prepared) -> Result:
+        core = self._core
+        core.pipeline.record_intent(prepared)
+        if prepared.plan.provider == "local":
+            reply = core.call_local(prepared)
+        else:
+
+            def on_attempt_failed(failure: AttemptFailure) -> None:
+                core.pipeline.record_attempt_failed(prepared, failure)
+
+            try:
+                reply = core.anthropic().send(
+                    prepared.plan.body,
+                    api_version=prepared.plan.api_version,
+                    on_attempt_failed=on_attempt_failed,
+                )
+            except UpstreamError as exc:
+                core.pipeline.record_failed(prepared, exc)
+                raise
+        return core.pipeline.record_outcome(prepared, reply)
+
+    def close(self) -> None:
+        self._core.close()
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncGateway:
+    """The asyncio gateway: the same stages and records as ``Gateway``, awaited.
+
+    Audit writes run in a worker thread so that an fsync never blocks the event loop.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        policy_dir: str | Path | None = None,
+        database_url: str | None = None,
+        anthropic_api_key: str | None = None,
+        base_url: str | None = None,
+        durability: str | None = None,
+        offline: bool = False,
+    ) -> None:
+        self.settings = _settings(
+            settings,
+            policy_dir=policy_dir,
+            database_url=database_url,
+            anthropic_api_key=anthropic_api_key,
+            anthropic_base_url=base_url,
+            durability=durability,
+        )
+        self._core = _Core(self.settings, offline=offline)
+        self._locks = AsyncKeyedLocks()
+
+    @classmethod
+    def from_env(cls, *, offline: bool = False, **overrides: Any) -> AsyncGateway:
+        return cls(Settings.from_env(**overrides), offline=offline)
+
+    async def complete(
+        self,
+        task: str,
+        prompt: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        caller: str | None = None,
+        overrides: Mapping[str, object] | None = None,
+    ) -> Result:
+        core = self._core
+        prepared = await asyncio.to_thread(core.prepare, task, prompt, messages, caller, overrides)
+        if prepared.plan.cache_mode != "replay":
+            return await self._call(prepared)
+        async with self._locks.hold(prepared.request_hash):
+            cached = await asyncio.to_thread(core.pipeline.cached_result, prepared)
+            return cached if cached is not None else await self._call(prepared)
+
+    async def _call(self, prepared: Prepared) -> Result:
+        core = self._core
+        await asyncio.to_thread(core.pipeline.record_intent, prepared)
+        if prepared.plan.provider == "local":
+            reply = await asyncio.to_thread(core.call_local, prepared)
+        else:
+
+            def on_attempt_failed(failure: AttemptFailure) -> None:
+                core.pipeline.record_attempt_failed(prepared, failure)
+
+            try:
+                reply = await core.anthropic().asend(
+                    prepared.plan.body,
+                    api_version=prepared.plan.api_version,
+                    on_attempt_failed=on_attempt_failed,
+                )
+            except UpstreamError as exc:
+                await asyncio.to_thread(core.pipeline.record_failed, prepared, exc)
+                raise
+        return await asyncio.to_thread(core.pipeline.record_outcome, prepared, reply)
+
+    async def aclose(self) -> None:
+        core = self._core
+        if core._anthropic is not None:
+            await core._anthropic.aclose()
+            core._anthropic = None
+        await asyncio.to_thread(core.close)
+
+    async def __aenter__(self) -> AsyncGateway:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,25 @@
+"""Offline mode: run a task's policy on the local model instead of Claude.
+
+    gw = Gateway(offline=True)      # or: gateway ask --offline TASK ...
+
+The derived policy keeps every mandated value the local model can honour (max_tokens, sampling,
+stop sequences, system prompt, output format, cache mode, caller bounds) and names the local
+model. Thinking and effort have no meaning for an n-gram model, so they are left out. The
+derived policy is a different policy: it has its own fingerprint, and that fingerprint and its
+content are what the audit log records, so an offline answer can never pass for a Claude one.
+A JSON task still needs structured outputs, which the local model lacks, so it is refused
+with the review's explanation rather than run without its schema guarantee.
+"""
+
+from __future__ import annotations
+
+from gateway.policy import Policy
+
+OFFLINE_MODEL = "local:ngram"
+
+
+def offline_policy(policy: Policy) -> Policy:
+    if policy.model_id.startswith("local:"):
+        return policy
+    generation = policy.generation.model_copy(update={"thinking": None, "effort": None})
+    return policy.model_copy(update={"model_id": OFFLINE_MODEL, "generation": generation})
