@@ -7,13 +7,17 @@
 One instance is safe to share across the threads of a web service (``Gateway``) or the tasks
 of one event loop (``AsyncGateway``). Concurrent identical requests under a ``replay`` policy
 make one upstream call per instance: the others wait and are served from the audit log.
+
+``offline=True`` runs every task on the local model (see gateway.offline). ``policy_transform``
+derives the policy actually used from the reviewed one (experiments use it to vary sampling);
+the derived policy is what the audit log records, with its own fingerprint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,7 +30,7 @@ from gateway._pipeline import Prepared, RequestPipeline
 from gateway.catalog import Catalog
 from gateway.errors import AuditUnavailable, ConfigurationError, UpstreamError
 from gateway.offline import offline_policy
-from gateway.policy import PolicySet
+from gateway.policy import Policy, PolicySet
 from gateway.providers.anthropic import AnthropicProvider, AttemptFailure, ProviderReply
 from gateway.providers.local import LocalProvider
 from gateway.result import Result
@@ -36,7 +40,9 @@ from gateway.settings import Settings
 class _Core:
     """What both clients share: settings, catalog, policies, the audit store, the providers."""
 
-    def __init__(self, settings: Settings, *, offline: bool) -> None:
+    def __init__(
+        self, settings: Settings, *, offline: bool, policy_transform: PolicyTransform | None
+    ) -> None:
         self.settings = settings
         self.offline = offline
         self.catalog = Catalog.load(settings.catalog_override)
@@ -53,7 +59,7 @@ class _Core:
             store=self.store,
             durability=str(settings.durability),
             local_versions=self.local,
-            policy_transform=offline_policy if offline else None,
+            policy_transform=_compose(offline_policy if offline else None, policy_transform),
         )
 
     def anthropic(self) -> AnthropicProvider:
@@ -118,6 +124,15 @@ class _Core:
             self.store.close()
 
 
+PolicyTransform = Callable[[Policy], Policy]
+
+
+def _compose(first: PolicyTransform | None, then: PolicyTransform | None) -> PolicyTransform | None:
+    if first is None or then is None:
+        return first or then
+    return lambda policy: then(first(policy))
+
+
 def _settings(settings: Settings | None, **given: Any) -> Settings:
     if settings is not None:
         if any(v is not None for v in given.values()):
@@ -139,6 +154,7 @@ class Gateway:
         base_url: str | None = None,
         durability: str | None = None,
         offline: bool = False,
+        policy_transform: PolicyTransform | None = None,
     ) -> None:
         self.settings = _settings(
             settings,
@@ -148,7 +164,7 @@ class Gateway:
             anthropic_base_url=base_url,
             durability=durability,
         )
-        self._core = _Core(self.settings, offline=offline)
+        self._core = _Core(self.settings, offline=offline, policy_transform=policy_transform)
         self._locks = KeyedLocks()
 
     @classmethod
@@ -224,6 +240,7 @@ class AsyncGateway:
         base_url: str | None = None,
         durability: str | None = None,
         offline: bool = False,
+        policy_transform: PolicyTransform | None = None,
     ) -> None:
         self.settings = _settings(
             settings,
@@ -233,7 +250,7 @@ class AsyncGateway:
             anthropic_base_url=base_url,
             durability=durability,
         )
-        self._core = _Core(self.settings, offline=offline)
+        self._core = _Core(self.settings, offline=offline, policy_transform=policy_transform)
         self._locks = AsyncKeyedLocks()
 
     @classmethod
