@@ -134,7 +134,8 @@ class Verifier:
             missing = (
                 f"{self.expected}" if seq == self.expected + 1 else f"{self.expected}..{seq - 1}"
             )
-            self._defect(seq, DefectKind.GAP, f"seq {missing} missing before seq {seq}")
+            # Named by the first missing seq: that is where the log stopped being whole.
+            self._defect(self.expected, DefectKind.GAP, f"seq {missing} missing before seq {seq}")
         if row.prev_hash != self.prev_hash:
             self._defect(seq, DefectKind.BROKEN_LINK, "prev_hash is not the previous event's hash")
         if link_hash(row.prev_hash, row.body) != row.hash:

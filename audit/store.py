@@ -116,7 +116,7 @@ class AuditStore:
         with backend.writer.begin() as conn:
             if current_revision(conn) is not None:
                 return
-            if inspect(conn).get_table_names():
+            if set(inspect(conn).get_table_names()) - {"alembic_version"}:
                 raise DatabaseUnavailable(
                     "the SQLite file holds other tables and is not an audit database.",
                     hint="Point GATEWAY_DATABASE_URL at a new file or an audit database.",
@@ -150,6 +150,10 @@ class AuditStore:
 
     def append(self, draft: EventDraft) -> Appended:
         return self._committer.submit(self._prepare(draft))
+
+    def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
+        """Append several events atomically in one transaction (imports, benchmarks)."""
+        return self._commit([self._prepare(d) for d in drafts]) if drafts else []
 
     def _prepare(self, draft: EventDraft) -> _Prepared:
         try:
