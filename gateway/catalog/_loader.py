@@ -11,6 +11,7 @@ same id whole (or adds a new one), so a reviewer reads one complete entry, never
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,9 @@ class Catalog:
     def ids(self) -> list[str]:
         return sorted(self._models)
 
-    def __iter__(self) -> Any:
-        return iter(self._models[i] for i in self.ids())
+    def __iter__(self) -> Iterator[ModelInfo]:
+        """Every entry, sorted by id."""
+        return iter([self._models[i] for i in self.ids()])
 
     def __len__(self) -> int:
         return len(self._models)
