@@ -96,7 +96,9 @@ class Backend:
         try:
             engine = create_engine(
                 url,
-                pool_pre_ping=True,
+                # No pre-ping: it costs a round trip per append. After a server restart the
+                # first append on a dead connection fails closed (AppendFailed) and the pool
+                # drops its stale connections, so the next append reconnects.
                 pool_size=8,
                 max_overflow=32,
                 connect_args={"options": f"-c synchronous_commit={commit}", "connect_timeout": 10},
