@@ -14,7 +14,7 @@ verifier that skipped the middle ones).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -49,6 +49,19 @@ class EventRow(NamedTuple):
     body: bytes
     prev_hash: str
     hash: str
+
+    @classmethod
+    def from_db(cls, row: Sequence[Any]) -> EventRow:
+        """A row as stored, with the types a hand-edit may have changed put back.
+
+        SQLite keeps whatever type a statement wrote: ``replace(body, ...)`` turns the BLOB
+        into TEXT. Verify must still read such a row and name it, not crash on it.
+        """
+        fields = list(row)
+        body = fields[9]
+        fields[9] = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        fields[10], fields[11] = str(fields[10]), str(fields[11])
+        return cls._make(fields)
 
 
 def format_time(moment: datetime) -> str:

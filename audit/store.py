@@ -248,7 +248,7 @@ class AuditStore:
             row = conn.execute(select(*EVENT_COLUMNS).where(Event.seq == seq)).first()
         if row is None:
             raise NotFound(f"there is no audit event with seq {seq}.")
-        return _stored(EventRow._make(row))
+        return _stored(EventRow.from_db(row))
 
     def events_for_request(self, request_id: str) -> list[StoredEvent]:
         return list(self._iter_where([Event.request_id == request_id]))
@@ -301,7 +301,7 @@ class AuditStore:
                     .limit(page)
                 ).all()
             for row in rows:
-                yield EventRow._make(row)
+                yield EventRow.from_db(row)
             if len(rows) < page:
                 return
             last = rows[-1][0]
@@ -321,7 +321,7 @@ class AuditStore:
             with self._backend.reader.connect() as conn:
                 rows = conn.execute(query).all()
             for row in rows:
-                event = _stored(EventRow._make(row))
+                event = _stored(EventRow.from_db(row))
                 if event.data.get("ok") is True:
                     return event
             if len(rows) < 50:
