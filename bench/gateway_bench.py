@@ -3,6 +3,7 @@
     $ .venv/bin/python bench/gateway_bench.py                    # default run, about a minute
     $ .venv/bin/python bench/gateway_bench.py --calls 600 --concurrency 1,8,32 --pg-url auto
     $ .venv/bin/python bench/gateway_bench.py --profile miss-os  # cProfile one sync scenario
+    $ .venv/bin/python bench/gateway_bench.py --stages           # ms per pipeline stage
 
 In one run, for sync (threads) and async (``asyncio.gather``) callers at each concurrency:
 
@@ -54,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 import anthropic  # noqa: E402
 import structlog  # noqa: E402
 
-from bench.fsync_probe import probe  # noqa: E402
+from bench.fsync_probe import probe, summarise  # noqa: E402
 from gateway import AsyncGateway, Gateway  # noqa: E402
 from gateway.logging import configure_logging  # noqa: E402
 
@@ -451,6 +452,59 @@ def profile(bench: Bench, name: str, calls: int) -> None:
     stats.sort_stats("tottime").print_stats(25)
 
 
+def stages(bench: Bench, calls: int) -> None:
+    """Time each stage of a sync call at concurrency 1, without a profiler's distortion.
+
+    Reaches into the gateway's private ``_core`` on purpose: only to call the same stages that
+    ``Gateway.complete`` calls, in the same order.
+    """
+    client = anthropic.Anthropic(api_key=API_KEY, base_url=bench.base_url, max_retries=0)
+    timings: dict[str, list[float]] = {}
+
+    def timed(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        value = fn(*args, **kwargs)
+        timings.setdefault(label, []).append((time.perf_counter() - start) * 1000)
+        return value
+
+    miss = Gateway(**bench.gateway_kwargs(Scenario("stages-miss", "bench_record"), None))
+    hit = Gateway(**bench.gateway_kwargs(Scenario("stages-hit", "bench_replay"), None))
+    hit.complete("bench_replay", PROMPT)  # the recorded answer every hit serves
+    core, hcore = miss._core, hit._core
+    for n in range(bench.args.warmup + calls):
+        if n == bench.args.warmup:
+            timings.clear()
+        timed("raw SDK create", client.messages.create, **raw_kwargs(PROMPT))
+        timed("miss: complete() total", miss.complete, "bench_record", PROMPT)
+        prepared = timed(
+            "miss: prepare (policy, plan, wire_bytes)",
+            core.prepare, "bench_record", PROMPT, None, None, None,
+        )  # fmt: skip
+        timed("  of which wire_bytes", core.wire_bytes, "anthropic", prepared.plan.body)
+        timed("  of which policy.fingerprint", getattr, prepared.policy, "fingerprint")
+        timed("miss: record_intent (REQUEST)", core.pipeline.record_intent, prepared)
+        reply = timed(
+            "miss: provider.send",
+            core.anthropic().send,
+            prepared.plan.body,
+            api_version=prepared.plan.api_version,
+            on_attempt_failed=print,
+        )
+        timed("miss: record_outcome (RESPONSE)", core.pipeline.record_outcome, prepared, reply)
+        timed("hit: complete() total", hit.complete, "bench_replay", PROMPT)
+        hp = timed("hit: prepare", hcore.prepare, "bench_replay", PROMPT, None, None, None)
+        served = timed("hit: store.find_response", hcore.store.find_response, hp.request_hash)
+        timed("hit: store.payload", hcore.store.payload, served.payload_digests["response_body"])
+        timed("hit: cached_result (find+payload+CACHE_HIT)", hcore.pipeline.cached_result, hp)
+    miss.close()
+    hit.close()
+    client.close()
+    print(f"sync, concurrency 1, {calls} rounds; ms per stage")
+    for label, samples in timings.items():
+        row = summarise(samples)
+        print(f"{label:<46} p50 {row['p50']:7.3f}  p99 {row['p99']:7.3f}  mean {row['mean']:7.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200, help="timed calls per level")
@@ -461,6 +515,7 @@ def main() -> None:
     parser.add_argument("--pg-url", help="PostgreSQL URL to migrate and use, or 'auto'")
     parser.add_argument("--fake-in-process", action="store_true")
     parser.add_argument("--profile", metavar="SCENARIO", help="cProfile one scenario instead")
+    parser.add_argument("--stages", action="store_true", help="time each stage instead")
     parser.add_argument("--json", type=Path, help="also write the rows and machine as JSON")
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -484,6 +539,9 @@ def main() -> None:
         bench = Bench(args, base_url, work)
         if args.profile:
             profile(bench, args.profile, args.calls)
+            return
+        if args.stages:
+            stages(bench, args.calls)
             return
         fsync = probe(work, rounds=100)
         machine = (
