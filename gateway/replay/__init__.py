@@ -1,0 +1,43 @@
+"""Replay recorded requests: verify them, re-send them, or plan them on another model.
+
+    from gateway.replay import Replayer, Selection, Senders
+    replayer = Replayer(store, Catalog.load())
+    report = replayer.run(replayer.prepare(Selection(task="compliance_review")))
+    report.summary.line()     # "verify: 3 request(s): 0 identical, ..., 3 passed"
+
+See docs/replay.md for the modes and what each records.
+"""
+
+from gateway.replay._diff import TextComparison, compare_text, json_changes
+from gateway.replay._html import render_html
+from gateway.replay._model import (
+    Check,
+    FieldChange,
+    Mode,
+    Outcome,
+    ReplayReport,
+    RequestReplay,
+    Summary,
+)
+from gateway.replay._recorded import Selection
+from gateway.replay._runner import PreparedRun, Replayer
+from gateway.replay._send import Senders, Sent
+
+__all__ = [
+    "Check",
+    "FieldChange",
+    "Mode",
+    "Outcome",
+    "PreparedRun",
+    "ReplayReport",
+    "Replayer",
+    "RequestReplay",
+    "Selection",
+    "Senders",
+    "Sent",
+    "Summary",
+    "TextComparison",
+    "compare_text",
+    "json_changes",
+    "render_html",
+]

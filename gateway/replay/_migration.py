@@ -1,0 +1,51 @@
+"""``--model ID``: re-plan a recorded request under its recorded policy with the model swapped.
+
+    migration = plan_migration(recorded, target, messages, requested)
+    migration.findings        # what the review rules say about the policy on the new model
+    migration.plan            # None when the new model would refuse the policy or the request
+    migration.refusal         # one line: why
+
+The review rules are the same ones that stop a policy loading (DESIGN.md invariant 5), so the
+report says, in the reviewer's words, what the new model cannot honour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from gateway.catalog import ModelInfo
+from gateway.errors import GatewayError, PolicyLoadError
+from gateway.policy import Plan, Policy, plan_request
+from gateway.policy.rules import Subject, check
+
+
+@dataclass(frozen=True)
+class Migration:
+    policy: Policy  # the recorded policy with the model swapped (its own fingerprint)
+    plan: Plan | None
+    findings: tuple[str, ...]
+    refusal: str | None
+
+
+def plan_migration(
+    policy: Policy,
+    target: ModelInfo,
+    messages: Any,
+    requested: Mapping[str, Any],
+    *,
+    today: date | None = None,
+) -> Migration:
+    moved = policy.model_copy(update={"model_id": target.id})
+    day = today or date.today()
+    findings = tuple(f.line() for f in check(Subject.of_policy(moved, target, today=day)))
+    try:
+        plan = plan_request(moved, target, messages, overrides=dict(requested))
+    except PolicyLoadError as exc:
+        refused = tuple(f.line() for f in exc.findings if hasattr(f, "line"))
+        return Migration(moved, None, findings or refused, refusal=exc.message)
+    except GatewayError as exc:  # an override or input the new model's limits refuse
+        return Migration(moved, None, findings, refusal=str(exc))
+    return Migration(moved, plan, findings, refusal=None)

@@ -1,0 +1,112 @@
+"""The typed results of a replay run: one ``RequestReplay`` per recorded request, a summary.
+
+    report.summary.counts          # {"identical": 3, "differing": 1, "failed": 0, "skipped": 1}
+    report.requests[0].outcome     # Outcome.IDENTICAL
+    report.requests[0].text_diff   # a unified diff of the response text, or None
+
+These cross the library/CLI boundary (table, JSON, HTML), so they are frozen pydantic models.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Mode(StrEnum):
+    VERIFY = "verify"  # re-plan under the recorded policy; pass or fail
+    LIVE = "live"  # re-send the recorded wire body; a report
+    MODEL = "model"  # re-plan under another model; what it would refuse or change
+    MODEL_LIVE = "model-live"  # re-plan under another model, send it, diff the answer
+
+
+class Outcome(StrEnum):
+    PASSED = "passed"  # verify: every check held
+    IDENTICAL = "identical"  # live: the same answer; model: the same request but the model id
+    DIFFERING = "differing"  # live: another answer; model: the request changes beyond the id
+    REFUSED = "refused"  # model: the policy cannot be honoured by the new model
+    FAILED = "failed"  # verify: a check failed; live: the call failed
+    SKIPPED = "skipped"  # not replayable in this mode (retired model, rejected, cache hit)
+
+
+# The four the issue names always show in a summary; the others only when they occur.
+SUMMARY_ORDER = (
+    Outcome.IDENTICAL,
+    Outcome.DIFFERING,
+    Outcome.FAILED,
+    Outcome.SKIPPED,
+    Outcome.PASSED,
+    Outcome.REFUSED,
+)
+ALWAYS_SHOWN = frozenset(SUMMARY_ORDER[:4])
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Check(_Frozen):
+    """One verify check: its name, whether it held, and what was compared."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+class FieldChange(_Frozen):
+    """One difference between two JSON values, at a JSON path like ``$.amount``."""
+
+    path: str
+    change: str  # "added" | "removed" | "changed"
+    recorded: Any = None
+    replayed: Any = None
+
+
+class RequestReplay(_Frozen):
+    request_id: str
+    seq: int  # the recorded REQUEST event (or the first event when there is none)
+    task: str | None
+    caller: str | None
+    model_id: str | None  # the model recorded with the request
+    target_model: str | None = None  # --model: the model it was re-planned for
+    mode: Mode
+    outcome: Outcome
+    reason: str | None = None  # one line: why it failed, was skipped or refused
+    checks: tuple[Check, ...] = ()
+    findings: tuple[str, ...] = ()  # --model: the review findings for the new model
+    request_changes: tuple[FieldChange, ...] = ()  # --model: wire body changes
+    similarity: float | None = None  # difflib ratio of recorded and replayed text, 0..1
+    text_diff: str | None = None  # unified diff of the response text
+    json_changes: tuple[FieldChange, ...] = ()  # JSON tasks: field-by-field changes
+    replay_seq: int | None = None  # the REPLAY event that records this result
+
+
+class Summary(_Frozen):
+    mode: Mode
+    run_id: str
+    counts: dict[str, int]
+    total: int
+
+    def line(self) -> str:
+        parts = ", ".join(f"{n} {name}" for name, n in self.counts.items())
+        return f"{self.mode.value}: {self.total} request(s): {parts}"
+
+
+class ReplayReport(_Frozen):
+    summary: Summary
+    requests: tuple[RequestReplay, ...] = Field(default_factory=tuple)
+
+    @property
+    def any_failed(self) -> bool:
+        return any(r.outcome is Outcome.FAILED for r in self.requests)
+
+
+def summarise(mode: Mode, run_id: str, rows: list[RequestReplay]) -> Summary:
+    counts = {
+        o.value: sum(r.outcome is o for r in rows)
+        for o in SUMMARY_ORDER
+        if o in ALWAYS_SHOWN or any(r.outcome is o for r in rows)
+    }
+    return Summary(mode=mode, run_id=run_id, counts=counts, total=len(rows))

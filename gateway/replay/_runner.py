@@ -1,0 +1,312 @@
+"""Run a replay: validate the whole selection first, then replay and record each request.
+
+    replayer = Replayer(store, catalog, Senders(anthropic=make_provider))
+    prepared = replayer.prepare(Selection(task="compliance_review"), live=True)  # exit-2 errors
+    report = replayer.run(prepared, progress=lambda row: ...)
+
+``prepare`` raises before anything is written (unknown request id, missing policy version,
+unknown or retired target model, no API key for a live call). ``run`` appends one REPLAY
+event per request, all under one new run id, each naming the original request and seq.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from audit import AuditStore, EventDraft, EventKind
+from gateway._pipeline import GATEWAY_VERSION, check_json_output, request_hash_for, response_text
+from gateway.catalog import Catalog, ModelInfo
+from gateway.errors import InputError
+from gateway.policy import Policy
+from gateway.replay._diff import compare_text, json_changes
+from gateway.replay._migration import plan_migration
+from gateway.replay._model import FieldChange, Mode, Outcome, ReplayReport, RequestReplay, summarise
+from gateway.replay._recorded import (
+    Recorded,
+    Selection,
+    load_selection,
+    request_body,
+    response_json,
+)
+from gateway.replay._send import Senders, Sent
+from gateway.replay._verify import verify_request
+
+Progress = Callable[[RequestReplay], None]
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    mode: Mode
+    target: ModelInfo | None
+    requests: tuple[Recorded, ...]
+
+
+@dataclass
+class _Row:
+    """A result being built, plus what its REPLAY event records beyond the row."""
+
+    fields: dict[str, Any]
+    policy: Policy | None = None
+    request_hash: str | None = None
+    payloads: dict[str, bytes] = field(default_factory=dict)
+    attempts: int = 0
+
+
+class Replayer:
+    def __init__(
+        self,
+        store: AuditStore,
+        catalog: Catalog,
+        senders: Senders | None = None,
+        *,
+        today: date | None = None,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.senders = senders or Senders()
+        self.today = today or date.today()
+
+    # -- validation: nothing is written before this has passed ---------------------------------
+
+    def prepare(
+        self, selection: Selection, *, live: bool = False, model: str | None = None
+    ) -> PreparedRun:
+        target = self._target(model) if model is not None else None
+        requests = tuple(load_selection(self.store, selection))
+        mode = (
+            (Mode.MODEL_LIVE if live else Mode.MODEL)
+            if target is not None
+            else (Mode.LIVE if live else Mode.VERIFY)
+        )
+        if self._needs_anthropic(mode, target, requests):
+            self.senders.anthropic()  # a missing key stops here, before anything is recorded
+        return PreparedRun(mode=mode, target=target, requests=requests)
+
+    def _target(self, model_id: str) -> ModelInfo:
+        info = self.catalog.get(model_id)
+        if info is None:
+            raise InputError(
+                f"model {model_id!r} is not in the model catalog.",
+                hint="List the known models with 'gateway models list'.",
+            )
+        if info.lifecycle == "retired":
+            raise InputError(
+                f"model {model_id!r} is retired, so no request can move to it.",
+                hint="Choose an active model from 'gateway models list'.",
+            )
+        return info
+
+    def _needs_anthropic(
+        self, mode: Mode, target: ModelInfo | None, requests: tuple[Recorded, ...]
+    ) -> bool:
+        if mode is Mode.MODEL_LIVE:
+            return target is not None and target.provider == "anthropic" and bool(requests)
+        if mode is Mode.LIVE:
+            return any(
+                r.request is not None
+                and r.request.data.get("provider") == "anthropic"
+                and self._retired_reason(r) is None
+                for r in requests
+            )
+        return False
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self, prepared: PreparedRun, progress: Progress | None = None) -> ReplayReport:
+        run_id = "replay_" + uuid.uuid4().hex
+        rows: list[RequestReplay] = []
+        for recorded in prepared.requests:
+            built = self._replay_one(prepared, recorded)
+            row = self._record(run_id, prepared, recorded, built)
+            rows.append(row)
+            if progress is not None:
+                progress(row)
+        return ReplayReport(summary=summarise(prepared.mode, run_id, rows), requests=tuple(rows))
+
+    def _replay_one(self, prepared: PreparedRun, recorded: Recorded) -> _Row:
+        if recorded.skip is not None:
+            return _Row({"outcome": Outcome.SKIPPED, "reason": recorded.skip})
+        row = _Row({}, policy=recorded.policy)
+        row.request_hash = recorded.request.request_hash if recorded.request else None
+        if prepared.mode is Mode.VERIFY:
+            checks = verify_request(self.store, self.catalog, recorded)
+            failed = [c for c in checks if not c.ok]
+            row.fields = {
+                "outcome": Outcome.FAILED if failed else Outcome.PASSED,
+                "reason": f"{failed[0].name}: {failed[0].detail}" if failed else None,
+                "checks": checks,
+            }
+            return row
+        if prepared.mode is Mode.LIVE:
+            return self._live(recorded, row)
+        assert prepared.target is not None
+        return self._migrate(recorded, prepared.target, live=prepared.mode is Mode.MODEL_LIVE)
+
+    def _retired_reason(self, recorded: Recorded) -> str | None:
+        model_id = recorded.model_id
+        info = self.catalog.get(model_id) if model_id else None
+        if info is None:
+            return f"model {model_id!r} is no longer in the model catalog, so it cannot be called."
+        if info.lifecycle == "retired":
+            when = f" on {info.retires_at.isoformat()}" if info.retires_at else ""
+            return (
+                f"model {model_id!r} was retired{when}; the provider no longer serves it. "
+                "Replay it on a current model with --model ID --live."
+            )
+        return None
+
+    def _live(self, recorded: Recorded, row: _Row) -> _Row:
+        request = recorded.request
+        assert request is not None
+        retired = self._retired_reason(recorded)
+        body = request_body(self.store, recorded)
+        if retired is not None or body is None:
+            row.fields = {
+                "outcome": Outcome.SKIPPED,
+                "reason": retired or "the recorded request body is not readable.",
+            }
+            return row
+        sent = self.senders.send(
+            str(request.data.get("provider")), body, api_version=str(request.data["api_version"])
+        )
+        row.fields = self._compare(recorded, sent)
+        if sent.response is not None and request.data.get("provider") == "local":
+            current = self.senders.local().model_version(str(request.data.get("model_id")))
+            if current != request.data.get("model_version"):
+                row.fields["reason"] = "the local model's weights changed since the recording."
+        self._keep_sent(row, sent)
+        return row
+
+    def _migrate(self, recorded: Recorded, target: ModelInfo, *, live: bool) -> _Row:
+        request = recorded.request
+        assert request is not None and recorded.policy is not None
+        body = request_body(self.store, recorded) or {}
+        migration = plan_migration(
+            recorded.policy,
+            target,
+            body.get("messages"),
+            request.data.get("requested") or {},
+            today=self.today,
+        )
+        row = _Row({"findings": migration.findings}, policy=migration.policy)
+        if migration.plan is None:
+            row.fields.update(outcome=Outcome.REFUSED, reason=migration.refusal)
+            return row
+        plan = migration.plan
+        version = (
+            self.senders.local().model_version(target.id) if target.provider == "local" else None
+        )
+        row.request_hash = request_hash_for(plan, version)
+        changes = [c for c in json_changes(body, plan.body) if c.path != "$.model"]
+        if plan.api_version != request.data.get("api_version"):
+            changes.insert(
+                0,
+                FieldChange(
+                    path="api_version",
+                    change="changed",
+                    recorded=request.data.get("api_version"),
+                    replayed=plan.api_version,
+                ),
+            )
+        row.fields["request_changes"] = tuple(changes)
+        if not live:
+            row.fields["outcome"] = Outcome.DIFFERING if changes else Outcome.IDENTICAL
+            if changes:
+                row.fields["reason"] = f"{len(changes)} change(s) to the request besides the model"
+            return row
+        sent = self.senders.send(target.provider, plan.body, api_version=plan.api_version)
+        row.fields.update(self._compare(recorded, sent))
+        self._keep_sent(row, sent)
+        return row
+
+    def _compare(self, recorded: Recorded, sent: Sent) -> dict[str, Any]:
+        if sent.error is not None or sent.response is None:
+            return {"outcome": Outcome.FAILED, "reason": sent.error or "no answer"}
+        new_text = response_text(sent.response)
+        old = response_json(self.store, recorded)
+        if old is None:
+            compared = compare_text("", new_text)
+            return {
+                "outcome": Outcome.DIFFERING,
+                "reason": "no recorded response to compare with (the original call failed).",
+                "text_diff": compared.diff,
+            }
+        old_text = response_text(old)
+        compared = compare_text(old_text, new_text)
+        result: dict[str, Any] = {
+            "outcome": Outcome.IDENTICAL if compared.identical else Outcome.DIFFERING,
+            "similarity": compared.similarity,
+            "text_diff": compared.diff,
+        }
+        policy = recorded.policy
+        if policy is not None and policy.output_format == "json" and not compared.identical:
+            before = check_json_output(old_text, None)
+            after = check_json_output(new_text, None)
+            if before.ok and after.ok:
+                result["json_changes"] = json_changes(before.value, after.value)
+            else:
+                side = "recorded" if not before.ok else "replayed"
+                result["reason"] = f"the {side} answer is not valid JSON; compared as text."
+        return result
+
+    @staticmethod
+    def _keep_sent(row: _Row, sent: Sent) -> None:
+        row.attempts = sent.attempts
+        if sent.response is not None:
+            row.payloads = {
+                "request_body": sent.request_bytes,
+                "response_body": sent.response_bytes,
+            }
+
+    # -- recording -----------------------------------------------------------------------------
+
+    def _record(
+        self, run_id: str, prepared: PreparedRun, recorded: Recorded, built: _Row
+    ) -> RequestReplay:
+        first = recorded.first
+        target = prepared.target.id if prepared.target else None
+        row = RequestReplay(
+            request_id=recorded.request_id,
+            seq=first.seq,
+            task=first.task,
+            caller=first.caller,
+            model_id=recorded.model_id,
+            target_model=target,
+            mode=prepared.mode,
+            **built.fields,
+        )
+        policy = built.policy
+        new_policy = policy is not None and policy.fingerprint != first.policy_fingerprint
+        data = {
+            "mode": prepared.mode.value,
+            "original_request_id": recorded.request_id,
+            "original_seq": first.seq,
+            "outcome": row.outcome.value,
+            "reason": row.reason,
+            "target_model": target,
+            "checks": [{"name": c.name, "ok": c.ok} for c in row.checks],
+            "findings": len(row.findings),
+            "request_changes": len(row.request_changes),
+            "similarity": row.similarity,
+            "json_changes": len(row.json_changes),
+            "attempts": built.attempts,
+            "gateway_version": GATEWAY_VERSION,
+        }
+        appended = self.store.append(
+            EventDraft(
+                kind=EventKind.REPLAY,
+                request_id=run_id,
+                task=first.task,
+                caller=first.caller,
+                policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
+                request_hash=built.request_hash,
+                data=data,
+                payloads=built.payloads,
+                policy_content=policy.content() if policy is not None and new_policy else None,
+            )
+        )
+        return row.model_copy(update={"replay_seq": appended.seq})

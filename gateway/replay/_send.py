@@ -1,0 +1,81 @@
+"""Send a wire body again, to Claude or to the local model, for ``--live``.
+
+    senders = Senders(anthropic=lambda: AnthropicProvider(api_key=key), local=LocalProvider())
+    sent = senders.send("anthropic", body, api_version="2023-06-01")
+    sent.response, sent.error
+
+Provider failures come back as ``Sent.error`` (one line), not exceptions: a failed call is
+one row of the report. The Anthropic provider is built on first use, so a run that only
+touches local models needs no API key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from audit.canonical import canonical_bytes
+from gateway.errors import InputError, UpstreamError
+from gateway.providers.anthropic import AnthropicProvider, AttemptFailure
+from gateway.providers.local import LocalProvider
+
+
+@dataclass(frozen=True)
+class Sent:
+    response: dict[str, Any] | None
+    response_bytes: bytes
+    request_bytes: bytes
+    attempts: int
+    error: str | None = None
+
+
+class Senders:
+    def __init__(
+        self,
+        *,
+        anthropic: Callable[[], AnthropicProvider] | None = None,
+        local: LocalProvider | None = None,
+    ) -> None:
+        self._anthropic_factory = anthropic
+        self._anthropic: AnthropicProvider | None = None
+        self._local = local
+
+    def local(self) -> LocalProvider:
+        if self._local is None:
+            self._local = LocalProvider()
+        return self._local
+
+    def anthropic(self) -> AnthropicProvider:
+        """The provider; raises ConfigurationError (from the factory) when it cannot be built."""
+        if self._anthropic is None:
+            if self._anthropic_factory is None:
+                raise InputError(
+                    "this replay needs to call Claude, but no Anthropic provider is configured.",
+                    hint="Set ANTHROPIC_API_KEY.",
+                )
+            self._anthropic = self._anthropic_factory()
+        return self._anthropic
+
+    def send(self, provider: str, body: Mapping[str, Any], *, api_version: str) -> Sent:
+        if provider == "local":
+            return self._send_local(body)
+        failures: list[AttemptFailure] = []
+        try:
+            reply = self.anthropic().send(
+                dict(body), api_version=api_version, on_attempt_failed=failures.append
+            )
+        except UpstreamError as exc:
+            return Sent(None, b"", b"", attempts=exc.attempts or len(failures), error=str(exc))
+        return Sent(reply.response, reply.response_bytes, reply.request_bytes, reply.attempts)
+
+    def _send_local(self, body: Mapping[str, Any]) -> Sent:
+        try:
+            reply = self.local().complete(body)
+        except InputError as exc:  # LocalRequestError: a body the local model cannot honour
+            return Sent(None, b"", b"", attempts=1, error=str(exc))
+        return Sent(reply.response, reply.raw, canonical_bytes(dict(body)), attempts=1)
+
+    def close(self) -> None:
+        if self._anthropic is not None:
+            self._anthropic.close()

@@ -1,0 +1,148 @@
+"""``--verify``: re-plan a recorded request under its recorded policy and check the record.
+
+    row_checks = verify_request(store, catalog, recorded)   # tuple[Check, ...]
+    all(c.ok for c in row_checks)
+
+Offline: no provider is involved. The policy comes from the audit database (the version
+that governed the request), never from the current policy file. A model retired since the
+recording still verifies: its lifecycle does not change the body that was planned.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from audit import AuditStore, StoredEvent
+from audit.canonical import CanonicalizationError, canonical_bytes, digest
+from audit.errors import NotFound
+from gateway._pipeline import request_hash_for
+from gateway.catalog import Catalog, ModelInfo
+from gateway.errors import GatewayError
+from gateway.policy import Plan, plan_request
+from gateway.replay._model import Check
+from gateway.replay._recorded import Recorded, payload, request_body
+
+
+def verify_request(store: AuditStore, catalog: Catalog, recorded: Recorded) -> tuple[Check, ...]:
+    assert recorded.request is not None and recorded.policy is not None  # selection guarantees
+    return tuple(_checks(store, catalog, recorded, recorded.request))
+
+
+def _checks(
+    store: AuditStore, catalog: Catalog, recorded: Recorded, request: StoredEvent
+) -> Iterator[Check]:
+    policy = recorded.policy
+    assert policy is not None
+    yield Check(
+        name="policy",
+        ok=policy.fingerprint == request.policy_fingerprint,
+        detail=f"recorded policy content hashes to {policy.fingerprint}",
+    )
+    yield from _payload_checks(store, recorded)
+    body = request_body(store, recorded)
+    if body is None:
+        yield Check(name="replan", ok=False, detail="the recorded request body is not readable")
+        return
+    model = _model_as_recorded(catalog, request)
+    if model is None:
+        yield Check(
+            name="replan",
+            ok=False,
+            detail=f"model {request.data.get('model_id')!r} is no longer in the catalog",
+        )
+        return
+    try:
+        messages: Any = body.get("messages")  # plan_request validates the shape
+        plan = plan_request(policy, model, messages, overrides=request.data.get("requested") or {})
+    except GatewayError as exc:
+        yield Check(name="replan", ok=False, detail=f"re-planning failed: {exc.message}")
+        return
+    yield Check(name="replan", ok=True, detail=f"planned for {model.id} ({plan.api_version})")
+    yield _hash_check(plan, request)
+    yield _body_check(plan, body)
+    if recorded.response is not None:
+        yield _sent_check(store, recorded, recorded.response)
+
+
+def _model_as_recorded(catalog: Catalog, request: StoredEvent) -> ModelInfo | None:
+    model = catalog.get(str(request.data.get("model_id")))
+    if model is None:
+        return None
+    # Retirement stops new calls, not the re-planning of old ones.
+    return model.model_copy(update={"lifecycle": "active", "retires_at": None})
+
+
+def _hash_check(plan: Plan, request: StoredEvent) -> Check:
+    version = request.data.get("model_version")
+    replanned = request_hash_for(plan, version if isinstance(version, str) else None)
+    ok = replanned == request.request_hash
+    detail = (
+        f"re-planned request hash {replanned} matches the record"
+        if ok
+        else f"re-planned request hash {replanned} differs from recorded {request.request_hash}"
+    )
+    return Check(name="request_hash", ok=ok, detail=detail)
+
+
+def _body_check(plan: Plan, recorded_body: dict[str, object]) -> Check:
+    ok = _canonical(plan.body) == _canonical(recorded_body)
+    detail = (
+        "re-planned body is the recorded wire body (RFC 8785 form)"
+        if ok
+        else "re-planned body differs from the recorded wire body"
+    )
+    return Check(name="wire_body", ok=ok, detail=detail)
+
+
+def _sent_check(store: AuditStore, recorded: Recorded, response: StoredEvent) -> Check:
+    # What the provider put on the wire must be what the intent event recorded.
+    sent = payload(store, response, "request_wire")
+    intended = payload(store, recorded.request, "request_body") if recorded.request else None
+    if sent is None or intended is None:
+        return Check(name="sent_body", ok=False, detail="a recorded request body is missing")
+    try:
+        ok = _canonical(json.loads(sent)) == _canonical(json.loads(intended))
+    except ValueError:
+        ok = sent == intended
+    detail = (
+        "the body sent is the body recorded before the call"
+        if ok
+        else "the body sent differs from the body recorded before the call"
+    )
+    return Check(name="sent_body", ok=ok, detail=detail)
+
+
+def _payload_checks(store: AuditStore, recorded: Recorded) -> Iterator[Check]:
+    for event in (recorded.request, recorded.response):
+        if event is None:
+            continue
+        for name, ref in sorted(event.payload_digests.items()):
+            try:
+                actual = digest(store.payload(ref))
+            except NotFound:
+                yield Check(name=f"payload:{name}", ok=False, detail=f"{ref} is missing")
+                continue
+            ok = actual == ref
+            detail = f"seq {event.seq} {name} re-hashes to {actual}"
+            yield Check(name=f"payload:{name}", ok=ok, detail=detail)
+    if recorded.response is None:
+        yield Check(
+            name="response", ok=True, detail="no response was recorded (the call failed or died)"
+        )
+    elif recorded.request is not None:
+        ok = recorded.response.request_hash == recorded.request.request_hash
+        detail = (
+            f"response seq {recorded.response.seq} carries the request's hash"
+            if ok
+            else f"response seq {recorded.response.seq} names another request hash"
+        )
+        yield Check(name="response", ok=ok, detail=detail)
+
+
+def _canonical(value: object) -> bytes | None:
+    try:
+        return canonical_bytes(value)
+    except CanonicalizationError:
+        return None
