@@ -1,6 +1,55 @@
 #!/usr/bin/env bash
-# The main job on embedded defaults: review the shipped policies.
+# The main job on embedded defaults, offline: no network and no API key needed.
+#
+#   make run                      # or: scripts/run.sh after `make setup`
+#   KEEP_AUDIT_DB=1 make run      # keep the audit database and print where it is
+#   GATEWAY_RUN_CLAUDE=1 make run # with ANTHROPIC_API_KEY set, also ask Claude once
+#
+# The audit database lives in a fresh temporary folder, not ./gateway-audit.db: every run then
+# starts from an empty log, so the replay step really shows a first answer being recorded and
+# the second being served from the log, and the job never leaves files in the checkout or
+# mixes its demo records into a log someone is keeping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gateway-run.XXXXXX")
+if [[ "${KEEP_AUDIT_DB:-0}" == "1" ]]; then
+    trap 'echo "audit database kept at $WORK/gateway-audit.db"' EXIT
+else
+    trap 'rm -rf "$WORK"' EXIT
+fi
+export GATEWAY_DATABASE_URL="sqlite:///$WORK/gateway-audit.db"
+export GATEWAY_POLICY_DIR=policies
+export GATEWAY_DURABILITY=os # a throwaway demo log: survive a process crash, skip the fsyncs
+# The policy lets callers lower max_tokens to 256; the demo answer needs no more.
+SHORT="--override max_tokens=256"
+QUESTION="Transaction: EUR 9,500 cash deposit, third this week, customer account 4471."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "review the shipped policies"
 $BIN/gateway policy review policies/
+
+step "ask compliance_review offline (recorded)"
+$BIN/gateway ask --offline compliance_review "$QUESTION" --caller run-sh $SHORT
+
+step "ask the same question again (served from the replay cache)"
+$BIN/gateway ask --offline compliance_review "$QUESTION" --caller run-sh $SHORT
+
+step "ask offline_demo on the local model"
+$BIN/gateway ask offline_demo "The reviewer reads the" --caller run-sh
+
+step "a short sampling experiment (every sample audited)"
+$BIN/gateway experiment offline_demo --prompt "The reviewer reads the" -n 4
+
+if [[ "${GATEWAY_RUN_CLAUDE:-0}" == "1" && -n "${ANTHROPIC_API_KEY:-}" ]]; then
+    step "ask compliance_review on Claude"
+    $BIN/gateway ask compliance_review "$QUESTION" --caller run-sh
+fi
+
+step "the audit log"
+$BIN/gateway audit list
+
+step "verify the hash chain"
+$BIN/gateway audit verify
