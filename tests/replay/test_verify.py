@@ -1,0 +1,85 @@
+"""--verify: re-plan under the recorded policy version, check hashes and payloads, offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from audit import AuditStore
+from gateway.catalog import Catalog
+from gateway.replay import Mode, Outcome
+from tests.replay.conftest import Recorded
+from tests.replay.helpers import (
+    RETIRED_OPUS_4_6,
+    SONNET_4_6_NEW_API,
+    override,
+    replay,
+    replay_events,
+)
+
+
+def test_every_recorded_request_verifies_and_the_cache_hit_is_skipped(recorded: Recorded) -> None:
+    ids = recorded.ids
+    report = replay(recorded.url, *ids.values())
+    outcomes = {r.request_id: r.outcome for r in report.requests}
+    for label in ("compliance", "quant", "json", "local"):
+        assert outcomes[ids[label]] is Outcome.PASSED, label
+    hit = next(r for r in report.requests if r.request_id == ids["hit"])
+    assert hit.outcome is Outcome.SKIPPED
+    assert ids["compliance"] in (hit.reason or "")
+    checks = {c.name for c in report.requests[0].checks}
+    assert {"policy", "replan", "request_hash", "wire_body", "sent_body"} <= checks
+    assert report.summary.mode is Mode.VERIFY
+    assert not report.any_failed
+
+
+def test_each_replayed_request_is_recorded_as_a_replay_event(recorded: Recorded) -> None:
+    report = replay(recorded.url, recorded.ids["compliance"], recorded.ids["quant"])
+    events = replay_events(recorded.url)
+    assert [e.data["original_request_id"] for e in events] == [
+        recorded.ids["compliance"],
+        recorded.ids["quant"],
+    ]
+    assert {e.request_id for e in events} == {report.summary.run_id}
+    assert [e.seq for e in events] == [r.replay_seq for r in report.requests]
+    assert all(e.data["mode"] == "verify" and e.data["outcome"] == "passed" for e in events)
+    with AuditStore.open(recorded.url, "os") as store:
+        assert store.verify().ok
+
+
+def test_verify_uses_the_recorded_policy_after_the_file_is_edited(recorded: Recorded) -> None:
+    prompt = recorded.policy_dir / "prompts" / "compliance_review.md"
+    prompt.write_text("A completely different system prompt.\n", encoding="utf-8")
+    toml = recorded.policy_dir / "compliance_review.toml"
+    toml.write_text(toml.read_text().replace("max_tokens = 2048", "max_tokens = 1000"))
+    report = replay(recorded.url, recorded.ids["compliance"])
+    assert report.requests[0].outcome is Outcome.PASSED
+
+
+def test_verify_works_after_the_policy_file_is_deleted(recorded: Recorded) -> None:
+    (recorded.policy_dir / "quant_strategy.toml").unlink()
+    report = replay(recorded.url, recorded.ids["quant"])
+    assert report.requests[0].outcome is Outcome.PASSED
+
+
+def test_a_model_retired_since_recording_still_verifies(recorded: Recorded, tmp_path: Path) -> None:
+    catalog = Catalog.load(override(tmp_path, RETIRED_OPUS_4_6))
+    report = replay(recorded.url, recorded.ids["quant"], catalog=catalog)
+    assert report.requests[0].outcome is Outcome.PASSED
+
+
+def test_verify_fails_when_the_request_no_longer_plans_to_the_recorded_hash(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    catalog = Catalog.load(override(tmp_path, SONNET_4_6_NEW_API))
+    report = replay(recorded.url, recorded.ids["compliance"], catalog=catalog)
+    row = report.requests[0]
+    assert row.outcome is Outcome.FAILED
+    assert (row.reason or "").startswith("request_hash:")
+    assert report.any_failed
+    assert replay_events(recorded.url)[0].data["outcome"] == "failed"
+
+
+def test_filters_select_requests_with_a_request_event(recorded: Recorded) -> None:
+    report = replay(recorded.url, task="compliance_review")
+    # the cache hit has no REQUEST event, so only the original is selected
+    assert [r.request_id for r in report.requests] == [recorded.ids["compliance"]]
