@@ -37,9 +37,7 @@ def policy_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def recorded(
-    policy_dir: Path, sqlite_url: str, fake_api: FakeMessagesAPI
-) -> Iterator[Recorded]:
+def recorded(policy_dir: Path, sqlite_url: str, fake_api: FakeMessagesAPI) -> Iterator[Recorded]:
     """A mix: compliance (text, replay), quant (record), json_extraction, offline_demo (local),
     and a cache hit of the compliance request."""
     fake_api.script(
@@ -55,13 +53,13 @@ def recorded(
         durability="os",
     ) as gw:
         ids = {
-            "compliance": gw.complete("compliance_review", "Pay 10 EUR to ACME.", caller="pay")
-            .request_id,
+            "compliance": gw.complete(
+                "compliance_review", "Pay 10 EUR to ACME.", caller="pay"
+            ).request_id,
             "quant": gw.complete("quant_strategy", "FX ideas", caller="desk").request_id,
             "json": gw.complete("json_extraction", "Buy 100 EUR from ACME").request_id,
             "local": gw.complete("offline_demo", "The reviewer reads the").request_id,
-            "hit": gw.complete("compliance_review", "Pay 10 EUR to ACME.", caller="pay")
-            .request_id,
+            "hit": gw.complete("compliance_review", "Pay 10 EUR to ACME.", caller="pay").request_id,
         }
     yield Recorded(sqlite_url, policy_dir, fake_api.base_url, ids)
 
@@ -79,6 +77,3 @@ def cli(recorded: Recorded, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Re
         return runner.invoke(main, ["replay", *args], catch_exceptions=False)
 
     return invoke
-
-
-

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from audit import AuditStore, EventKind, StoredEvent
 from gateway.catalog import Catalog
-from gateway.replay import Replayer, ReplayReport, Selection, Senders
 from gateway.providers.anthropic import AnthropicProvider
+from gateway.replay import Replayer, ReplayReport, Selection, Senders
 
 API_KEY = "sk-ant-test-replay-KEY-DO-NOT-LEAK"
 
