@@ -9,9 +9,11 @@ model cannot honour are skipped, each with the reason, on stderr (and in the JSO
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +26,9 @@ from gateway.experiment import (
     run_experiment,
 )
 from gateway.logging import configure_logging
+
+if TYPE_CHECKING:  # click.progressbar's return type lives in a private module
+    from click._termui_impl import ProgressBar
 
 
 @click.command("experiment")
@@ -73,11 +78,18 @@ def experiment_command(
     all_prompts = list(prompts) + _read_prompts(prompts_file)
     if not all_prompts:
         raise InputError("no prompt was given.", hint="Pass --prompt TEXT or --prompts-file FILE.")
-    with click.progressbar(length=0, label="sampling", file=sys.stderr) as bar:
+    with contextlib.ExitStack() as stack:
+        # The total is known only once the skipped configurations are: open the bar then.
+        bars: list[ProgressBar[int]] = []
 
         def progress(done: int, total: int) -> None:
-            bar.length = total
-            bar.update(1)
+            if not bars:
+                bars.append(
+                    stack.enter_context(
+                        click.progressbar(length=total, label="sampling", file=sys.stderr)
+                    )
+                )
+            bars[0].update(1)
 
         report = run_experiment(
             Settings.from_env(),
