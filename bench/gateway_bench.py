@@ -168,8 +168,20 @@ def serve_fake() -> None:
 
     # The fake keeps every request it saw: a few MB for a default run.
     with FakeMessagesAPI() as fake:
+        deepen_backlog(fake)
         print(fake.base_url, flush=True)
         sys.stdin.read()
+
+
+def deepen_backlog(fake: Any) -> None:
+    """Let 32 callers connect at once.
+
+    socketserver listens with a backlog of 5; 32 simultaneous connects then overflow the accept
+    queue, and the kernel drops handshakes (a 1 s SYN retry) or resets them (``ReadError``).
+    That is the fake's limit, not the gateway's, so the benchmark raises it: a second
+    ``listen()`` on a listening socket only changes the backlog.
+    """
+    fake._server.socket.listen(128)
 
 
 @contextmanager
@@ -178,6 +190,7 @@ def fake_api(in_process: bool) -> Iterator[str]:
         from tests.fakes.messages_api import FakeMessagesAPI
 
         with FakeMessagesAPI() as fake:
+            deepen_backlog(fake)
             yield fake.base_url
         return
     child = subprocess.Popen(
