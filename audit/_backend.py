@@ -28,6 +28,12 @@ CHAIN_LOCK_KEY = 0x41554454
 URL_HINT = "Set GATEWAY_DATABASE_URL to sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB."
 
 
+def db_reason(exc: BaseException) -> str:
+    """The driver's first line, for a one-line error ("disk I/O error", "permission denied")."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class Backend:
     url: str

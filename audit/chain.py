@@ -2,7 +2,9 @@
 
     body = event_body(seq=1, event_id="e1", ..., data={}, payloads={}, policy_ref=None)
     link_hash(GENESIS, body)                  # -> "sha256:..." of GENESIS || body
-    report = Verifier().feed(rows) ... .report()
+    verifier = Verifier(checkpoint)
+    verifier.feed(row, parse_body(row.body), contents)   # for each row, in seq order
+    report = verifier.report()
 
 Every event stores its body exactly as hashed (RFC 8785 bytes) and ``hash = sha256(prev_hash
 || body)``; the first event links to :data:`GENESIS`. The searchable columns are copies of
@@ -115,7 +117,8 @@ def link_hash(prev_hash: str, body: bytes) -> str:
 
 def content_refs(parsed: Mapping[str, Any]) -> tuple[list[str], str | None]:
     payloads = parsed.get("payloads") or {}
-    return [str(d) for d in payloads.values()], parsed.get("policy_ref")
+    policy = parsed.get("policy_ref")
+    return [str(d) for d in payloads.values()], str(policy) if policy is not None else None
 
 
 class Verifier:
@@ -139,7 +142,10 @@ class Verifier:
         if len(self.defects) < MAX_DEFECTS:
             self.defects.append(Defect(seq=seq, kind=kind, detail=detail))
 
-    def feed(self, row: EventRow, contents: Mapping[str, str | None]) -> None:
+    def feed(
+        self, row: EventRow, parsed: dict[str, Any] | str, contents: Mapping[str, str | None]
+    ) -> None:
+        """Check one row; ``parsed`` is :func:`parse_body` of its body."""
         seq = row.seq
         self.count += 1
         self.bytes += len(row.body)
@@ -153,7 +159,10 @@ class Verifier:
             self._defect(seq, DefectKind.BROKEN_LINK, "prev_hash is not the previous event's hash")
         if link_hash(row.prev_hash, row.body) != row.hash:
             self._defect(seq, DefectKind.HASH_MISMATCH, "stored hash != sha256(prev_hash || body)")
-        self._check_body(row, contents)
+        if isinstance(parsed, str):
+            self._defect(seq, DefectKind.BAD_BODY, f"body does not parse: {parsed}")
+        else:
+            self._check_body(row, parsed, contents)
         cp = self.checkpoint
         if cp is not None and seq == cp.seq:
             self.checkpoint_seen = True
@@ -164,20 +173,14 @@ class Verifier:
         self.expected = seq + 1
         self.prev_hash = row.hash
 
-    def _check_body(self, row: EventRow, contents: Mapping[str, str | None]) -> None:
+    def _check_body(
+        self, row: EventRow, parsed: dict[str, Any], contents: Mapping[str, str | None]
+    ) -> None:
         seq = row.seq
-        try:
-            parsed = json.loads(row.body)
-            if not isinstance(parsed, dict) or parsed.get("v") != BODY_VERSION:
-                raise ValueError("not a version 1 event body")
-            body_time = parse_time(parsed["recorded_at"])
-        except (ValueError, KeyError, TypeError) as exc:
-            self._defect(seq, DefectKind.BAD_BODY, f"body does not parse: {exc}")
-            return
         if parsed.get("seq") != seq:
             self._defect(seq, DefectKind.SEQUENCE, f"row holds the body of seq {parsed.get('seq')}")
         wrong = [c for c in MIRRORED if getattr(row, c) != parsed.get(c)]
-        if row.recorded_at != body_time:
+        if row.recorded_at != parsed["_time"]:
             wrong.append("recorded_at")
         if wrong:
             self._defect(
@@ -212,15 +215,26 @@ class Verifier:
         )
 
 
-def referenced(rows: Iterable[EventRow]) -> set[str]:
-    """Content digests the rows' bodies reference (unparseable bodies reference nothing)."""
+def parse_body(body: bytes) -> dict[str, Any] | str:
+    """The parsed body (with its time under ``_time``), or why it is not an event body."""
+    try:
+        parsed = json.loads(body)
+        if not isinstance(parsed, dict) or parsed.get("v") != BODY_VERSION:
+            return "not a version 1 event body"
+        parsed["_time"] = parse_time(parsed["recorded_at"])
+        content_refs(parsed)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return parsed
+
+
+def referenced(bodies: Iterable[dict[str, Any] | str]) -> set[str]:
+    """Content digests the parsed bodies reference (unparseable bodies reference nothing)."""
     refs: set[str] = set()
-    for row in rows:
-        try:
-            parsed = json.loads(row.body)
-            payloads, policy = content_refs(parsed)
-        except (ValueError, AttributeError):
+    for parsed in bodies:
+        if isinstance(parsed, str):
             continue
+        payloads, policy = content_refs(parsed)
         refs.update(payloads)
         if policy:
             refs.add(policy)

@@ -19,7 +19,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from audit._backend import Backend
+from audit._backend import Backend, db_reason
 from audit.errors import DatabaseUnavailable, SchemaMismatch
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "_migrations"
@@ -92,7 +92,7 @@ def _engine_call(url: str, action: str) -> str | None:
         with backend.reader.connect() as conn:
             return current_revision(conn)
     except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        reason = db_reason(exc)
         raise DatabaseUnavailable(
             f"cannot {action} the audit database ({reason}).",
             hint="Check GATEWAY_DATABASE_URL and that the database is reachable and writable.",

@@ -14,7 +14,7 @@ import re
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from audit._backend import Backend
+from audit._backend import Backend, db_reason
 from audit.errors import DatabaseUnavailable
 from audit.migrate import check_at_head
 
@@ -60,7 +60,7 @@ def grant(url: str, role: str, *, read_only: bool = False) -> list[str]:
             for statement in statements:
                 conn.execute(text(statement))
     except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        reason = db_reason(exc)
         raise DatabaseUnavailable(
             f"could not grant privileges to {role!r} ({reason}).",
             hint="Run as the owner of the audit tables (the role that ran `gateway db upgrade`).",

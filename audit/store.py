@@ -27,10 +27,18 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit import checkpoint as cp
-from audit._backend import Backend
+from audit._backend import Backend, db_reason
 from audit._group import GroupCommitter
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
-from audit.chain import GENESIS, EventRow, Verifier, event_body, link_hash, referenced
+from audit.chain import (
+    GENESIS,
+    EventRow,
+    Verifier,
+    event_body,
+    link_hash,
+    parse_body,
+    referenced,
+)
 from audit.errors import (
     AppendFailed,
     CheckpointError,
@@ -74,8 +82,8 @@ class _Prepared:
     policy_row: dict[str, Any] | None
 
 
-def _unavailable(url: str, exc: BaseException) -> DatabaseUnavailable:
-    reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc)
+def _unavailable(exc: BaseException) -> DatabaseUnavailable:
+    reason = db_reason(exc)
     return DatabaseUnavailable(
         f"cannot open the audit database ({reason}).",
         hint="Check GATEWAY_DATABASE_URL, that the server is up, and that the file is an "
@@ -104,7 +112,7 @@ class AuditStore:
                 ).scalar_one()
         except SQLAlchemyError as exc:
             backend.dispose()
-            raise _unavailable(url, exc) from exc
+            raise _unavailable(exc) from exc
         except BaseException:
             backend.dispose()
             raise
@@ -236,7 +244,7 @@ class AuditStore:
                 conn.execute(insert(Event), events)
             return results
         except SQLAlchemyError as exc:
-            reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+            reason = db_reason(exc)
             raise AppendFailed(
                 f"the audit record could not be committed ({reason}).", hint=APPEND_HINT
             ) from exc
@@ -386,13 +394,14 @@ class AuditStore:
         progress: Callable[[int, int], None] | None,
         total: int,
     ) -> None:
-        refs = referenced(page)
+        parsed = [parse_body(row.body) for row in page]  # once per event: the hot loop
+        refs = referenced(parsed)
         contents: dict[str, str | None] = {}
         if refs:
             with self._backend.reader.connect() as conn:
                 contents.update(_content_digests(conn, refs))
-        for row in page:
-            verifier.feed(row, contents)
+        for row, body in zip(page, parsed, strict=True):
+            verifier.feed(row, body, contents)
         if progress is not None:
             progress(verifier.count, max(total, verifier.count))
 
