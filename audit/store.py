@@ -81,6 +81,29 @@ class _Prepared:
     payload_digests: dict[str, str]
     policy_row: dict[str, Any] | None
 
+    def event_row(self, seq: int, prev: str, now: datetime, durability: str) -> dict[str, Any]:
+        """The events row at ``seq`` after ``prev``: what needs the chain lock."""
+        d = self.draft
+        columns: dict[str, Any] = {
+            "seq": seq,
+            "event_id": self.event_id,
+            "request_id": d.request_id,
+            "kind": d.kind.value,
+            "recorded_at": now,
+            "task": d.task,
+            "caller": d.caller,
+            "policy_fingerprint": d.policy_fingerprint,
+            "request_hash": d.request_hash,
+        }
+        body = event_body(
+            **columns,
+            durability=durability,
+            data=d.data,
+            payloads=self.payload_digests,
+            policy_ref=self.policy_row["fingerprint"] if self.policy_row else None,
+        )
+        return {**columns, "body": body, "prev_hash": prev, "hash": link_hash(prev, body)}
+
 
 def _unavailable(exc: BaseException) -> DatabaseUnavailable:
     reason = db_reason(exc)
@@ -177,13 +200,15 @@ class AuditStore:
                 policy_row = {"fingerprint": draft.policy_fingerprint, "content": content}
         except CanonicalizationError as exc:
             raise InvalidEvent(f"the event data cannot be recorded: {exc}.") from None
-        rows = {digest(b): {"digest": digest(b), "size": len(b), "content": b}
-                for b in draft.payloads.values()}  # fmt: skip
+        digests = {name: digest(b) for name, b in draft.payloads.items()}
+        rows = {digests[name]: b for name, b in draft.payloads.items()}
         return _Prepared(
             draft=draft,
             event_id=uuid.uuid4().hex,
-            payload_rows=tuple(rows.values()),
-            payload_digests={name: digest(b) for name, b in draft.payloads.items()},
+            payload_rows=tuple(
+                {"digest": key, "size": len(b), "content": b} for key, b in rows.items()
+            ),
+            payload_digests=digests,
             policy_row=policy_row,
         )
 
@@ -207,31 +232,12 @@ class AuditStore:
                 policies: dict[str, dict[str, Any]] = {}
                 for item in batch:
                     seq += 1
-                    d = item.draft
-                    columns: dict[str, Any] = {
-                        "seq": seq,
-                        "event_id": item.event_id,
-                        "request_id": d.request_id,
-                        "kind": d.kind.value,
-                        "recorded_at": now,
-                        "task": d.task,
-                        "caller": d.caller,
-                        "policy_fingerprint": d.policy_fingerprint,
-                        "request_hash": d.request_hash,
-                    }
-                    body = event_body(
-                        **columns,
-                        durability=self._backend.durability,
-                        data=d.data,
-                        payloads=item.payload_digests,
-                        policy_ref=item.policy_row["fingerprint"] if item.policy_row else None,
-                    )
-                    this = link_hash(prev, body)
-                    events.append({**columns, "body": body, "prev_hash": prev, "hash": this})
+                    row = item.event_row(seq, prev, now, self._backend.durability)
+                    events.append(row)
                     results.append(
-                        Appended(seq=seq, hash=this, event_id=item.event_id, recorded_at=now)
+                        Appended(seq=seq, hash=row["hash"], event_id=item.event_id, recorded_at=now)
                     )
-                    prev = this
+                    prev = row["hash"]
                     payloads.update({r["digest"]: r for r in item.payload_rows})
                     if item.policy_row:
                         policies[item.policy_row["fingerprint"]] = item.policy_row
