@@ -194,14 +194,19 @@ def postgres() -> Iterator[Callable[[], str]]:
 def log_figures(url: str, events: int) -> dict[str, Any]:
     quarter = max(events // 4, 1)
     figures: dict[str, Any] = {"events": events}
-    figures["fill_s_quarter"] = round(fill(url, quarter, 0), 1)
-    figures["verify_quarter"] = measure_read(url, "verify")
-    figures["export_quarter"] = measure_read(url, "export")
+
+    def step(name: str, value: Any) -> None:
+        figures[name] = value
+        print(f"    {name}: {json.dumps(value)}", flush=True)
+
+    step("fill_s_quarter", round(fill(url, quarter, 0), 1))
+    step("verify_quarter", measure_read(url, "verify"))
+    step("export_quarter", measure_read(url, "export"))
     # the quarter's export appended one EXPORT event (reads are recorded)
-    figures["fill_s_rest"] = round(fill(url, events, quarter + 1), 1)
-    figures["verify_full"] = measure_read(url, "verify")
-    figures["export_full"] = measure_read(url, "export")
-    figures["bytes_per_event"] = round(bytes_per_event(url, events))
+    step("fill_s_rest", round(fill(url, events, quarter + 1), 1))
+    step("verify_full", measure_read(url, "verify"))
+    step("export_full", measure_read(url, "export"))
+    step("bytes_per_event", round(bytes_per_event(url, events)))
     return figures
 
 
@@ -245,7 +250,8 @@ def main() -> None:
         work.rmdir()
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    target = out / f"audit-{args.events}.json"
+    size = "appends" if args.skip_log else str(args.events)
+    target = out / f"audit-{size}-{'-'.join(backends)}.json"
     target.write_text(json.dumps(results, indent=2))
     print(f"written {target.relative_to(ROOT)}")
 
