@@ -72,7 +72,12 @@ def format_time(moment: datetime) -> str:
 
 
 def parse_time(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    """Inverse of :func:`format_time`; refuses any other spelling of the instant."""
+    # fromisoformat is C and ~10x faster than strptime, which dominated verify's profile;
+    # the length and "Z" checks keep it to the one fixed-width form format_time writes.
+    if len(text) != 27 or text[-1] != "Z" or text[10] != "T":
+        raise ValueError(f"recorded_at {text!r} is not YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)
 
 
 def event_body(

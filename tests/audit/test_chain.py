@@ -6,11 +6,21 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.canonical import canonical_bytes
-from audit.chain import GENESIS, EventRow, Verifier, event_body, link_hash, parse_body
+from audit.chain import (
+    GENESIS,
+    EventRow,
+    Verifier,
+    event_body,
+    format_time,
+    link_hash,
+    parse_body,
+    parse_time,
+)
 from audit.models import DefectKind
 
 json_values = st.recursive(
@@ -86,3 +96,14 @@ def test_flipping_any_body_byte_is_found_at_that_seq(draw: st.DataObject) -> Non
 def test_time_is_fixed_width_utc() -> None:
     body = _row(1, GENESIS, {}).body
     assert b'"recorded_at":"2026-11-30T12:00:00.123456Z"' in body
+
+
+def test_only_the_fixed_width_time_form_parses() -> None:
+    assert parse_time(format_time(WHEN)) == WHEN
+    for other in (
+        "2026-11-30 12:00:00.123456Z",
+        "2026-11-30T12:00:00Z",
+        "2026-11-30T12:00:00.1234+00",
+    ):
+        with pytest.raises(ValueError):
+            parse_time(other)
