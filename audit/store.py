@@ -16,36 +16,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from sqlalchemy import ColumnElement, Connection, Insert, insert, inspect, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import ColumnElement, Connection, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit import checkpoint as cp
+from audit._append import Appender, Prepared, prepare
 from audit._backend import Backend, db_reason
 from audit._group import GroupCommitter
-from audit.canonical import CanonicalizationError, canonical_bytes, digest
-from audit.chain import (
-    GENESIS,
-    EventRow,
-    Verifier,
-    event_body,
-    link_hash,
-    parse_body,
-    referenced,
-)
-from audit.errors import (
-    AppendFailed,
-    CheckpointError,
-    DatabaseUnavailable,
-    InvalidEvent,
-    NotFound,
-)
+from audit.canonical import digest
+from audit.chain import GENESIS, EventRow, Verifier, parse_body, referenced
+from audit.errors import CheckpointError, DatabaseUnavailable, NotFound
 from audit.migrate import check_at_head, current_revision, upgrade_engine
 from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
@@ -65,44 +49,6 @@ EVENT_COLUMNS = (
     Event.prev_hash,
     Event.hash,
 )
-APPEND_HINT = (
-    "Nothing was written. Check that the audit database is reachable, writable and has disk "
-    "space, then retry."
-)
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """A draft with everything computed that does not need the chain lock."""
-
-    draft: EventDraft
-    event_id: str
-    payload_rows: tuple[dict[str, Any], ...]
-    payload_digests: dict[str, str]
-    policy_row: dict[str, Any] | None
-
-    def event_row(self, seq: int, prev: str, now: datetime, durability: str) -> dict[str, Any]:
-        """The events row at ``seq`` after ``prev``: what needs the chain lock."""
-        d = self.draft
-        columns: dict[str, Any] = {
-            "seq": seq,
-            "event_id": self.event_id,
-            "request_id": d.request_id,
-            "kind": d.kind.value,
-            "recorded_at": now,
-            "task": d.task,
-            "caller": d.caller,
-            "policy_fingerprint": d.policy_fingerprint,
-            "request_hash": d.request_hash,
-        }
-        body = event_body(
-            **columns,
-            durability=durability,
-            data=d.data,
-            payloads=self.payload_digests,
-            policy_ref=self.policy_row["fingerprint"] if self.policy_row else None,
-        )
-        return {**columns, "body": body, "prev_hash": prev, "hash": link_hash(prev, body)}
 
 
 def _unavailable(exc: BaseException) -> DatabaseUnavailable:
@@ -118,7 +64,8 @@ class AuditStore:
     def __init__(self, backend: Backend, store_id: str) -> None:
         self._backend = backend
         self.store_id = store_id
-        self._committer: GroupCommitter[_Prepared, Appended] = GroupCommitter(self._commit)
+        self._appender = Appender(backend)
+        self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(self._appender.commit)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -180,80 +127,11 @@ class AuditStore:
     # -- appending ----------------------------------------------------------------------------
 
     def append(self, draft: EventDraft) -> Appended:
-        return self._committer.submit(self._prepare(draft))
+        return self._committer.submit(prepare(draft))
 
     def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
         """Append several events atomically in one transaction (imports, benchmarks)."""
-        return self._commit([self._prepare(d) for d in drafts]) if drafts else []
-
-    def _prepare(self, draft: EventDraft) -> _Prepared:
-        try:
-            canonical_bytes(draft.data)  # fail here, before the lock, not inside a batch
-            policy_row = None
-            if draft.policy_content is not None:
-                content = canonical_bytes(draft.policy_content)
-                if digest(content) != draft.policy_fingerprint:
-                    raise InvalidEvent(
-                        "the policy content does not hash to the event's policy_fingerprint.",
-                        hint="Pass the policy's content() and its fingerprint together.",
-                    )
-                policy_row = {"fingerprint": draft.policy_fingerprint, "content": content}
-        except CanonicalizationError as exc:
-            raise InvalidEvent(f"the event data cannot be recorded: {exc}.") from None
-        digests = {name: digest(b) for name, b in draft.payloads.items()}
-        rows = {digests[name]: b for name, b in draft.payloads.items()}
-        return _Prepared(
-            draft=draft,
-            event_id=uuid.uuid4().hex,
-            payload_rows=tuple(
-                {"digest": key, "size": len(b), "content": b} for key, b in rows.items()
-            ),
-            payload_digests=digests,
-            policy_row=policy_row,
-        )
-
-    def _insert_ignoring_duplicates(self, model: type[Payload] | type[PolicyVersion]) -> Insert:
-        if self._backend.dialect == "postgresql":
-            return pg_insert(model).on_conflict_do_nothing()
-        return sqlite_insert(model).on_conflict_do_nothing()
-
-    def _commit(self, batch: list[_Prepared]) -> list[Appended]:
-        try:
-            with self._backend.writer.begin() as conn:
-                self._backend.lock_chain(conn)
-                head = conn.execute(
-                    select(Event.seq, Event.hash).order_by(Event.seq.desc()).limit(1)
-                ).first()
-                seq, prev = (head[0], head[1]) if head else (0, GENESIS)
-                now = datetime.now(UTC)
-                events: list[dict[str, Any]] = []
-                results: list[Appended] = []
-                payloads: dict[str, dict[str, Any]] = {}
-                policies: dict[str, dict[str, Any]] = {}
-                for item in batch:
-                    seq += 1
-                    row = item.event_row(seq, prev, now, self._backend.durability)
-                    events.append(row)
-                    results.append(
-                        Appended(seq=seq, hash=row["hash"], event_id=item.event_id, recorded_at=now)
-                    )
-                    prev = row["hash"]
-                    payloads.update({r["digest"]: r for r in item.payload_rows})
-                    if item.policy_row:
-                        policies[item.policy_row["fingerprint"]] = item.policy_row
-                if payloads:
-                    conn.execute(self._insert_ignoring_duplicates(Payload), list(payloads.values()))
-                if policies:
-                    conn.execute(
-                        self._insert_ignoring_duplicates(PolicyVersion), list(policies.values())
-                    )
-                conn.execute(insert(Event), events)
-            return results
-        except SQLAlchemyError as exc:
-            reason = db_reason(exc)
-            raise AppendFailed(
-                f"the audit record could not be committed ({reason}).", hint=APPEND_HINT
-            ) from exc
+        return self._appender.commit([prepare(d) for d in drafts]) if drafts else []
 
     # -- reading ------------------------------------------------------------------------------
 
