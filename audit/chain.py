@@ -203,12 +203,15 @@ class Verifier:
         cp = self.checkpoint
         if cp is not None and not self.checkpoint_seen:
             head = self.expected - 1
-            self._defect(
-                head + 1 if head < cp.seq else None,
-                DefectKind.CHECKPOINT,
-                f"the log ends at seq {head} but the checkpoint names seq {cp.seq}: "
-                "events were removed (truncation or rollback)",
-            )
+            if head < cp.seq:
+                detail = (
+                    f"the log ends at seq {head} but the checkpoint names seq {cp.seq}: "
+                    "events were removed (truncation or rollback)"
+                )
+                self._defect(head + 1, DefectKind.CHECKPOINT, detail)
+            else:
+                detail = f"the event at seq {cp.seq} named by the checkpoint is missing"
+                self._defect(cp.seq, DefectKind.CHECKPOINT, detail)
         return VerifyReport(
             ok=not self.defects,
             events_checked=self.count,

@@ -238,3 +238,14 @@ def test_dropping_the_triggers_then_updating_is_found(store: AuditStore, raw: Ra
     report = store.verify()
     assert report.first_bad_seq == 5
     assert report.defects[0].kind == DefectKind.COLUMN_MISMATCH
+
+
+def test_deleting_the_checkpointed_event_itself_is_named(store: AuditStore, raw: Raw) -> None:
+    fill(store)
+    cp = store.checkpoint(bytes(range(32)))
+    fill(store, requests=1)  # the log goes on past the checkpoint
+    raw.unguard()
+    raw.execute("DELETE FROM events WHERE seq = ?", (cp.seq,))
+    report = store.verify(checkpoint=cp)
+    assert report.first_bad_seq == cp.seq
+    assert {DefectKind.GAP, DefectKind.CHECKPOINT} <= {d.kind for d in report.defects}
