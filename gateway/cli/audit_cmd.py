@@ -74,10 +74,6 @@ def _filter_options(fn: Any) -> Any:
     return fn
 
 
-def _filters(**kw: Any) -> EventFilter:
-    return EventFilter(**kw)
-
-
 @contextmanager
 def _output(path: Path | None) -> Iterator[TextIO]:
     if path is None:
@@ -138,7 +134,7 @@ def audit_group() -> None:
 def audit_list(limit: int, fmt: str, **filters: Any) -> None:
     """One row per request with its status (completed, failed, rejected, cache hit, ...)."""
     with _store() as store:
-        rows = list_requests(store, _filters(**filters), limit=limit or None)
+        rows = list_requests(store, EventFilter(**filters), limit=limit or None)
     records = [r.model_dump(mode="json") for r in rows]
     if fmt == "json":
         click.echo(json.dumps(records, indent=2))
@@ -201,11 +197,9 @@ def _trusted_key(public_key: str | None) -> str | None:
     if public_key is not None:
         return public_key.strip().lower()
     secret = _settings().checkpoint_key
-    return checkpoints.public_key(_signing_key(secret.get_secret_value())) if secret else None
-
-
-def _signing_key(text: str) -> bytes:
-    return checkpoints.parse_key(text)
+    return (
+        checkpoints.public_key(checkpoints.parse_key(secret.get_secret_value())) if secret else None
+    )
 
 
 def _print_report(report: VerifyReport, fmt: str) -> None:
@@ -272,7 +266,7 @@ def audit_checkpoint(output: Path | None, unsigned: bool) -> None:
         raise ConfigurationError(
             "no checkpoint signing key is configured.", hint=checkpoints.KEY_HINT
         )
-    key = _signing_key(secret.get_secret_value()) if secret is not None else None
+    key = checkpoints.parse_key(secret.get_secret_value()) if secret is not None else None
     with _store() as store:
         text = checkpoints.dumps(store.checkpoint(key))
     with _output(output) as out:
@@ -286,5 +280,7 @@ def audit_checkpoint(output: Path | None, unsigned: bool) -> None:
 def audit_export(fmt: str, output: Path | None, **filters: Any) -> None:
     """Export events (bodies exactly as hashed); the export is recorded as an event."""
     with _store() as store, _output(output) as out:
-        summary = export_events(store, out, "csv" if fmt == "csv" else "jsonl", _filters(**filters))
+        summary = export_events(
+            store, out, "csv" if fmt == "csv" else "jsonl", EventFilter(**filters)
+        )
     click.echo(f"exported {summary.events} events; recorded as seq {summary.export_seq}.", err=True)
