@@ -77,6 +77,7 @@ class _Core:
                 timeout_s=self.settings.request_timeout_s,
                 max_attempts=self.settings.max_attempts,
                 retry_after_cap_s=self.settings.retry_after_cap_s,
+                backoff_base_s=self.settings.retry_backoff_base_s,
             )
         return self._anthropic
 

@@ -41,6 +41,7 @@ class Settings(BaseModel):
     request_timeout_s: float = Field(default=600.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
     retry_after_cap_s: float = Field(default=60.0, ge=0)
+    retry_backoff_base_s: float = Field(default=0.5, ge=0)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:

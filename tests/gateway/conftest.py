@@ -1,0 +1,76 @@
+"""Fixtures for the gateway tests: a policy folder, a gateway wired to the loopback fake."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit import AuditStore, StoredEvent
+from gateway import Gateway, Settings
+from tests.fakes.messages_api import FakeMessagesAPI
+
+SHIPPED = Path(__file__).resolve().parents[2] / "policies"
+API_KEY = "sk-ant-test-KEY-7f3e9c1d2b8a-DO-NOT-LEAK"
+
+MakeGateway = Callable[..., Gateway]
+
+
+@pytest.fixture
+def policy_dir(tmp_path: Path) -> Path:
+    """A copy of the shipped policies that a test may edit."""
+    target = tmp_path / "policies"
+    shutil.copytree(SHIPPED, target)
+    return target
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "audit.db"
+
+
+@pytest.fixture
+def make_gateway(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> Iterator[MakeGateway]:
+    """Build gateways on the test's policy folder, database and fake; all closed afterwards."""
+    made: list[Gateway] = []
+
+    def make(**changes: Any) -> Gateway:
+        offline = changes.pop("offline", False)
+        values: dict[str, Any] = {
+            "policy_dir": policy_dir,
+            "database_url": f"sqlite:///{db_path}",
+            "anthropic_api_key": API_KEY,
+            "anthropic_base_url": fake_api.base_url,
+            "durability": "os",
+            "retry_backoff_base_s": 0.01,
+        }
+        values.update(changes)
+        gateway = Gateway(Settings(**values), offline=offline)
+        made.append(gateway)
+        return gateway
+
+    yield make
+    for gateway in made:
+        gateway.close()
+
+
+@pytest.fixture
+def gw(make_gateway: MakeGateway) -> Gateway:
+    return make_gateway()
+
+
+def events(db_path: Path) -> list[StoredEvent]:
+    """Every event in the log, read through a separate store."""
+    with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
+        return list(store.iter_events())
+
+
+def kinds(db_path: Path, request_id: str | None = None) -> list[str]:
+    return [
+        str(e.kind) for e in events(db_path) if request_id is None or e.request_id == request_id
+    ]
