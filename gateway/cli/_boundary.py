@@ -20,7 +20,14 @@ class GatewayGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        except (click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except click.UsageError as exc:
+            # One line, like every other error, instead of click's usage block.
+            where = exc.ctx.command_path if exc.ctx else ctx.command_path
+            click.echo(f"error: {exc.format_message()} (see '{where} --help')", err=True)
+            ctx.exit(exc.exit_code)
+        except click.ClickException:
             raise
         except (GatewayError, AuditStoreError) as exc:
             if _debug(ctx):
