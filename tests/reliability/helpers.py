@@ -10,7 +10,6 @@ import json
 import queue
 import shutil
 import subprocess
-import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass

@@ -29,8 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gateway import Gateway, GatewayError, Settings  # noqa: E402
-from gateway.logging import configure_logging  # noqa: E402
+from gateway import Gateway, GatewayError, Settings
+from gateway.logging import configure_logging
 
 
 def emit(**record: Any) -> None:
