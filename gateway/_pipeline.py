@@ -5,7 +5,7 @@ write, so both clients record exactly the same events:
 
     prepared = pipeline.prepare("compliance_review", prompt="...", caller="payments-svc")
     result = pipeline.cached_result(prepared)            # replay mode only
-    pipeline.record_intent(prepared)                      # before any upstream call
+    pipeline.record_intent(prepared, wire)                # before any upstream call
     reply = provider.send(..., on_attempt_failed=...)   # record_attempt_failed per failure
     result = pipeline.record_outcome(prepared, reply)     # after the call
 
@@ -66,7 +66,6 @@ class Prepared:
     plan: Plan
     request_hash: str
     model_version: str | None
-    wire: bytes
 
 
 def request_hash_for(plan: Plan, model_version: str | None) -> str:
@@ -184,7 +183,6 @@ class RequestPipeline:
         messages: object = None,
         caller: object = None,
         overrides: Mapping[str, object] | None = None,
-        wire_bytes: Any,
     ) -> Prepared:
         request_id = new_request_id()
         policy: Policy | None = None
@@ -207,7 +205,6 @@ class RequestPipeline:
             model_version = (
                 self._local_versions.model_version(model.id) if model.provider == "local" else None
             )
-            wire = wire_bytes(model.provider, plan.body)
         except (PolicyError, InputError) as exc:
             self._record_rejected(request_id, task, caller, policy, overrides, exc)
             raise
@@ -219,7 +216,6 @@ class RequestPipeline:
             plan=plan,
             request_hash=request_hash_for(plan, model_version),
             model_version=model_version,
-            wire=wire,
         )
 
     def _record_rejected(
@@ -300,7 +296,8 @@ class RequestPipeline:
 
     # -- stage 5-8: intent, attempts, outcome ------------------------------------------
 
-    def record_intent(self, prepared: Prepared) -> int:
+    def record_intent(self, prepared: Prepared, wire: bytes) -> int:
+        """Commit the REQUEST event with ``wire``, the exact body bytes about to be sent."""
         plan = prepared.plan
         appended = self._append(
             self._draft(
@@ -318,7 +315,7 @@ class RequestPipeline:
                     "durability": self.durability,
                     "gateway_version": GATEWAY_VERSION,
                 },
-                payloads={"request_body": prepared.wire},
+                payloads={"request_body": wire},
                 with_policy=True,
             ),
             prepared.request_id,

@@ -100,17 +100,16 @@ class _Core:
             messages=messages,
             caller=caller,
             overrides=overrides,
-            wire_bytes=self.wire_bytes,
         )
 
-    def call_local(self, prepared: Prepared) -> ProviderReply:
+    def call_local(self, prepared: Prepared, wire: bytes) -> ProviderReply:
         started = time.perf_counter()
         reply = self.local.complete(prepared.plan.body)
         return ProviderReply(
             status=200,
             response=reply.response,
             response_bytes=reply.raw,
-            request_bytes=prepared.wire,
+            request_bytes=wire,
             upstream_request_id=None,
             latency_ms=(time.perf_counter() - started) * 1000,
             attempts=1,
@@ -185,15 +184,21 @@ class Gateway:
         prepared = core.prepare(task, prompt, messages, caller, overrides)
         if prepared.plan.cache_mode != "replay":
             return self._call(prepared)
+        # Hits need no lock; a miss takes the per-request lock and looks again, so that
+        # concurrent identical misses make one upstream call and the rest are served from it.
+        cached = core.pipeline.cached_result(prepared)
+        if cached is not None:
+            return cached
         with self._locks.hold(prepared.request_hash):
             cached = core.pipeline.cached_result(prepared)
             return cached if cached is not None else self._call(prepared)
 
     def _call(self, prepared: Prepared) -> Result:
         core = self._core
-        core.pipeline.record_intent(prepared)
+        wire = core.wire_bytes(prepared.plan.provider, prepared.plan.body)
+        core.pipeline.record_intent(prepared, wire)
         if prepared.plan.provider == "local":
-            reply = core.call_local(prepared)
+            reply = core.call_local(prepared, wire)
         else:
 
             def on_attempt_failed(failure: AttemptFailure) -> None:
@@ -271,15 +276,19 @@ class AsyncGateway:
         prepared = await asyncio.to_thread(core.prepare, task, prompt, messages, caller, overrides)
         if prepared.plan.cache_mode != "replay":
             return await self._call(prepared)
+        cached = await asyncio.to_thread(core.pipeline.cached_result, prepared)
+        if cached is not None:
+            return cached
         async with self._locks.hold(prepared.request_hash):
             cached = await asyncio.to_thread(core.pipeline.cached_result, prepared)
             return cached if cached is not None else await self._call(prepared)
 
     async def _call(self, prepared: Prepared) -> Result:
         core = self._core
-        await asyncio.to_thread(core.pipeline.record_intent, prepared)
+        wire = core.wire_bytes(prepared.plan.provider, prepared.plan.body)
+        await asyncio.to_thread(core.pipeline.record_intent, prepared, wire)
         if prepared.plan.provider == "local":
-            reply = await asyncio.to_thread(core.call_local, prepared)
+            reply = await asyncio.to_thread(core.call_local, prepared, wire)
         else:
 
             def on_attempt_failed(failure: AttemptFailure) -> None:

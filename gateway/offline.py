@@ -4,7 +4,8 @@
 
 The derived policy keeps every mandated value the local model can honour (max_tokens, sampling,
 stop sequences, system prompt, output format, cache mode, caller bounds) and names the local
-model. Thinking and effort have no meaning for an n-gram model, so they are left out. The
+model. Thinking and effort have no meaning for an n-gram model, so they are left out (and a
+caller may no longer choose effort). The
 derived policy is a different policy: it has its own fingerprint, and that fingerprint and its
 content are what the audit log records, so an offline answer can never pass for a Claude one.
 A JSON task still needs structured outputs, which the local model lacks, so it is refused
@@ -22,4 +23,7 @@ def offline_policy(policy: Policy) -> Policy:
     if policy.model_id.startswith("local:"):
         return policy
     generation = policy.generation.model_copy(update={"thinking": None, "effort": None})
-    return policy.model_copy(update={"model_id": OFFLINE_MODEL, "generation": generation})
+    caller = policy.caller.model_copy(update={"effort": None})
+    return policy.model_copy(
+        update={"model_id": OFFLINE_MODEL, "generation": generation, "caller": caller}
+    )

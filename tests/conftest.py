@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from tests.support.postgres import PostgresServer, running_postgres
 
@@ -28,3 +29,10 @@ def pg_url(postgres_server: PostgresServer) -> str:
 def sqlite_url(tmp_path: Path) -> str:
     """A SQLAlchemy URL to a SQLite file that does not exist yet."""
     return f"sqlite:///{tmp_path / 'audit.db'}"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> Iterator[None]:
+    """CLI entry points configure structlog globally; each test starts from the defaults."""
+    yield
+    structlog.reset_defaults()

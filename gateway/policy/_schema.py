@@ -11,6 +11,7 @@ changes behaviour and nothing that does not (comments, whitespace, key order, fi
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -152,8 +153,8 @@ class Policy(BaseModel):
         """The policy as JSON-safe data, prompt and schema inlined: what the fingerprint covers."""
         return self.model_dump(mode="json")
 
-    @property
-    def fingerprint(self) -> str:
+    @cached_property
+    def fingerprint(self) -> str:  # cached: the model is frozen, and every record needs it
         return canonical_digest(self.content())
 
     @classmethod
