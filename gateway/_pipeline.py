@@ -38,7 +38,7 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.policy import Plan, Policy, PolicySet, plan_request
-from gateway.providers.anthropic import AttemptFailure, ProviderReply
+from gateway.providers.base import AttemptFailure, ProviderReply
 from gateway.result import Result
 
 log = structlog.get_logger("gateway")

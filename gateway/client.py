@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit import AuditStore
 from audit.canonical import canonical_bytes
@@ -31,10 +31,13 @@ from gateway.catalog import Catalog
 from gateway.errors import AuditUnavailable, ConfigurationError, UpstreamError
 from gateway.offline import offline_policy
 from gateway.policy import Policy, PolicySet
-from gateway.providers.anthropic import AnthropicProvider, AttemptFailure, ProviderReply
+from gateway.providers.base import AttemptFailure, ProviderReply
 from gateway.providers.local import LocalProvider
 from gateway.result import Result
 from gateway.settings import Settings
+
+if TYPE_CHECKING:
+    from gateway.providers.anthropic import AnthropicProvider
 
 
 class _Core:
@@ -71,6 +74,10 @@ class _Core:
                     hint="Set ANTHROPIC_API_KEY, or run offline on the local model "
                     "(gateway ask --offline ...).",
                 )
+            # Imported here: the SDK costs about a second of start-up, and offline runs and
+            # replay hits never need it.
+            from gateway.providers.anthropic import AnthropicProvider
+
             self._anthropic = AnthropicProvider(
                 api_key=key.get_secret_value(),
                 base_url=self.settings.anthropic_base_url,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,7 +21,6 @@ from audit import AuditStore
 from gateway.catalog import Catalog
 from gateway.cli.audit_cmd import _when
 from gateway.errors import ConfigurationError, InputError
-from gateway.providers.anthropic import AnthropicProvider
 from gateway.replay import (
     Mode,
     Outcome,
@@ -37,9 +36,14 @@ from gateway.settings import Settings
 
 LIVE_CALL_FAILED_EXIT = 3
 
+if TYPE_CHECKING:
+    from gateway.providers.anthropic import AnthropicProvider
+
 
 def _anthropic_factory(settings: Settings) -> Any:
     def build() -> AnthropicProvider:
+        from gateway.providers.anthropic import AnthropicProvider  # the SDK is slow to import
+
         key = settings.anthropic_api_key
         if key is None or not key.get_secret_value():
             raise ConfigurationError(

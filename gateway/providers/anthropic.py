@@ -29,46 +29,15 @@ from typing import Any
 import anthropic
 import httpx2
 from anthropic.lib.streaming import AsyncMessageStream, MessageStream
-from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import UpstreamRejected, UpstreamUnavailable
 from gateway.providers import _sdk
 from gateway.providers._retry import RetryPolicy
+from gateway.providers.base import AttemptFailure, ProviderReply
 
 __all__ = ["AnthropicProvider", "AttemptFailure", "ProviderReply"]
 
 _RATE_LIMIT_PREFIX = "anthropic-ratelimit-"
-
-
-class ProviderReply(BaseModel):
-    """A successful answer and what it took to get it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    status: int
-    response: dict[str, Any]
-    response_bytes: bytes  # the body as received (decoded from any content-encoding)
-    request_bytes: bytes  # the body as sent on the successful attempt
-    upstream_request_id: str | None
-    latency_ms: float  # the successful attempt only
-    total_ms: float | None = None  # every attempt and every wait (None: not measured)
-    attempts: int
-    rate_limits: dict[str, str]
-
-
-class AttemptFailure(BaseModel):
-    """One failed attempt, for the audit record. Never holds the key or prompt text."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    attempt: int
-    status: int | None
-    error_type: str
-    message: str
-    upstream_request_id: str | None
-    retry_after_s: float | None
-    will_retry: bool
-    latency_ms: float
 
 
 OnAttemptFailed = Callable[[AttemptFailure], None]

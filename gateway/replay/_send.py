@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.canonical import canonical_bytes
 from gateway.errors import InputError, UpstreamError
-from gateway.providers.anthropic import AnthropicProvider, AttemptFailure
+from gateway.providers.base import AttemptFailure
 from gateway.providers.local import LocalProvider
+
+if TYPE_CHECKING:
+    from gateway.providers.anthropic import AnthropicProvider
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,46 @@
+"""What every provider hands back to the gateway client: a reply, or one failed attempt.
+
+Kept apart from the providers so that importing these types does not import the anthropic SDK
+(about a second of start-up) for commands that never call Claude.
+
+    reply = ProviderReply(status=200, response={...}, response_bytes=b"...", ...)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["AttemptFailure", "ProviderReply"]
+
+
+class ProviderReply(BaseModel):
+    """A successful answer and what it took to get it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: int
+    response: dict[str, Any]
+    response_bytes: bytes  # the body as received (decoded from any content-encoding)
+    request_bytes: bytes  # the body as sent on the successful attempt
+    upstream_request_id: str | None
+    latency_ms: float  # the successful attempt only
+    total_ms: float | None = None  # every attempt and every wait (None: not measured)
+    attempts: int
+    rate_limits: dict[str, str]
+
+
+class AttemptFailure(BaseModel):
+    """One failed attempt, for the audit record. Never holds the key or prompt text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attempt: int
+    status: int | None
+    error_type: str
+    message: str
+    upstream_request_id: str | None
+    retry_after_s: float | None
+    will_retry: bool
+    latency_ms: float
