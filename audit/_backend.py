@@ -5,8 +5,11 @@
         backend.lock_chain(conn)           # advisory lock on PostgreSQL, no-op on SQLite
 
 SQLite: WAL, ``synchronous=FULL`` (fsync) or ``NORMAL`` (os), a busy timeout so processes
-queue for the write lock instead of failing. Writers and readers use separate engines so
-reads never take the write lock. PostgreSQL: ``synchronous_commit`` on or off per durability.
+queue for the write lock instead of failing: 60 s, or ``?lock_timeout=SECONDS`` in the URL
+(``sqlite:///audit.db?lock_timeout=5``; on PostgreSQL it sets ``lock_timeout`` for the chain
+lock). Past it an append fails closed with ``AppendFailed``. Writers and readers use
+separate engines so reads never take the write lock. PostgreSQL: ``synchronous_commit`` on
+or off per durability.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from audit.errors import DatabaseUnavailable
 
 DURABILITIES = ("fsync", "os")
 BUSY_TIMEOUT_MS = 60_000
+LOCK_TIMEOUT_PARAM = "lock_timeout"  # URL query parameter, seconds; ours, not the driver's
 # pg_advisory_xact_lock key: one chain per database. Any constant works; this is "AUDT".
 CHAIN_LOCK_KEY = 0x41554454
 URL_HINT = "Set GATEWAY_DATABASE_URL to sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB."
@@ -32,6 +36,22 @@ def db_reason(exc: BaseException) -> str:
     """The driver's first line, for a one-line error ("disk I/O error", "permission denied")."""
     text = str(getattr(exc, "orig", None) or exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _lock_timeout_ms(value: str | tuple[str, ...] | None) -> int | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else value[-1]
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86_400:  # also refuses NaN
+        raise DatabaseUnavailable(
+            f"lock_timeout={text!r} in the audit database URL is not a number of seconds.",
+            hint="Use e.g. ?lock_timeout=5 (seconds, more than 0, at most 86400).",
+        )
+    return max(1, round(seconds * 1000))
 
 
 @dataclass(frozen=True)
@@ -52,17 +72,20 @@ class Backend:
             raise DatabaseUnavailable(
                 "the audit database URL is not a database URL.", hint=URL_HINT
             ) from None
+        lock_ms = _lock_timeout_ms(parsed.query.get(LOCK_TIMEOUT_PARAM))
+        parsed = parsed.difference_update_query([LOCK_TIMEOUT_PARAM])
         name = parsed.get_backend_name()
         if name == "sqlite":
-            return cls._sqlite(url, parsed.database, durability)
+            plain = parsed.render_as_string(hide_password=False)
+            return cls._sqlite(plain, parsed.database, durability, lock_ms or BUSY_TIMEOUT_MS)
         if name == "postgresql":
             if parsed.drivername == "postgresql":
                 parsed = parsed.set(drivername="postgresql+psycopg")
-            return cls._postgres(parsed.render_as_string(hide_password=False), durability)
+            return cls._postgres(parsed.render_as_string(hide_password=False), durability, lock_ms)
         raise DatabaseUnavailable(f"the audit store does not support {name!r}.", hint=URL_HINT)
 
     @classmethod
-    def _sqlite(cls, url: str, database: str | None, durability: str) -> Backend:
+    def _sqlite(cls, url: str, database: str | None, durability: str, busy_ms: int) -> Backend:
         if not database or database == ":memory:":
             raise DatabaseUnavailable(
                 "the audit database must be a file, not an in-memory database.", hint=URL_HINT
@@ -83,7 +106,7 @@ class Backend:
                 # documented recipe): the writer needs BEGIN IMMEDIATE to take the lock first.
                 dbapi_conn.isolation_level = None
                 cur = dbapi_conn.cursor()
-                cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                cur.execute(f"PRAGMA busy_timeout = {busy_ms}")
                 cur.execute("PRAGMA journal_mode = WAL")
                 cur.execute(f"PRAGMA synchronous = {sync}")
                 cur.close()
@@ -97,8 +120,11 @@ class Backend:
         return cls(url, "sqlite", durability, make("BEGIN IMMEDIATE"), make("BEGIN"))
 
     @classmethod
-    def _postgres(cls, url: str, durability: str) -> Backend:
+    def _postgres(cls, url: str, durability: str, lock_ms: int | None) -> Backend:
         commit = "on" if durability == "fsync" else "off"
+        options = f"-c synchronous_commit={commit}"
+        if lock_ms is not None:
+            options += f" -c lock_timeout={lock_ms}"
         try:
             engine = create_engine(
                 url,
@@ -107,7 +133,7 @@ class Backend:
                 # drops its stale connections, so the next append reconnects.
                 pool_size=8,
                 max_overflow=32,
-                connect_args={"options": f"-c synchronous_commit={commit}", "connect_timeout": 10},
+                connect_args={"options": options, "connect_timeout": 10},
             )
         except (NoSuchModuleError, ArgumentError) as exc:
             raise DatabaseUnavailable(f"cannot use {url!r}: {exc}.", hint=URL_HINT) from None

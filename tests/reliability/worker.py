@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import signal
+import sqlite3  # noqa: F401  loaded before a child drops privileges (the venv is root's)
 import sys
 import threading
 import time
@@ -42,11 +44,25 @@ def child(cmd: dict[str, Any], index: int) -> None:
     name = f"{cmd['name']}.{index}"
     # Log lines go to stderr (the test keeps it in a file); stdout carries only our records.
     configure_logging(level=cmd.get("log_level", "WARNING"))
+    if cmd.get("fsize_limit"):
+        # "Disk full": writes past the limit fail with EFBIG instead of killing the process.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        limit = int(cmd["fsize_limit"])
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    if cmd.get("as_nobody"):
+        # Root ignores file modes; an unprivileged user meets a read-only database for real.
+        os.setgid(65534)
+        os.setuid(65534)
     rng = random.Random(cmd.get("seed", 0) * 1000 + index)
     prompts: list[str] = list(cmd["prompts"])
     if cmd.get("shuffle"):
         rng.shuffle(prompts)
-    with Gateway(Settings(**cmd["settings"])) as gw:
+    try:
+        gw = Gateway(Settings(**cmd["settings"]))
+    except GatewayError as exc:
+        emit(event="error", child=name, error=type(exc).__name__, stage="open")
+        return
+    with gw:
 
         def work(part: list[str]) -> None:
             for prompt in part:
