@@ -11,6 +11,7 @@ changes behaviour and nothing that does not (comments, whitespace, key order, fi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -156,6 +157,15 @@ class Policy(BaseModel):
     @cached_property
     def fingerprint(self) -> str:  # cached: the model is frozen, and every record needs it
         return canonical_digest(self.content())
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Policy:
+        """A changed copy (offline mode, experiments, migrations derive policies this way).
+
+        The cached fingerprint must not travel with it: a derived policy is a different policy.
+        """
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("fingerprint", None)
+        return copy
 
     @classmethod
     def from_content(cls, content: dict[str, Any]) -> Policy:

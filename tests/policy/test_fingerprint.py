@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from audit.canonical import canonical_digest
 from gateway.catalog import Catalog
 from gateway.policy import Policy, PolicySet
-from tests.policy.conftest import TODAY, VALID, WriteFolder
+from tests.policy.conftest import SHIPPED, TODAY, VALID, WriteFolder
 
 PROMPT = "You review payments.\nAnswer PASS or ESCALATE.\n"
 SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}}
@@ -168,3 +169,12 @@ def test_shipped_fingerprints_are_stable_between_two_loads(catalog: Catalog) -> 
     second = {p.task: p.fingerprint for p in PolicySet.load(shipped, catalog).policies()}
     assert first == second
     assert len(set(first.values())) == len(first)
+
+
+def test_a_derived_copy_gets_its_own_fingerprint(catalog: Catalog) -> None:
+    policy = PolicySet.load(SHIPPED, catalog, today=TODAY).get("compliance_review")
+    original = policy.fingerprint  # computed and cached before the copy is made
+    derived = policy.model_copy(update={"model_id": "local:ngram"})
+    assert derived.fingerprint == canonical_digest(derived.content())
+    assert derived.fingerprint != original
+    assert policy.fingerprint == original
