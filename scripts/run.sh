@@ -51,5 +51,15 @@ fi
 step "the audit log"
 $BIN/gateway audit list
 
-step "verify the hash chain"
-$BIN/gateway audit verify
+step "replay --verify: every recorded request re-planned under its recorded policy"
+$BIN/gateway replay --verify
+
+step "a model-migration report: what would change on claude-opus-5-5 (offline, no calls)"
+$BIN/gateway replay --task compliance_review --model claude-opus-5-5 --limit 1
+
+step "sign a checkpoint of the head (a throwaway Ed25519 key for the demo)"
+export GATEWAY_CHECKPOINT_KEY=$($BIN/python -c 'import secrets; print(secrets.token_hex(32))')
+$BIN/gateway audit checkpoint -o "$WORK/head.json"
+
+step "verify the hash chain and that the log still extends the checkpoint"
+$BIN/gateway audit verify --checkpoint "$WORK/head.json"
