@@ -490,12 +490,12 @@ def stages(bench: Bench, calls: int) -> None:
         timed("raw SDK create", client.messages.create, **raw_kwargs(PROMPT))
         timed("miss: complete() total", miss.complete, "bench_record", PROMPT)
         prepared = timed(
-            "miss: prepare (policy, plan, wire_bytes)",
+            "miss: prepare (policy, plan, key)",
             core.prepare, "bench_record", PROMPT, None, None, None,
         )  # fmt: skip
-        timed("  of which wire_bytes", core.wire_bytes, "anthropic", prepared.plan.body)
-        timed("  of which policy.fingerprint", getattr, prepared.policy, "fingerprint")
-        timed("miss: record_intent (REQUEST)", core.pipeline.record_intent, prepared)
+        wire = timed("miss: wire_bytes", core.wire_bytes, "anthropic", prepared.plan.body)
+        timed("  policy.fingerprint (cached)", getattr, prepared.policy, "fingerprint")
+        timed("miss: record_intent (REQUEST)", core.pipeline.record_intent, prepared, wire)
         reply = timed(
             "miss: provider.send",
             core.anthropic().send,
