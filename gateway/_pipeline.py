@@ -28,6 +28,7 @@ import structlog
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
 from audit.canonical import canonical_digest
 from audit.errors import AuditStoreError
+from gateway._served import Served, ServedMemo
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
     AuditWriteError,
@@ -172,6 +173,7 @@ class RequestPipeline:
         self.durability = durability
         self._local_versions = local_versions
         self._policy_transform = policy_transform
+        self._served = ServedMemo()
 
     # -- stage 1-3: resolve, plan, key ---------------------------------------------------
 
@@ -259,16 +261,9 @@ class RequestPipeline:
     def cached_result(self, prepared: Prepared) -> Result | None:
         if prepared.plan.cache_mode != "replay":
             return None
-        try:
-            served = self.store.find_response(prepared.request_hash)
-        except AuditStoreError as exc:
-            raise AuditWriteError(
-                f"the audit database could not be searched for a recorded answer: {exc}",
-                request_id=prepared.request_id,
-            ) from exc
+        served = self._served.get(prepared.request_hash) or self._find_served(prepared)
         if served is None:
             return None
-        response = json.loads(self._payload(served, "response_body", prepared.request_id))
         appended = self._append(
             self._draft(
                 prepared,
@@ -281,7 +276,9 @@ class RequestPipeline:
             ),
             prepared.request_id,
         )
-        result = self._result(prepared, response, served.data, appended.seq, cached=True)
+        result = self._result(
+            prepared, served.response, served.stop_reason, appended.seq, cached=True
+        )
         log.info(
             "request_completed",
             task=prepared.plan.task,
@@ -293,6 +290,27 @@ class RequestPipeline:
             attempts=0,
         )
         return result
+
+    def _find_served(self, prepared: Prepared) -> Served | None:
+        try:
+            event = self.store.find_response(prepared.request_hash)
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit database could not be searched for a recorded answer: {exc}",
+                request_id=prepared.request_id,
+            ) from exc
+        if event is None:
+            return None
+        response = json.loads(self._payload(event, "response_body", prepared.request_id))
+        served = Served(
+            seq=event.seq,
+            request_id=event.request_id,
+            hash=event.hash,
+            stop_reason=event.data.get("stop_reason"),
+            response=response,
+        )
+        self._served.put(prepared.request_hash, served)
+        return served
 
     # -- stage 5-8: intent, attempts, outcome ------------------------------------------
 
@@ -370,6 +388,7 @@ class RequestPipeline:
     def record_outcome(self, prepared: Prepared, reply: ProviderReply) -> Result:
         plan = prepared.plan
         text = response_text(reply.response)
+        stop_reason = reply.response.get("stop_reason")
         check = (
             check_json_output(text, plan.output_schema) if plan.output_format == "json" else None
         )
@@ -378,7 +397,7 @@ class RequestPipeline:
             "status": reply.status,
             "model": reply.response.get("model"),
             "response_id": reply.response.get("id"),
-            "stop_reason": reply.response.get("stop_reason"),
+            "stop_reason": stop_reason,
             "usage": reply.response.get("usage") or {},
             "upstream_request_id": reply.upstream_request_id,
             "latency_ms": _finite(reply.latency_ms),
@@ -398,6 +417,17 @@ class RequestPipeline:
             ),
             prepared.request_id,
         )
+        if data["ok"] and prepared.plan.cache_mode == "replay":
+            self._served.put(
+                prepared.request_hash,
+                Served(
+                    seq=appended.seq,
+                    request_id=prepared.request_id,
+                    hash=appended.hash,
+                    stop_reason=stop_reason,
+                    response=reply.response,
+                ),
+            )
         usage = reply.response.get("usage") or {}
         log.info(
             "request_completed",
@@ -417,7 +447,7 @@ class RequestPipeline:
                 request_id=prepared.request_id,
                 seq=appended.seq,
             )
-        return self._result(prepared, reply.response, data, appended.seq, cached=False)
+        return self._result(prepared, reply.response, stop_reason, appended.seq, cached=False)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -468,7 +498,7 @@ class RequestPipeline:
         self,
         prepared: Prepared,
         response: Mapping[str, Any],
-        data: Mapping[str, Any],
+        stop_reason: str | None,
         seq: int,
         *,
         cached: bool,
@@ -487,7 +517,7 @@ class RequestPipeline:
             model=str(response.get("model") or prepared.plan.model_id),
             usage=dict(response.get("usage") or {}),
             policy_fingerprint=prepared.policy.fingerprint,
-            stop_reason=data.get("stop_reason"),
+            stop_reason=stop_reason,
         )
 
 

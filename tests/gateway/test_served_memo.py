@@ -1,0 +1,19 @@
+"""The in-process memo of recorded answers is bounded and least-recently-used."""
+
+from __future__ import annotations
+
+from gateway._served import Served, ServedMemo
+
+
+def _served(seq: int) -> Served:
+    return Served(seq=seq, request_id=f"r{seq}", hash=f"h{seq}", stop_reason=None, response={})
+
+
+def test_the_least_recently_used_entry_is_dropped_first() -> None:
+    memo = ServedMemo(capacity=2)
+    memo.put("a", _served(1))
+    memo.put("b", _served(2))
+    assert memo.get("a") is not None  # "a" is now the most recently used
+    memo.put("c", _served(3))
+    assert memo.get("b") is None
+    assert [memo.get(k).seq for k in ("a", "c")] == [1, 3]  # type: ignore[union-attr]
