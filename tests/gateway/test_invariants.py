@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from structlog.testing import capture_logs
 
 from audit import AuditStore, EventKind
 from gateway import (
+    AuditWriteError,
     Gateway,
     InputError,
     PolicyLoadError,
@@ -168,3 +170,53 @@ def test_the_log_verifies_after_a_mixed_run(
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
         report = store.verify()
     assert report.ok, report
+
+
+# 1 and 2 under a locked database: fail closed on both sides of the call.
+
+
+def _hold_write_lock(db_path: Path) -> sqlite3.Connection:
+    holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_a_locked_database_stops_the_request_before_the_upstream_call(
+    make_gateway: MakeGateway, fake_api: FakeMessagesAPI, db_path: Path
+) -> None:
+    gw = make_gateway(database_url=f"sqlite:///{db_path}?lock_timeout=0.3")
+    holder = _hold_write_lock(db_path)
+    try:
+        with pytest.raises(AuditWriteError):
+            gw.complete("compliance_review", PROMPT)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert fake_api.requests == []
+    assert kinds(db_path) == []
+
+
+def test_no_answer_is_returned_when_the_outcome_cannot_be_recorded(
+    make_gateway: MakeGateway, fake_api: FakeMessagesAPI, db_path: Path
+) -> None:
+    gw = make_gateway(database_url=f"sqlite:///{db_path}?lock_timeout=0.3")
+    holders: list[sqlite3.Connection] = []
+
+    def answer_then_lock(request: RecordedRequest) -> Reply:
+        holders.append(_hold_write_lock(db_path))  # the outcome append will time out
+        return Reply.ok(text="an answer nobody may see")
+
+    fake_api.set_default(answer_then_lock)
+    with pytest.raises(AuditWriteError) as caught:
+        gw.complete("compliance_review", PROMPT)
+    for holder in holders:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert len(fake_api.requests) == 1
+    assert kinds(db_path) == ["request"]  # shows as incomplete, never as answered
+    # Once the database is free again the gateway recovers; the log verifies.
+    fake_api.set_default(lambda request: Reply.ok())
+    assert gw.complete("compliance_review", PROMPT).text
+    with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
+        assert store.verify().ok
+    assert caught.value.request_id is not None
