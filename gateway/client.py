@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from audit import AuditStore
 from audit.canonical import canonical_bytes
@@ -148,8 +148,8 @@ def _settings(settings: Settings | None, **given: Any) -> Settings:
     return Settings(**{k: v for k, v in given.items() if v is not None})
 
 
-class Gateway:
-    """The synchronous gateway. See the module docstring."""
+class _Client:
+    """Construction shared by Gateway and AsyncGateway: settings, then the core."""
 
     def __init__(
         self,
@@ -172,11 +172,21 @@ class Gateway:
             durability=durability,
         )
         self._core = _Core(self.settings, offline=offline, policy_transform=policy_transform)
-        self._locks = KeyedLocks()
+        self._init_locks()
+
+    def _init_locks(self) -> None:
+        raise NotImplementedError
 
     @classmethod
-    def from_env(cls, *, offline: bool = False, **overrides: Any) -> Gateway:
+    def from_env(cls, *, offline: bool = False, **overrides: Any) -> Self:
         return cls(Settings.from_env(**overrides), offline=offline)
+
+
+class Gateway(_Client):
+    """The synchronous gateway. See the module docstring."""
+
+    def _init_locks(self) -> None:
+        self._locks = KeyedLocks()
 
     def complete(
         self,
@@ -237,38 +247,14 @@ class Gateway:
         self.close()
 
 
-class AsyncGateway:
+class AsyncGateway(_Client):
     """The asyncio gateway: the same stages and records as ``Gateway``, awaited.
 
     Audit writes run in a worker thread so that an fsync never blocks the event loop.
     """
 
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        *,
-        policy_dir: str | Path | None = None,
-        database_url: str | None = None,
-        anthropic_api_key: str | None = None,
-        base_url: str | None = None,
-        durability: str | None = None,
-        offline: bool = False,
-        policy_transform: PolicyTransform | None = None,
-    ) -> None:
-        self.settings = _settings(
-            settings,
-            policy_dir=policy_dir,
-            database_url=database_url,
-            anthropic_api_key=anthropic_api_key,
-            anthropic_base_url=base_url,
-            durability=durability,
-        )
-        self._core = _Core(self.settings, offline=offline, policy_transform=policy_transform)
+    def _init_locks(self) -> None:
         self._locks = AsyncKeyedLocks()
-
-    @classmethod
-    def from_env(cls, *, offline: bool = False, **overrides: Any) -> AsyncGateway:
-        return cls(Settings.from_env(**overrides), offline=offline)
 
     async def complete(
         self,
