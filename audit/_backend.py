@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from audit.errors import DatabaseUnavailable
@@ -36,6 +36,29 @@ def db_reason(exc: BaseException) -> str:
     """The driver's first line, for a one-line error ("disk I/O error", "permission denied")."""
     text = str(getattr(exc, "orig", None) or exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def shown(url: URL) -> str:
+    """The URL as it may appear in a message or log: the password is always ``***``."""
+    return url.render_as_string(hide_password=True)
+
+
+def _engine(url: URL, **kwargs: Any) -> Engine:
+    """``create_engine``, with an unknown or uninstalled driver turned into one clear line."""
+    try:
+        return create_engine(url, **kwargs)
+    except (NoSuchModuleError, ImportError) as exc:
+        # NoSuchModuleError: SQLAlchemy has no such dialect (postgresql+nosuch); ImportError:
+        # it has one, but its DBAPI module is not installed (postgresql+pg8000).
+        raise DatabaseUnavailable(
+            f"cannot use {shown(url)!r}: no database driver {url.drivername!r} is installed "
+            f"({type(exc).__name__}).",
+            hint=URL_HINT,
+        ) from None
+    except ArgumentError as exc:
+        raise DatabaseUnavailable(
+            f"cannot use {shown(url)!r}: {db_reason(exc)}.", hint=URL_HINT
+        ) from None
 
 
 def _lock_timeout_ms(value: str | tuple[str, ...] | None) -> int | None:
@@ -56,7 +79,7 @@ def _lock_timeout_ms(value: str | tuple[str, ...] | None) -> int | None:
 
 @dataclass(frozen=True)
 class Backend:
-    url: str
+    url: str  # for messages: the password is rendered as ***
     dialect: str
     durability: str
     writer: Engine
@@ -75,17 +98,19 @@ class Backend:
         lock_ms = _lock_timeout_ms(parsed.query.get(LOCK_TIMEOUT_PARAM))
         parsed = parsed.difference_update_query([LOCK_TIMEOUT_PARAM])
         name = parsed.get_backend_name()
+        # URL objects go to create_engine; only the rendering with the password hidden is kept
+        # (Backend.url) or put into a message.
         if name == "sqlite":
-            plain = parsed.render_as_string(hide_password=False)
-            return cls._sqlite(plain, parsed.database, durability, lock_ms or BUSY_TIMEOUT_MS)
+            return cls._sqlite(parsed, durability, lock_ms or BUSY_TIMEOUT_MS)
         if name == "postgresql":
             if parsed.drivername == "postgresql":
                 parsed = parsed.set(drivername="postgresql+psycopg")
-            return cls._postgres(parsed.render_as_string(hide_password=False), durability, lock_ms)
+            return cls._postgres(parsed, durability, lock_ms)
         raise DatabaseUnavailable(f"the audit store does not support {name!r}.", hint=URL_HINT)
 
     @classmethod
-    def _sqlite(cls, url: str, database: str | None, durability: str, busy_ms: int) -> Backend:
+    def _sqlite(cls, url: URL, durability: str, busy_ms: int) -> Backend:
+        database = url.database
         if not database or database == ":memory:":
             raise DatabaseUnavailable(
                 "the audit database must be a file, not an in-memory database.", hint=URL_HINT
@@ -98,7 +123,7 @@ class Backend:
         sync = "FULL" if durability == "fsync" else "NORMAL"
 
         def make(begin: str) -> Engine:
-            engine = create_engine(url, connect_args={"check_same_thread": False})
+            engine = _engine(url, connect_args={"check_same_thread": False})
 
             @event.listens_for(engine, "connect")
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -117,27 +142,24 @@ class Backend:
 
             return engine
 
-        return cls(url, "sqlite", durability, make("BEGIN IMMEDIATE"), make("BEGIN"))
+        return cls(shown(url), "sqlite", durability, make("BEGIN IMMEDIATE"), make("BEGIN"))
 
     @classmethod
-    def _postgres(cls, url: str, durability: str, lock_ms: int | None) -> Backend:
+    def _postgres(cls, url: URL, durability: str, lock_ms: int | None) -> Backend:
         commit = "on" if durability == "fsync" else "off"
         options = f"-c synchronous_commit={commit}"
         if lock_ms is not None:
             options += f" -c lock_timeout={lock_ms}"
-        try:
-            engine = create_engine(
-                url,
-                # No pre-ping: it costs a round trip per append. After a server restart the
-                # first append on a dead connection fails closed (AppendFailed) and the pool
-                # drops its stale connections, so the next append reconnects.
-                pool_size=8,
-                max_overflow=32,
-                connect_args={"options": options, "connect_timeout": 10},
-            )
-        except (NoSuchModuleError, ArgumentError) as exc:
-            raise DatabaseUnavailable(f"cannot use {url!r}: {exc}.", hint=URL_HINT) from None
-        return cls(url, "postgresql", durability, engine, engine)
+        engine = _engine(
+            url,
+            # No pre-ping: it costs a round trip per append. After a server restart the
+            # first append on a dead connection fails closed (AppendFailed) and the pool
+            # drops its stale connections, so the next append reconnects.
+            pool_size=8,
+            max_overflow=32,
+            connect_args={"options": options, "connect_timeout": 10},
+        )
+        return cls(shown(url), "postgresql", durability, engine, engine)
 
     def lock_chain(self, conn: Connection) -> None:
         if self.dialect == "postgresql":
