@@ -193,6 +193,13 @@ class RequestPipeline:
                 raise InputError("caller must be a non-empty string naming the calling service.")
             if isinstance(caller, str) and len(caller) > MAX_CALLER_LENGTH:
                 raise InputError(f"caller is longer than {MAX_CALLER_LENGTH} characters.")
+            if isinstance(caller, str) and (
+                caller != safe_label(caller) or not caller.isprintable()
+            ):
+                raise InputError(
+                    "caller must be printable text (no control characters or invalid Unicode).",
+                    hint="Use a service name such as 'payments-svc'.",
+                )
             if overrides is not None and not isinstance(overrides, Mapping):
                 raise InputError("overrides must be a mapping of parameter name to value.")
             policy = self.policies.get(task)
@@ -359,7 +366,10 @@ class RequestPipeline:
             prepared.request_id,
         )
 
-    def record_failed(self, prepared: Prepared, error: UpstreamError) -> None:
+    def record_failed(
+        self, prepared: Prepared, error: UpstreamError, *, detail: str | None = None
+    ) -> None:
+        """Record the FAILED outcome. ``detail`` may quote input, so it goes to the log only."""
         error.request_id = prepared.request_id
         self._append(
             self._draft(
@@ -372,6 +382,7 @@ class RequestPipeline:
                     "upstream_request_id": error.upstream_request_id,
                     "attempts": error.attempts,
                     "reason": error.message,
+                    "detail": detail,
                 },
             ),
             prepared.request_id,

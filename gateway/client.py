@@ -16,6 +16,7 @@ the derived policy is what the audit log records, with its own fingerprint.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,11 +29,17 @@ from audit.errors import AuditStoreError
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, RequestPipeline
 from gateway.catalog import Catalog
-from gateway.errors import AuditUnavailable, ConfigurationError, UpstreamError
+from gateway.errors import (
+    AuditError,
+    AuditUnavailable,
+    ConfigurationError,
+    UpstreamError,
+    UpstreamRejected,
+)
 from gateway.offline import offline_policy
 from gateway.policy import Policy, PolicySet
 from gateway.providers.base import AttemptFailure, ProviderReply
-from gateway.providers.local import LocalProvider
+from gateway.providers.local import LocalProvider, LocalRequestError
 from gateway.result import Result
 from gateway.settings import Settings
 
@@ -56,6 +63,7 @@ class _Core:
             raise AuditUnavailable(exc.message, hint=exc.hint) from exc
         self.local = LocalProvider()
         self._anthropic: AnthropicProvider | None = None
+        self._anthropic_lock = threading.Lock()
         self.pipeline = RequestPipeline(
             policies=self.policies,
             catalog=self.catalog,
@@ -66,6 +74,10 @@ class _Core:
         )
 
     def anthropic(self) -> AnthropicProvider:
+        with self._anthropic_lock:  # one provider (and connection pool) per gateway
+            return self._anthropic or self._build_anthropic()
+
+    def _build_anthropic(self) -> AnthropicProvider:
         if self._anthropic is None:
             key = self.settings.anthropic_api_key
             if key is None or not key.get_secret_value():
@@ -122,6 +134,40 @@ class _Core:
             attempts=1,
             rate_limits={},
         )
+
+    def attempt_recorder(self, prepared: Prepared) -> Callable[[AttemptFailure], None]:
+        def record(failure: AttemptFailure) -> None:
+            self.pipeline.record_attempt_failed(prepared, failure)
+
+        return record
+
+    def record_call_failure(self, prepared: Prepared, exc: Exception) -> UpstreamError:
+        """Record the FAILED outcome of a call that raised, as a typed upstream error.
+
+        Whatever went wrong after the intent was committed, the request gets an outcome: a
+        provider error as itself, anything else (a local model refusing a body, a bug) as
+        UpstreamRejected naming only the exception type, never its text.
+        """
+        detail = None
+        if isinstance(exc, UpstreamError):
+            error = exc
+        elif isinstance(exc, LocalRequestError):
+            # Its message may quote the input, which belongs in the audit log only.
+            detail = exc.message
+            error = UpstreamRejected(
+                "the local model could not honour this request.",
+                error_type="local_request_error",
+                attempts=1,
+                hint="The reason is in the request's FAILED event: gateway audit show ID.",
+            )
+        else:
+            error = UpstreamRejected(
+                f"the {prepared.plan.provider} provider failed ({type(exc).__name__}).",
+                error_type="provider_error",
+                hint="Run with 'gateway --debug' to see the cause.",
+            )
+        self.pipeline.record_failed(prepared, error, detail=detail)
+        return error
 
     def close(self) -> None:
         try:
@@ -214,22 +260,22 @@ class Gateway(_Client):
         core = self._core
         wire = core.wire_bytes(prepared.plan.provider, prepared.plan.body)
         core.pipeline.record_intent(prepared, wire)
-        if prepared.plan.provider == "local":
-            reply = core.call_local(prepared, wire)
-        else:
-
-            def on_attempt_failed(failure: AttemptFailure) -> None:
-                core.pipeline.record_attempt_failed(prepared, failure)
-
-            try:
+        try:
+            if prepared.plan.provider == "local":
+                reply = core.call_local(prepared, wire)
+            else:
                 reply = core.anthropic().send(
                     prepared.plan.body,
                     api_version=prepared.plan.api_version,
-                    on_attempt_failed=on_attempt_failed,
+                    on_attempt_failed=core.attempt_recorder(prepared),
                 )
-            except UpstreamError as exc:
-                core.pipeline.record_failed(prepared, exc)
+        except AuditError:
+            raise  # an attempt could not be recorded: the gateway already stopped, fail closed
+        except Exception as exc:
+            error = core.record_call_failure(prepared, exc)
+            if error is exc:
                 raise
+            raise error from exc
         return core.pipeline.record_outcome(prepared, reply)
 
     def close(self) -> None:
@@ -278,24 +324,27 @@ class AsyncGateway(_Client):
 
     async def _call(self, prepared: Prepared) -> Result:
         core = self._core
-        wire = core.wire_bytes(prepared.plan.provider, prepared.plan.body)
+        plan = prepared.plan
+        wire = await asyncio.to_thread(core.wire_bytes, plan.provider, plan.body)
         await asyncio.to_thread(core.pipeline.record_intent, prepared, wire)
-        if prepared.plan.provider == "local":
-            reply = await asyncio.to_thread(core.call_local, prepared, wire)
-        else:
-
-            def on_attempt_failed(failure: AttemptFailure) -> None:
-                core.pipeline.record_attempt_failed(prepared, failure)
-
-            try:
+        try:
+            if plan.provider == "local":
+                reply = await asyncio.to_thread(core.call_local, prepared, wire)
+            else:
+                # A failed attempt is recorded on the event loop: the provider must know it is
+                # recorded before it retries. Failures are rare; successes never block here.
                 reply = await core.anthropic().asend(
-                    prepared.plan.body,
-                    api_version=prepared.plan.api_version,
-                    on_attempt_failed=on_attempt_failed,
+                    plan.body,
+                    api_version=plan.api_version,
+                    on_attempt_failed=core.attempt_recorder(prepared),
                 )
-            except UpstreamError as exc:
-                await asyncio.to_thread(core.pipeline.record_failed, prepared, exc)
+        except AuditError:
+            raise
+        except Exception as exc:
+            error = await asyncio.to_thread(core.record_call_failure, prepared, exc)
+            if error is exc:
                 raise
+            raise error from exc
         return await asyncio.to_thread(core.pipeline.record_outcome, prepared, reply)
 
     async def aclose(self) -> None:

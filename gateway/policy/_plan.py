@@ -165,11 +165,23 @@ def _check_messages(messages: object) -> list[dict[str, Any]]:
     return clean
 
 
+def _check_unicode(text: str, where: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # Lone surrogates have no UTF-8 form, so they can be neither sent nor recorded.
+        raise InputError(
+            f"{where} is not valid Unicode text (an unpaired surrogate at character {exc.start}).",
+            hint="Decode the input properly before sending it.",
+        ) from None
+    return text
+
+
 def _check_content(content: object, where: str) -> str | list[dict[str, str]]:
     if isinstance(content, str):
         if not content.strip():
             raise InputError(f"{where} is empty.")
-        return content
+        return _check_unicode(content, where)
     if not isinstance(content, list) or not content:
         raise InputError(f"{where} has no text: content must be a string or text blocks.")
     blocks: list[dict[str, str]] = []
@@ -180,7 +192,7 @@ def _check_content(content: object, where: str) -> str | list[dict[str, str]]:
                 f"{where} has a block that is not plain text; only "
                 '{"type": "text", "text": "..."} blocks are accepted.'
             )
-        blocks.append({"type": "text", "text": block["text"]})
+        blocks.append({"type": "text", "text": _check_unicode(block["text"], where)})
     if not any(b["text"].strip() for b in blocks):
         raise InputError(f"{where} is empty.")
     return blocks

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gateway import Gateway, OutputValidationError, UpstreamRejected, UpstreamUnavailable
+from gateway.providers.local import LocalRequestError
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import MakeGateway, events, kinds
 
@@ -96,3 +97,35 @@ def test_an_invalid_json_answer_is_recorded_flagged_and_never_replayed(
     again = gw.complete("json_extraction", "Confirm: ACME")
     assert not again.cached
     assert len(fake_api.requests) == 2
+
+
+# A provider that fails in a way the provider boundary did not foresee still gets an outcome.
+# The local model cannot be made to fail through a reviewed policy (review refuses what it
+# cannot honour), so this injects the fault at the provider's edge.
+
+
+@pytest.mark.parametrize(
+    ("fault", "error_type"),
+    [
+        (LocalRequestError("messages[0] holds 'SECRET-INPUT'"), "local_request_error"),
+        (RuntimeError("boom"), "provider_error"),
+    ],
+)
+def test_an_unforeseen_provider_failure_after_the_intent_is_recorded_as_failed(
+    gw: Gateway,
+    db_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: Exception,
+    error_type: str,
+) -> None:
+    def fail(body: object, **_: object) -> None:
+        raise fault
+
+    monkeypatch.setattr(gw._core.local, "complete", fail)
+    with pytest.raises(UpstreamRejected) as caught:
+        gw.complete("offline_demo", "The reviewer")
+    assert "SECRET-INPUT" not in str(caught.value)
+    assert caught.value.error_type == error_type
+    assert kinds(db_path) == ["request", "failed"]
+    failed = events(db_path)[-1]
+    assert failed.data["error_type"] == error_type

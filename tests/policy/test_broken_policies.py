@@ -34,7 +34,7 @@ RULE_IDS = {
     "sampling-out-of-range",
     "thinking-unsupported", "thinking-deprecated", "thinking-temperature", "thinking-top-k",
     "thinking-top-p", "thinking-budget", "effort-unsupported",
-    "max-tokens-missing", "max-tokens-range", "max-tokens-streaming",
+    "max-tokens-missing", "max-tokens-range", "max-tokens-streaming", "stop-sequence-blank",
     "json-without-schema", "json-unsupported-model", "schema-ignored",
     "temperature-nondeterministic", "reproducible-needs-replay",
     "caller-undefined-key", "caller-unbounded", "caller-out-of-range",

@@ -1,4 +1,5 @@
-"""Temperature's upper bound follows the provider: 1 for Claude, 2 for the local model."""
+"""Sampling ranges follow the provider: temperature up to 1 for Claude and 2 for the local
+model; top_p 0..1 for Claude, above 0 for the local sampler (it needs a non-empty nucleus)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,22 @@ def test_temperature_upper_bound_depends_on_the_provider(
 ) -> None:
     text = VALID.replace('"claude-sonnet-4-6"', f'"{model}"').replace(
         "temperature = 0.0", f"temperature = {temperature}"
+    )
+    text = text.replace("reproducible = true", "reproducible = false")
+    folder = write_folder({"task.toml": text, "prompts/system.md": "Be brief."})
+    entry = PolicySet.load(folder, catalog, today=TODAY).entry("task")
+    rules = {f.rule for f in entry.findings if f.severity == "error"}
+    assert ("sampling-out-of-range" in rules) is refused, entry.findings
+
+
+@pytest.mark.parametrize(
+    ("model", "refused"), [("claude-sonnet-4-6", False), ("local:ngram", True)]
+)
+def test_top_p_zero_is_refused_only_where_the_sampler_cannot_honour_it(
+    write_folder: WriteFolder, catalog: Catalog, model: str, refused: bool
+) -> None:
+    text = VALID.replace('"claude-sonnet-4-6"', f'"{model}"').replace(
+        "temperature = 0.0", "top_p = 0.0"
     )
     text = text.replace("reproducible = true", "reproducible = false")
     folder = write_folder({"task.toml": text, "prompts/system.md": "Be brief."})

@@ -33,7 +33,12 @@ from gateway.policy.rules.thinking import (
     thinking_top_p,
     thinking_unsupported,
 )
-from gateway.policy.rules.tokens import max_tokens_missing, max_tokens_range, max_tokens_streaming
+from gateway.policy.rules.tokens import (
+    max_tokens_missing,
+    max_tokens_range,
+    max_tokens_streaming,
+    stop_sequence_blank,
+)
 
 RULES: tuple[Rule, ...] = (
     model_unknown,
@@ -54,6 +59,7 @@ RULES: tuple[Rule, ...] = (
     max_tokens_missing,
     max_tokens_range,
     max_tokens_streaming,
+    stop_sequence_blank,
     json_without_schema,
     json_unsupported_model,
     schema_ignored,

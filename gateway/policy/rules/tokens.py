@@ -59,3 +59,16 @@ def max_tokens_streaming(s: Subject) -> Iterator[Finding]:
             f"Keep max_tokens at {NON_STREAMING_MAX_TOKENS:,} or less unless this task needs "
             "very long answers and runs with a long request timeout.",
         )
+
+
+def stop_sequence_blank(s: Subject) -> Iterator[Finding]:
+    for i, stop in enumerate(s.generation.stop_sequences):
+        if not stop.strip():
+            yield error(
+                "stop-sequence-blank",
+                s.file,
+                f"generation.stop_sequences[{i}]",
+                "A stop sequence is empty or only whitespace; the API refuses it, and it could "
+                "never mark the end of an answer.",
+                'Remove it, or write the text that ends an answer, e.g. "</verdict>".',
+            )
