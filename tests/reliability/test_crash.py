@@ -32,7 +32,11 @@ def test_sigkill_at_random_points_loses_no_acknowledged_record(
 
     def sometimes_slow(_request: RecordedRequest) -> Reply:
         # About half the answers take 50-400 ms, so many kills land during the upstream call.
-        return Reply.slow(rng.uniform(0.05, 0.4)) if rng.random() < 0.5 else Reply.ok()
+        return (
+            Reply.slow(rng.uniform(0.05, 0.4), then=Reply.ok())
+            if rng.random() < 0.5
+            else Reply.ok()
+        )
 
     fake_api.set_default(sometimes_slow)
     settings = settings_for(url, fake_api.base_url, policy_dir)

@@ -8,8 +8,11 @@ limit (disk full), a database the process may not write, PostgreSQL stopped and 
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -168,12 +171,9 @@ def test_database_the_process_cannot_write_is_refused_before_any_call(
     fork_server: ForkServer, fake_api: FakeMessagesAPI, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """An unprivileged process meets a database it may read but not write: one typed error."""
-    import os
-    import tempfile
-
     # pytest's folders are private to root; this one is readable by the unprivileged user.
     root = Path(tempfile.mkdtemp(prefix="gateway-ro-"))
-    os.chmod(root, 0o755)
+    os.chmod(root, 0o755)  # noqa: S103  the unprivileged child reads it; nothing secret inside
     policies = copy_policies(root / "policies")
     db = root / "audit.db"
     url = f"sqlite:///{db}"
@@ -196,6 +196,7 @@ def test_database_the_process_cannot_write_is_refused_before_any_call(
     assert len(fake_api.requests) == calls
     assert db.read_bytes() == before
     _assert_log_sound(url, fake_api)
+    shutil.rmtree(root)
 
 
 @pytest.mark.postgres

@@ -57,8 +57,11 @@ def child(cmd: dict[str, Any], index: int) -> None:
     prompts: list[str] = list(cmd["prompts"])
     if cmd.get("shuffle"):
         rng.shuffle(prompts)
+    settings = dict(cmd["settings"])
+    if cmd.get("base_urls"):  # one upstream per child, so each can count its own calls
+        settings["anthropic_base_url"] = cmd["base_urls"][index]
     try:
-        gw = Gateway(Settings(**cmd["settings"]))
+        gw = Gateway(Settings(**settings))
     except GatewayError as exc:
         emit(event="error", child=name, error=type(exc).__name__, stage="open")
         return
