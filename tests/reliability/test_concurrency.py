@@ -88,7 +88,7 @@ def _check(acks: list[dict[str, object]], fakes: list[FakeMessagesAPI], state: L
 def test_four_processes_eight_threads_on_sqlite(
     fork_server: ForkServer, policy_dir: Path, tmp_path: Path
 ) -> None:
-    """4 processes × 8 threads × 12 overlapping identical replay requests, one SQLite file."""
+    """4 processes x 8 threads x 12 overlapping identical replay requests, one SQLite file."""
     url = f"sqlite:///{tmp_path / 'audit.db'}"
     _check(*_run(fork_server, url, policy_dir, 4, "sqlite"))
 
@@ -98,7 +98,7 @@ def test_four_processes_eight_threads_on_sqlite(
 def test_three_gateway_processes_on_one_postgres_database(
     fork_server: ForkServer, postgres_server: PostgresServer, pg_url: str, policy_dir: Path
 ) -> None:
-    """3 processes × 8 threads on PostgreSQL, schema made by ``gateway db upgrade``."""
+    """3 processes x 8 threads on PostgreSQL, schema made by ``gateway db upgrade``."""
     code, _out, err = run_cli(["db", "upgrade"], {"GATEWAY_DATABASE_URL": pg_url})
     assert code == 0, err
     _check(*_run(fork_server, pg_url, policy_dir, 3, "postgres"))
