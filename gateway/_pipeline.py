@@ -308,13 +308,15 @@ class RequestPipeline:
             ) from exc
         if event is None:
             return None
-        response = json.loads(self._payload(event, "response_body", prepared.request_id))
+        raw = self._payload(event, "response_body", prepared.request_id)
+        response = json.loads(raw)
         served = Served(
             seq=event.seq,
             request_id=event.request_id,
             hash=event.hash,
             stop_reason=event.data.get("stop_reason"),
             response=response,
+            size=len(raw),
         )
         self._served.put(prepared.request_hash, served)
         return served
@@ -437,6 +439,7 @@ class RequestPipeline:
                     hash=appended.hash,
                     stop_reason=stop_reason,
                     response=reply.response,
+                    size=len(reply.response_bytes),
                 ),
             )
         usage = reply.response.get("usage") or {}

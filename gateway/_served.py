@@ -7,7 +7,12 @@
 Only answers that are already committed to the audit log go in (after their RESPONSE append
 returned, or after find_response read them), so serving from the memo never serves anything
 the log does not hold; the CACHE_HIT event still names the served seq. The log is append-only,
-so a committed answer stays valid. Bounded: the least recently used entries are dropped.
+so a committed answer stays valid. Bounded in entries and in bytes of recorded answers: the
+least recently used entries are dropped first.
+
+Within one process the memo keeps serving the answer it first saw for a request hash; an
+answer another instance records later for the same hash (only possible under a ``record``
+policy with an identical request) is served once this entry ages out.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_CAPACITY = 4096
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -27,11 +33,16 @@ class Served:
     hash: str
     stop_reason: str | None
     response: dict[str, Any]  # read-only by convention: results copy what they hand out
+    size: int  # bytes of the recorded response body, for the memo's byte bound
 
 
 class ServedMemo:
-    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, capacity: int = DEFAULT_CAPACITY, max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> None:
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._entries: OrderedDict[str, Served] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -43,8 +54,13 @@ class ServedMemo:
             return served
 
     def put(self, request_hash: str, served: Served) -> None:
+        if served.size > self._max_bytes:
+            return  # one answer larger than the whole budget is read from the log each time
         with self._lock:
+            old = self._entries.pop(request_hash, None)
+            self._bytes -= old.size if old else 0
             self._entries[request_hash] = served
-            self._entries.move_to_end(request_hash)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+            self._bytes += served.size
+            while len(self._entries) > self._capacity or self._bytes > self._max_bytes:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.size
