@@ -503,7 +503,9 @@ def stages(bench: Bench, calls: int) -> None:
             api_version=prepared.plan.api_version,
             on_attempt_failed=print,
         )
-        timed("miss: record_outcome (RESPONSE)", core.pipeline.record_outcome, prepared, reply)
+        timed(
+            "miss: record_outcome (RESPONSE)", core.pipeline.record_outcome, prepared, reply, wire
+        )
         timed("hit: complete() total", hit.complete, "bench_replay", PROMPT)
         hp = timed("hit: prepare", hcore.prepare, "bench_replay", PROMPT, None, None, None)
         served = timed("hit: store.find_response", hcore.store.find_response, hp.request_hash)

@@ -7,7 +7,7 @@ write, so both clients record exactly the same events:
     result = pipeline.cached_result(prepared)            # replay mode only
     pipeline.record_intent(prepared, wire)                # before any upstream call
     reply = provider.send(..., on_attempt_failed=...)   # record_attempt_failed per failure
-    result = pipeline.record_outcome(prepared, reply)     # after the call
+    result = pipeline.record_outcome(prepared, reply, wire)  # after the call
 
 Audit store errors are translated into ``AuditWriteError`` at one place, ``_append``.
 """
@@ -398,8 +398,13 @@ class RequestPipeline:
             attempts=error.attempts,
         )
 
-    def record_outcome(self, prepared: Prepared, reply: ProviderReply) -> Result:
+    def record_outcome(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
+        """Commit the RESPONSE event. ``wire`` is what the intent recorded as about to be sent;
+        the event says whether the bytes actually sent were exactly those (invariant 3)."""
         plan = prepared.plan
+        sent_as_recorded = reply.request_bytes == wire
+        if not sent_as_recorded:
+            log.error("wire_mismatch", task=plan.task, request_id=prepared.request_id)
         text = response_text(reply.response)
         stop_reason = reply.response.get("stop_reason")
         check = (
@@ -417,6 +422,7 @@ class RequestPipeline:
             "attempts": reply.attempts,
             "output_check": check.record() if check else {"checked": False},
             "rate_limits": dict(reply.rate_limits),
+            "sent_as_recorded": sent_as_recorded,
         }
         appended = self._append(
             self._draft(

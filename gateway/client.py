@@ -276,7 +276,7 @@ class Gateway(_Client):
             if error is exc:
                 raise
             raise error from exc
-        return core.pipeline.record_outcome(prepared, reply)
+        return core.pipeline.record_outcome(prepared, reply, wire)
 
     def close(self) -> None:
         self._core.close()
@@ -345,7 +345,7 @@ class AsyncGateway(_Client):
             if error is exc:
                 raise
             raise error from exc
-        return await asyncio.to_thread(core.pipeline.record_outcome, prepared, reply)
+        return await asyncio.to_thread(core.pipeline.record_outcome, prepared, reply, wire)
 
     async def aclose(self) -> None:
         core = self._core

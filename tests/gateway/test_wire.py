@@ -56,6 +56,7 @@ def test_recorded_request_bytes_are_the_bytes_the_upstream_received(
         recorded = json.loads(store.payload(response.payload_digests["response_body"]))
     assert recorded["content"][0]["text"] == result.text
     assert response.data["upstream_request_id"].startswith("req_fake_")
+    assert response.data["sent_as_recorded"] is True
 
 
 def test_every_record_binds_the_policy_model_and_parameters(gw: Gateway, db_path: Path) -> None:
