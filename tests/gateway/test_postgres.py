@@ -1,0 +1,51 @@
+"""The gateway on PostgreSQL: the same records, cache and refusals as on SQLite."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit import AuditStore, EventKind
+from audit.migrate import upgrade
+from gateway import AuditUnavailable, PolicyViolation
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
+from tests.gateway.conftest import API_KEY, MakeGateway
+
+pytestmark = pytest.mark.postgres
+
+PROMPT = "Transaction: pay 42 CHF to Example AG"
+
+
+def test_a_database_whose_schema_is_behind_is_refused_naming_the_command(
+    make_gateway: MakeGateway, pg_url: str
+) -> None:
+    with pytest.raises(AuditUnavailable) as caught:
+        make_gateway(database_url=pg_url)
+    assert "gateway db upgrade" in str(caught.value)
+
+
+def test_requests_hits_and_rejections_are_recorded_and_verify(
+    make_gateway: MakeGateway, pg_url: str, fake_api: FakeMessagesAPI
+) -> None:
+    upgrade(pg_url)
+    gw = make_gateway(database_url=pg_url)
+    fake_api.script(Reply.error(529), Reply.ok(text="No finding."))
+    first = gw.complete("compliance_review", PROMPT, caller="payments-svc")
+    second = make_gateway(database_url=pg_url).complete("compliance_review", PROMPT)
+    with pytest.raises(PolicyViolation):
+        gw.complete("compliance_review", PROMPT, overrides={"temperature": 1})
+
+    assert (first.text, second.cached, second.text) == ("No finding.", True, "No finding.")
+    assert len(fake_api.requests) == 2
+    with AuditStore.open(pg_url) as store:
+        kinds = [e.kind for e in store.iter_events()]
+        assert kinds == [
+            EventKind.REQUEST,
+            EventKind.ATTEMPT_FAILED,
+            EventKind.RESPONSE,
+            EventKind.CACHE_HIT,
+            EventKind.REJECTED,
+        ]
+        request = store.events_for_request(first.request_id)[0]
+        assert store.payload(request.payload_digests["request_body"]) == fake_api.requests[-1].body
+        assert store.verify().ok
+        assert API_KEY.encode() not in b"".join(e.body for e in store.iter_events())
