@@ -109,7 +109,10 @@ class Appender:
             with self._backend.writer.begin() as conn:
                 self._backend.lock_chain(conn)
                 head = conn.execute(
-                    select(Event.seq, Event.hash).order_by(Event.seq.desc()).limit(1)
+                    select(Event.seq, Event.hash)
+                    .where(Event.seq >= 1)  # a forged row below 1 is not part of the chain
+                    .order_by(Event.seq.desc())
+                    .limit(1)
                 ).first()
                 seq, prev = (head[0], head[1]) if head else (0, GENESIS)
                 now = datetime.now(UTC)

@@ -66,6 +66,16 @@ class EventRow(NamedTuple):
         return cls._make(fields)
 
 
+class Census(NamedTuple):
+    """What the events table holds, counted before the walk: ``rows`` in all, ``highest`` seq
+    (0 if none), and the seqs below 1 (at most :data:`MAX_DEFECTS`), which no walk reaches."""
+
+    rows: int
+    highest: int
+    below_one: tuple[int, ...]
+    below_one_count: int
+
+
 def format_time(moment: datetime) -> str:
     """Fixed-width UTC with microseconds, so the same instant always has the same bytes."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -198,6 +208,21 @@ class Verifier:
                 self._defect(seq, DefectKind.MISSING_CONTENT, f"content {ref} is missing")
             elif actual != ref:
                 self._defect(seq, DefectKind.CONTENT_MISMATCH, f"content {ref} hashes to {actual}")
+
+    def account(self, census: Census) -> None:
+        """After the walk: every row counted before it must be one the walk checked."""
+        for seq in census.below_one:
+            self._defect(
+                seq, DefectKind.OUTSIDE_CHAIN, f"a row at seq {seq}: the chain starts at seq 1"
+            )
+        walked = census.rows - census.below_one_count
+        if walked != self.count or census.highest != self.expected - 1:
+            self._defect(
+                None,
+                DefectKind.OUTSIDE_CHAIN,
+                f"the table holds {walked} rows at seq 1..{census.highest} but verify walked "
+                f"{self.count} ending at seq {self.expected - 1}",
+            )
 
     def report(self) -> VerifyReport:
         cp = self.checkpoint

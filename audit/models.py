@@ -82,6 +82,7 @@ class DefectKind(StrEnum):
     MISSING_CONTENT = "missing_content"  # a referenced payload or policy row is absent
     CONTENT_MISMATCH = "content_mismatch"  # a payload or policy row does not hash to its key
     CHECKPOINT = "checkpoint"  # the log does not contain or extend the checkpointed head
+    OUTSIDE_CHAIN = "outside_chain"  # a row verify's walk cannot reach (seq < 1), or a count off
 
 
 class Defect(_Frozen):

@@ -20,7 +20,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from sqlalchemy import ColumnElement, Connection, inspect, select
+from sqlalchemy import ColumnElement, Connection, case, func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit import checkpoint as cp
@@ -28,7 +28,7 @@ from audit._append import Appender, Prepared, prepare
 from audit._backend import Backend, db_reason
 from audit._group import GroupCommitter
 from audit.canonical import digest
-from audit.chain import GENESIS, EventRow, Verifier, parse_body, referenced
+from audit.chain import GENESIS, MAX_DEFECTS, Census, EventRow, Verifier, parse_body, referenced
 from audit.errors import CheckpointError, DatabaseUnavailable, NotFound
 from audit.migrate import check_at_head, current_revision, upgrade_engine
 from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
@@ -188,7 +188,7 @@ class AuditStore:
             with self._backend.reader.connect() as conn:
                 rows = conn.execute(
                     select(*EVENT_COLUMNS)
-                    .where(Event.seq > last, *where)
+                    .where(Event.seq > last, Event.seq >= 1, *where)  # chain rows only
                     .order_by(Event.seq)
                     .limit(page)
                 ).all()
@@ -204,7 +204,11 @@ class AuditStore:
         while True:
             query = (
                 select(*EVENT_COLUMNS)
-                .where(Event.request_hash == request_hash, Event.kind == EventKind.RESPONSE.value)
+                .where(
+                    Event.request_hash == request_hash,
+                    Event.kind == EventKind.RESPONSE.value,
+                    Event.seq >= 1,  # a row below 1 is outside the chain: never serve it
+                )
                 .order_by(Event.seq.desc())
                 .limit(50)
             )
@@ -242,9 +246,27 @@ class AuditStore:
     def head(self) -> tuple[int, str]:
         with self._backend.reader.connect() as conn:
             row = conn.execute(
-                select(Event.seq, Event.hash).order_by(Event.seq.desc()).limit(1)
+                select(Event.seq, Event.hash)
+                .where(Event.seq >= 1)
+                .order_by(Event.seq.desc())
+                .limit(1)
             ).first()
         return (row[0], row[1]) if row else (0, GENESIS)
+
+    def _census(self) -> Census:
+        below = Event.seq < 1
+        with self._backend.reader.connect() as conn:
+            rows, highest, below_count = conn.execute(
+                select(
+                    func.count(),
+                    func.max(case((~below, Event.seq))),
+                    func.coalesce(func.sum(case((below, 1), else_=0)), 0),
+                )
+            ).one()
+            seqs = conn.execute(
+                select(Event.seq).where(below).order_by(Event.seq).limit(MAX_DEFECTS)
+            ).scalars()
+            return Census(rows, highest or 0, tuple(seqs), below_count)
 
     # -- verifying ----------------------------------------------------------------------------
 
@@ -260,15 +282,19 @@ class AuditStore:
                 f"not this one ({self.store_id}).",
                 hint="Verify against the database the checkpoint was taken from.",
             )
-        total = self.head()[0]
+        # Counted first, and the walk stops at the highest seq counted, so appends made while
+        # verify runs are neither walked nor miscounted.
+        census = self._census()
+        total = census.highest
         verifier = Verifier(checkpoint)
         page: list[EventRow] = []
-        for row in self._rows([]):
+        for row in self._rows([Event.seq <= census.highest]):
             page.append(row)
             if len(page) == PAGE:
                 self._verify_page(verifier, page, progress, total)
                 page = []
         self._verify_page(verifier, page, progress, total)
+        verifier.account(census)
         return verifier.report()
 
     def _verify_page(
