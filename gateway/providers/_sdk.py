@@ -3,7 +3,7 @@
     client = build_client(api_key="sk-...", base_url=None, timeout=timeout)
     kwargs = split_body({"model": "m", "max_tokens": 5, "messages": [...], "temperature": 0})
     # -> typed create() arguments, plus extra_body={"temperature": 0}
-    failure = classify(exc, secrets=("sk-...",), body=body)   # any SDK error -> Failure
+    failure = classify(exc, secrets=("sk-...",))   # any SDK error -> Failure (no prompt text)
 
 Everything here exists so that the provider never guesses at what the SDK did: the client reads
 no ANTHROPIC_* setting it was not given, the body bytes are the ones the SDK produced, and each
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -59,15 +60,26 @@ _NOT_BODY = frozenset(
 )
 TYPED_BODY_FIELDS = frozenset(inspect.signature(Messages.create).parameters) - _NOT_BODY
 
-_MESSAGE_LIMIT = 200
-
 
 class MalformedResponse(Exception):
     """HTTP 200 whose body is not a Messages API message; raised by the provider."""
 
+    error_type = "malformed_response"
+
     def __init__(self, response: httpx2.Response) -> None:
         self.response = response
         super().__init__("the upstream answered 200 with a body that is not a message")
+
+
+class TruncatedResponse(Exception):
+    """A 2xx whose body broke off while the provider read it (the upstream did the work)."""
+
+    error_type = "truncated_response"
+
+    def __init__(self, response: httpx2.Response, cause: Exception) -> None:
+        self.response = response
+        self.cause = type(cause).__name__
+        super().__init__(f"the upstream's {response.status_code} body broke off ({self.cause})")
 
 
 @dataclass(frozen=True)
@@ -76,11 +88,12 @@ class Failure:
 
     status: int | None
     error_type: str
-    message: str
+    message: str  # type, status, upstream request id and fixed text: safe to print and log
     upstream_request_id: str | None
     retry_after_s: float | None
     retryable: bool
     request_bytes: bytes | None
+    upstream_message: str | None = None  # the upstream's words: may echo the prompt
 
 
 def split_body(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,51 +188,68 @@ def wire_bytes(capture_client: anthropic.Anthropic, body: Mapping[str, Any]) -> 
     raise RuntimeError("the capture transport did not capture a request")  # pragma: no cover
 
 
-def _texts(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _texts(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _texts(item)
+# The only words a failure message carries after its type and status: fixed text chosen here.
+# The upstream's own message is never put into it: an upstream may echo any part of the request
+# (a prompt of short lines, an IBAN, a name), and no filter can tell an echo from an explanation.
+_DESCRIPTIONS: dict[str, str] = {
+    "timeout": "the upstream did not answer in time",
+    "connection_error": "the connection failed before a complete answer arrived",
+    "malformed_response": "the body is not a Messages API message",
+    "truncated_response": "the body broke off before it was complete; the upstream may have "
+    "done the work",
+    "invalid_request_error": "the upstream found the request invalid",
+    "authentication_error": "the upstream did not accept the credentials",
+    "permission_error": "the credentials may not use this model or feature",
+    "billing_error": "the account cannot be billed",
+    "not_found_error": "the upstream does not know the model or endpoint",
+    "request_too_large": "the request is too large",
+    "rate_limit_error": "the rate limit was reached",
+    "timeout_error": "the upstream timed out",
+    "conflict_error": "the upstream reported a conflict",
+    "api_error": "the upstream had an internal error",
+    "overloaded_error": "the upstream is overloaded",
+}
+_GENERIC = "the upstream reported an error"
+_ERROR_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+UPSTREAM_MESSAGE_LIMIT = 2000
 
 
-def _leaks(message: str, secrets: Iterable[str], body: Mapping[str, Any] | None) -> bool:
-    """Whether an upstream message repeats a secret or a piece of the prompt."""
-    if any(secret and secret in message for secret in secrets):
-        return True
-    if body is None:
-        return False
-    for text in _texts({k: body.get(k) for k in ("system", "messages")}):
-        # Whole short texts, and any 24-character window of long ones.
-        if len(text) >= 8 and (text in message or _window_in(text, message, 24)):
-            return True
-    return False
+def _safe_error_type(value: str | None, status: int | None) -> str:
+    # The type comes from the upstream too: only a plain identifier is kept.
+    if value is not None and _ERROR_TYPE.fullmatch(value):
+        return value
+    return f"http_{status}" if status is not None else "upstream_error"
 
 
-def _window_in(text: str, message: str, width: int) -> bool:
-    if len(text) <= width:
-        return False
-    return any(text[i : i + width] in message for i in range(0, len(text) - width + 1, 4))
+def _safe_request_id(value: str | None) -> str | None:
+    return value if value is not None and _REQUEST_ID.fullmatch(value) else None
 
 
-def _short(
-    status: int | None,
-    error_type: str,
-    detail: str | None,
-    secrets: Iterable[str],
-    body: Mapping[str, Any] | None,
+def describe(
+    status: int | None, error_type: str, upstream_request_id: str | None, cause: str | None = None
 ) -> str:
-    where = f"HTTP {status}" if status is not None else "no HTTP response"
-    base = f"{error_type} ({where})"
+    """The one-line, content-free description of a failed attempt."""
+    where = [f"HTTP {status}" if status is not None else "no HTTP response"]
+    if upstream_request_id is not None:
+        where.append(f"upstream request {upstream_request_id}")
+    text = _DESCRIPTIONS.get(error_type, _GENERIC)
+    if cause is not None:  # a class name of our HTTP library, never upstream text
+        text = f"{text} ({cause})"
+    return f"{error_type} ({', '.join(where)}): {text}"
+
+
+def _upstream_message(detail: str | None, secrets: Iterable[str]) -> str | None:
+    """The upstream's own words, for the audit database only (prompt text may go there).
+
+    Secrets may not go anywhere, so any secret it repeats is cut out.
+    """
     if not detail:
-        return base
-    detail = " ".join(detail.split())[:_MESSAGE_LIMIT]
-    if _leaks(detail, secrets, body):
-        return f"{base}: [upstream message withheld: it repeated request content or a secret]"
-    return f"{base}: {detail}"
+        return None
+    for secret in secrets:
+        if secret:
+            detail = detail.replace(secret, "[secret withheld]")
+    return detail[:UPSTREAM_MESSAGE_LIMIT]
 
 
 def _error_fields(payload: object) -> tuple[str | None, str | None]:
@@ -243,71 +273,58 @@ def _request_bytes(request: httpx2.Request | None) -> bytes | None:
         return None
 
 
-def classify(
-    exc: Exception, *, secrets: Iterable[str], body: Mapping[str, Any] | None = None
-) -> Failure:
+def classify(exc: Exception, *, secrets: Iterable[str]) -> Failure:
     """The one boundary where SDK exceptions become the gateway's view of a failed attempt.
 
-    Never keeps the SDK's own message: it embeds the whole response body. The message built
-    here holds the error type, status and at most a short upstream explanation, and drops that
-    explanation if it repeats the key or prompt text.
+    Never keeps the SDK's own message: it embeds the whole response body. ``message`` holds
+    only the error type, status, upstream request id and a fixed description; the upstream's
+    own explanation goes to ``upstream_message`` (secrets cut out), for the audit record only.
     """
     if isinstance(exc, anthropic.APITimeoutError):
-        return Failure(
-            None,
-            "timeout",
-            _short(None, "timeout", "the upstream did not answer in time", secrets, body),
-            None,
-            None,
-            True,
-            _request_bytes(exc.request),
-        )
+        return _no_response("timeout", None, _request_bytes(exc.request))
     if isinstance(exc, anthropic.APIConnectionError):
-        cause = type(exc.__cause__).__name__ if exc.__cause__ else "connection failed"
-        return Failure(
-            None,
-            "connection_error",
-            _short(None, "connection_error", cause, secrets, body),
-            None,
-            None,
-            True,
-            _request_bytes(exc.request),
+        cause = type(exc.__cause__).__name__ if exc.__cause__ else None
+        return _no_response("connection_error", cause, _request_bytes(exc.request))
+    if isinstance(exc, httpx2.TransportError):
+        # Only from reading an error status's body (the SDK reads it outside its own
+        # wrapping when the body is streamed): the status line came, its explanation did not.
+        return _no_response(
+            "connection_error", type(exc).__name__, _request_bytes(_request_of(exc))
         )
     if isinstance(exc, anthropic.APIStatusError):
         response = exc.response
         headers = response.headers
         status = exc.status_code
         body_type, body_message = _error_fields(exc.body)
-        error_type = exc.type or body_type or f"http_{status}"
+        error_type = _safe_error_type(exc.type or body_type, status)
         retryable = is_retryable(status, error_type)
         should_retry = headers.get("x-should-retry")
         if should_retry in ("true", "false") and status != 200:
             # The API says explicitly; it knows (e.g. a 409 that will not clear).
             retryable = should_retry == "true"
+        request_id = _safe_request_id(exc.request_id or headers.get("request-id"))
         return Failure(
             status=status,
             error_type=error_type,
-            message=_short(status, error_type, exc.api_message or body_message, secrets, body),
-            upstream_request_id=exc.request_id or headers.get("request-id"),
+            message=describe(status, error_type, request_id),
+            upstream_request_id=request_id,
             retry_after_s=parse_retry_after(headers),
             retryable=retryable,
             request_bytes=_request_bytes(response.request),
+            upstream_message=_upstream_message(exc.api_message or body_message, secrets),
         )
-    if isinstance(exc, MalformedResponse):
+    if isinstance(exc, MalformedResponse | TruncatedResponse):
         response = exc.response
-        # Not retried: a 200 means the upstream did the work; a second attempt could produce a
-        # second, different answer to one recorded request.
+        request_id = _safe_request_id(response.headers.get("request-id"))
+        error_type = exc.error_type
+        cause = exc.cause if isinstance(exc, TruncatedResponse) else None
+        # Not retried: a 2xx means the upstream did the work; a second attempt could run the
+        # request twice and produce a second, different answer to one recorded request.
         return Failure(
             status=response.status_code,
-            error_type="malformed_response",
-            message=_short(
-                response.status_code,
-                "malformed_response",
-                "the body is not a Messages API message",
-                secrets,
-                body,
-            ),
-            upstream_request_id=response.headers.get("request-id"),
+            error_type=error_type,
+            message=describe(response.status_code, error_type, request_id, cause),
+            upstream_request_id=request_id,
             retry_after_s=None,
             retryable=False,
             request_bytes=_request_bytes(response.request),
@@ -315,7 +332,55 @@ def classify(
     raise TypeError(f"not an upstream failure: {type(exc).__name__}")  # pragma: no cover
 
 
-UPSTREAM_FAILURES: tuple[type[Exception], ...] = (anthropic.APIError, MalformedResponse)
+def _no_response(error_type: str, cause: str | None, request_bytes: bytes | None) -> Failure:
+    return Failure(
+        status=None,
+        error_type=error_type,
+        message=describe(None, error_type, None, cause),
+        upstream_request_id=None,
+        retry_after_s=None,
+        retryable=True,
+        request_bytes=request_bytes,
+    )
+
+
+def _request_of(exc: httpx2.TransportError) -> httpx2.Request | None:
+    try:
+        return exc.request
+    except RuntimeError:  # httpx raises when the error was built without a request
+        return None
+
+
+UPSTREAM_FAILURES: tuple[type[Exception], ...] = (
+    anthropic.APIError,
+    MalformedResponse,
+    TruncatedResponse,
+    httpx2.TransportError,
+)
+
+
+def read_body(response: httpx2.Response) -> bytes:
+    """The whole body of a 2xx, read under the provider's control.
+
+    A body that breaks off is not a connection error: the status line says the upstream
+    accepted (and likely did) the work, so it is :class:`TruncatedResponse`, never retried.
+    """
+    try:
+        return response.read()
+    except httpx2.TransportError as exc:  # peer closed early, read timeout, reset
+        raise TruncatedResponse(response, exc) from None
+    except httpx2.DecodingError:  # a content-encoding that does not decode
+        raise MalformedResponse(response) from None
+
+
+async def aread_body(response: httpx2.Response) -> bytes:
+    """:func:`read_body` for the async client."""
+    try:
+        return await response.aread()
+    except httpx2.TransportError as exc:
+        raise TruncatedResponse(response, exc) from None
+    except httpx2.DecodingError:
+        raise MalformedResponse(response) from None
 
 
 def parse_message(response: httpx2.Response, content: bytes) -> dict[str, Any]:

@@ -113,7 +113,7 @@ class AnthropicProvider:
             try:
                 return self._attempt(kwargs, headers, attempt, t0, started)
             except _sdk.UPSTREAM_FAILURES as exc:
-                delay = self._after_failure(exc, body, attempt, t0, on_attempt_failed)
+                delay = self._after_failure(exc, attempt, t0, on_attempt_failed)
             self._sleep(delay)
 
     def _attempt(
@@ -124,20 +124,24 @@ class AnthropicProvider:
         t0: float,
         started: float,
     ) -> ProviderReply:
-        raw = self._client.messages.with_raw_response.create(
+        # A streaming-response context: the SDK hands over after the status line, so the body
+        # is read here, where a body that breaks off after a 2xx can be told from a failed
+        # connection (the SDK would report both as a connection error, and we would retry).
+        with self._client.messages.with_streaming_response.create(
             **kwargs, extra_headers=headers, timeout=self._timeout
-        )
-        content = raw.read()
-        if kwargs.get("stream") is True:
-            # The SDK parses the already-read events and raises an in-stream error event.
-            stream = MessageStream(raw.parse(), output_format=anthropic.NOT_GIVEN)
-            try:
-                response = stream.get_final_message().to_dict()
-            except ValueError:  # an event whose data is not JSON
-                raise _sdk.MalformedResponse(raw.http_response) from None
-        else:
-            response = _sdk.parse_message(raw.http_response, content)
-        return _reply(raw.http_response, response, content, attempt, t0, started)
+        ) as raw:
+            http = raw.http_response
+            content = _sdk.read_body(http)
+            if kwargs.get("stream") is True:
+                # The SDK parses the already-read events and raises an in-stream error event.
+                stream = MessageStream(raw.parse(), output_format=anthropic.NOT_GIVEN)
+                try:
+                    response = stream.get_final_message().to_dict()
+                except ValueError:  # an event whose data is not JSON
+                    raise _sdk.MalformedResponse(http) from None
+            else:
+                response = _sdk.parse_message(http, content)
+            return _reply(http, response, content, attempt, t0, started)
 
     # -- async ------------------------------------------------------------------------------
 
@@ -158,23 +162,24 @@ class AnthropicProvider:
             attempt += 1
             t0 = time.monotonic()
             try:
-                raw = await client.messages.with_raw_response.create(
+                async with client.messages.with_streaming_response.create(
                     **kwargs, extra_headers=headers, timeout=self._timeout
-                )
-                content = await raw.read()
-                if kwargs.get("stream") is True:
-                    stream = AsyncMessageStream(
-                        await raw.parse(), output_format=anthropic.NOT_GIVEN
-                    )
-                    try:
-                        response = (await stream.get_final_message()).to_dict()
-                    except ValueError:  # an event whose data is not JSON
-                        raise _sdk.MalformedResponse(raw.http_response) from None
-                else:
-                    response = _sdk.parse_message(raw.http_response, content)
-                return _reply(raw.http_response, response, content, attempt, t0, started)
+                ) as raw:
+                    http = raw.http_response
+                    content = await _sdk.aread_body(http)
+                    if kwargs.get("stream") is True:
+                        stream = AsyncMessageStream(
+                            await raw.parse(), output_format=anthropic.NOT_GIVEN
+                        )
+                        try:
+                            response = (await stream.get_final_message()).to_dict()
+                        except ValueError:  # an event whose data is not JSON
+                            raise _sdk.MalformedResponse(http) from None
+                    else:
+                        response = _sdk.parse_message(http, content)
+                    return _reply(http, response, content, attempt, t0, started)
             except _sdk.UPSTREAM_FAILURES as exc:
-                delay = self._after_failure(exc, body, attempt, t0, on_attempt_failed)
+                delay = self._after_failure(exc, attempt, t0, on_attempt_failed)
             await self._async_sleep(delay)
 
     # -- shared -----------------------------------------------------------------------------
@@ -182,13 +187,12 @@ class AnthropicProvider:
     def _after_failure(
         self,
         exc: Exception,
-        body: Mapping[str, Any],
         attempt: int,
         t0: float,
         on_attempt_failed: OnAttemptFailed,
     ) -> float:
         """Report the failed attempt, then return the wait before the next one, or raise."""
-        failure = _sdk.classify(exc, secrets=(self._api_key,), body=body)
+        failure = _sdk.classify(exc, secrets=(self._api_key,))
         will_retry = failure.retryable and attempt < self._retry.max_attempts
         on_attempt_failed(
             AttemptFailure(
@@ -200,6 +204,7 @@ class AnthropicProvider:
                 retry_after_s=failure.retry_after_s,
                 will_retry=will_retry,
                 latency_ms=_ms(time.monotonic() - t0),
+                upstream_message=failure.upstream_message,
             )
         )
         if will_retry:
@@ -242,6 +247,10 @@ def _hint_for(error_type: str) -> str:
         "not_found_error": "Check the model id in the policy against the catalog.",
         "request_too_large": "Shorten the prompt.",
         "malformed_response": "The upstream or a proxy in between sent a broken answer.",
+        "truncated_response": (
+            "The answer broke off in transit; it was not retried because the upstream may "
+            "already have done the work. Check the upstream request id before sending again."
+        ),
     }
     return hints.get(error_type, "Fix the request or the policy; retrying will not help.")
 

@@ -32,7 +32,12 @@ class ProviderReply(BaseModel):
 
 
 class AttemptFailure(BaseModel):
-    """One failed attempt, for the audit record. Never holds the key or prompt text."""
+    """One failed attempt, for the audit record.
+
+    ``message`` is safe to print and log: error type, status, upstream request id and fixed
+    text. ``upstream_message`` is the upstream's own explanation (the key cut out); it may
+    echo prompt text, so it belongs in the audit database only, never in a log or an error.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -44,3 +49,4 @@ class AttemptFailure(BaseModel):
     retry_after_s: float | None
     will_retry: bool
     latency_ms: float
+    upstream_message: str | None = None

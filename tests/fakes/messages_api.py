@@ -59,7 +59,7 @@ RATE_LIMIT_HEADERS: tuple[tuple[str, str], ...] = (
     ("anthropic-ratelimit-tokens-remaining", "399000"),
 )
 
-ReplyKind = Literal["ok", "error", "slow", "drop", "malformed", "stream_error"]
+ReplyKind = Literal["ok", "error", "slow", "drop", "malformed", "stream_error", "truncated"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,12 @@ class Reply:
     def malformed(cls) -> Reply:
         """HTTP 200 with ``application/json`` and a body that is not JSON."""
         return cls("malformed")
+
+    @classmethod
+    def truncated(cls, text: str = DEFAULT_TEXT) -> Reply:
+        """HTTP 200 whose ``content-length`` promises more than is sent, then the connection
+        closes: the body of a finished answer breaks off mid-read (a proxy or network cut)."""
+        return cls("truncated", text=text)
 
     @classmethod
     def stream_error(
@@ -228,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply_bytes(
                 200, b'{"id": "msg_fake", "content": [', "application/json", base_headers
             )
+        elif reply.kind == "truncated":
+            self._reply_truncated(_message(reply, request, number), base_headers)
         elif reply.kind == "error" or (reply.kind == "stream_error" and not streaming):
             status = reply.status if reply.kind == "error" else 529
             headers = dict(base_headers)
@@ -248,6 +256,19 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply_bytes(200, events, "text/event-stream", headers)
             else:
                 self._reply_json(200, message, headers)
+
+    def _reply_truncated(self, message: dict[str, Any], headers: dict[str, str]) -> None:
+        payload = json.dumps(message).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload[: len(payload) // 2])
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
 
     def _reply_json(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
         self._reply_bytes(status, json.dumps(body).encode(), "application/json", headers)

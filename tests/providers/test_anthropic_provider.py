@@ -244,10 +244,16 @@ def test_bad_request_is_not_retried(
     err = caught.value
     assert (err.status, err.error_type, err.attempts) == (400, "invalid_request_error", 1)
     assert err.upstream_request_id == "req_fake_1"
-    assert "max_tokens: must be positive" in str(err)
+    assert str(err).startswith(
+        "the model provider refused the request: invalid_request_error "
+        "(HTTP 400, upstream request req_fake_1): the upstream found the request invalid."
+    )
     assert len(fake_api.requests) == 1 and rec.sleeps == []
     [failure] = rec.failures
     assert failure.will_retry is False
+    # the upstream's own words are kept apart, for the audit record only
+    assert "max_tokens: must be positive" not in failure.message
+    assert failure.upstream_message == "max_tokens: must be positive"
 
 
 @pytest.mark.parametrize("status", [401, 403, 404, 413])
@@ -361,13 +367,94 @@ def test_key_and_prompt_never_appear_in_failures_or_errors(
     )
     with pytest.raises(UpstreamRejected) as caught:
         send(provider, rec)
-    texts = [f.model_dump_json() for f in rec.failures]
+    texts = [f.model_dump_json(exclude={"upstream_message"}) for f in rec.failures]
     texts += [str(caught.value), repr(caught.value), repr(provider)]
+    assert all(KEY not in (f.upstream_message or "") for f in rec.failures)
     assert len(rec.failures) == 4
     for text in texts:
         assert KEY not in text
         assert PROMPT[:24] not in text
-    assert "withheld" in rec.failures[0].message
+    assert "could not process" not in rec.failures[2].message
+    assert rec.failures[0].upstream_message == "upstream saw key [secret withheld]"
+
+
+SHORT_LINES = "Name: Jane Doe\nIBAN: DE89 3704 0044 0532 0130 00\nSSN: 078-05-1120"
+SHORT_LINES_BODY: dict[str, Any] = {
+    **CURRENT_BODY,
+    "messages": [{"role": "user", "content": SHORT_LINES}],
+}
+
+
+@pytest.mark.parametrize("status", [400, 529])
+def test_an_echoed_prompt_of_short_lines_stays_out_of_messages_and_errors(
+    status: int, provider: AnthropicProvider, fake_api: FakeMessagesAPI, rec: Recorder
+) -> None:
+    # An upstream that quotes the request back: a whitespace-collapsing filter missed this.
+    echo = f"could not process the request:\n{SHORT_LINES}"
+    fake_api.script(*[Reply.error(status, message=echo)] * 4)
+    with pytest.raises((UpstreamRejected, UpstreamUnavailable)) as caught:
+        send(provider, rec, SHORT_LINES_BODY)
+    shown = [str(caught.value), repr(caught.value), caught.value.hint or ""]
+    shown += [f.message for f in rec.failures]
+    for text in shown:
+        for piece in ("Jane Doe", "DE89", "078-05-1120", "could not process"):
+            assert piece not in text, text
+    assert all(f.upstream_message == echo for f in rec.failures)
+
+
+def test_an_upstream_error_type_that_is_not_an_identifier_is_not_repeated(
+    provider: AnthropicProvider, fake_api: FakeMessagesAPI, rec: Recorder
+) -> None:
+    fake_api.script(Reply.error(400, error_type="Name: Jane Doe"))
+    with pytest.raises(UpstreamRejected) as caught:
+        send(provider, rec, SHORT_LINES_BODY)
+    assert caught.value.error_type == "http_400"
+    assert "Jane" not in str(caught.value) and "Jane" not in rec.failures[0].message
+
+
+# -- a 200 that breaks off ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_truncated_200_is_rejected_with_its_status_and_request_id_not_retried(
+    stream: bool, provider: AnthropicProvider, fake_api: FakeMessagesAPI, rec: Recorder
+) -> None:
+    fake_api.script(Reply.truncated(), Reply.ok(text="a second run of the same work"))
+    body = {**SAMPLING_BODY, "stream": True} if stream else SAMPLING_BODY
+    with pytest.raises(UpstreamRejected) as caught:
+        send(provider, rec, body)
+    err = caught.value
+    assert (err.status, err.error_type, err.attempts) == (200, "truncated_response", 1)
+    assert err.upstream_request_id == "req_fake_1"
+    assert len(fake_api.requests) == 1 and fake_api.pending == 1  # sent once, never again
+    [failure] = rec.failures
+    assert (failure.status, failure.error_type, failure.will_retry) == (
+        200,
+        "truncated_response",
+        False,
+    )
+    assert failure.upstream_request_id == "req_fake_1"
+    assert "req_fake_1" in failure.message and rec.sleeps == []
+
+
+def test_async_truncated_200_is_not_retried(
+    provider: AnthropicProvider, fake_api: FakeMessagesAPI, rec: Recorder
+) -> None:
+    fake_api.script(Reply.truncated(), Reply.ok())
+
+    async def run() -> None:
+        try:
+            await provider.asend(
+                SAMPLING_BODY, api_version="2023-06-01", on_attempt_failed=rec.failed
+            )
+        finally:
+            await provider.aclose()
+
+    with pytest.raises(UpstreamRejected) as caught:
+        asyncio.run(run())
+    assert (caught.value.status, caught.value.error_type) == (200, "truncated_response")
+    assert caught.value.upstream_request_id == "req_fake_1"
+    assert len(fake_api.requests) == 1
 
 
 # -- async ----------------------------------------------------------------------------------

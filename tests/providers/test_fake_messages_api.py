@@ -6,6 +6,8 @@ import http.client
 import json
 from typing import Any
 
+import pytest
+
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
 
 
@@ -70,3 +72,10 @@ def test_stream_error_without_streaming_is_a_529(fake_api: FakeMessagesAPI) -> N
     fake_api.script(Reply.stream_error())
     status, _, payload = post(fake_api, {"model": "m"})
     assert status == 529 and json.loads(payload)["error"]["type"] == "overloaded_error"
+
+
+def test_truncated_promises_more_body_than_it_sends(fake_api: FakeMessagesAPI) -> None:
+    fake_api.script(Reply.truncated())
+    with pytest.raises(http.client.IncompleteRead) as caught:
+        post(fake_api, {"model": "claude-x", "messages": []})
+    assert len(caught.value.partial) > 0 and caught.value.expected
