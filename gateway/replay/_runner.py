@@ -6,7 +6,11 @@
 
 ``prepare`` raises before anything is written (unknown request id, missing policy version,
 unknown or retired target model, no API key for a live call). ``run`` appends one REPLAY
-event per request, all under one new run id, each naming the original request and seq.
+event per request (``phase: "outcome"``), all under one new run id, each naming the original
+request and seq. A live send is preceded by its own REPLAY event (``phase: "intent"``, with
+the exact wire body) and each failed attempt is an ATTEMPT_FAILED event under the run id:
+no upstream call is made that the log does not already hold (DESIGN §3, invariant 1). If the
+intent cannot be appended, nothing is sent and the append error propagates.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from gateway._pipeline import GATEWAY_VERSION, check_json_output, request_hash_f
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.policy import Policy
+from gateway.providers.base import AttemptFailure
 from gateway.replay._diff import compare_text, json_changes
 from gateway.replay._migration import plan_migration
 from gateway.replay._model import FieldChange, Mode, Outcome, ReplayReport, RequestReplay, summarise
@@ -45,6 +50,20 @@ class PreparedRun:
     requests: tuple[Recorded, ...]
 
 
+@dataclass(frozen=True)
+class _Call:
+    """One live send of a replay: where it is recorded and what goes on the wire."""
+
+    run_id: str
+    mode: Mode
+    recorded: Recorded
+    target: str | None
+    provider: str
+    api_version: str
+    policy: Policy | None
+    request_hash: str | None
+
+
 @dataclass
 class _Row:
     """A result being built, plus what its REPLAY event records beyond the row."""
@@ -54,6 +73,7 @@ class _Row:
     request_hash: str | None = None
     payloads: dict[str, bytes] = field(default_factory=dict)
     attempts: int = 0
+    intent_seq: int | None = None
 
 
 class Replayer:
@@ -120,14 +140,14 @@ class Replayer:
         run_id = "replay_" + uuid.uuid4().hex
         rows: list[RequestReplay] = []
         for recorded in prepared.requests:
-            built = self._replay_one(prepared, recorded)
+            built = self._replay_one(run_id, prepared, recorded)
             row = self._record(run_id, prepared, recorded, built)
             rows.append(row)
             if progress is not None:
                 progress(row)
         return ReplayReport(summary=summarise(prepared.mode, run_id, rows), requests=tuple(rows))
 
-    def _replay_one(self, prepared: PreparedRun, recorded: Recorded) -> _Row:
+    def _replay_one(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> _Row:
         if recorded.skip is not None:
             return _Row({"outcome": Outcome.SKIPPED, "reason": recorded.skip})
         row = _Row({}, policy=recorded.policy)
@@ -142,9 +162,11 @@ class Replayer:
             }
             return row
         if prepared.mode is Mode.LIVE:
-            return self._live(recorded, row)
+            return self._live(run_id, recorded, row)
         assert prepared.target is not None
-        return self._migrate(recorded, prepared.target, live=prepared.mode is Mode.MODEL_LIVE)
+        return self._migrate(
+            run_id, recorded, prepared.target, live=prepared.mode is Mode.MODEL_LIVE
+        )
 
     def _retired_reason(self, recorded: Recorded) -> str | None:
         model_id = recorded.model_id
@@ -159,7 +181,7 @@ class Replayer:
             )
         return None
 
-    def _live(self, recorded: Recorded, row: _Row) -> _Row:
+    def _live(self, run_id: str, recorded: Recorded, row: _Row) -> _Row:
         request = recorded.request
         assert request is not None
         retired = self._retired_reason(recorded)
@@ -170,9 +192,17 @@ class Replayer:
                 "reason": retired or "the recorded request body is not readable.",
             }
             return row
-        sent = self.senders.send(
-            str(request.data.get("provider")), body, api_version=str(request.data["api_version"])
+        call = _Call(
+            run_id=run_id,
+            mode=Mode.LIVE,
+            recorded=recorded,
+            target=None,
+            provider=str(request.data.get("provider")),
+            api_version=str(request.data["api_version"]),
+            policy=row.policy,
+            request_hash=row.request_hash,
         )
+        sent = self._send(call, body, row)
         row.fields = self._compare(recorded, sent)
         if sent.response is not None and request.data.get("provider") == "local":
             current = self.senders.local().model_version(str(request.data.get("model_id")))
@@ -181,7 +211,7 @@ class Replayer:
         self._keep_sent(row, sent)
         return row
 
-    def _migrate(self, recorded: Recorded, target: ModelInfo, *, live: bool) -> _Row:
+    def _migrate(self, run_id: str, recorded: Recorded, target: ModelInfo, *, live: bool) -> _Row:
         request = recorded.request
         assert request is not None and recorded.policy is not None
         body = request_body(self.store, recorded) or {}
@@ -218,10 +248,95 @@ class Replayer:
             if changes:
                 row.fields["reason"] = f"{len(changes)} change(s) to the request besides the model"
             return row
-        sent = self.senders.send(target.provider, plan.body, api_version=plan.api_version)
+        call = _Call(
+            run_id=run_id,
+            mode=Mode.MODEL_LIVE,
+            recorded=recorded,
+            target=target.id,
+            provider=target.provider,
+            api_version=plan.api_version,
+            policy=row.policy,
+            request_hash=row.request_hash,
+        )
+        sent = self._send(call, plan.body, row)
         row.fields.update(self._compare(recorded, sent))
         self._keep_sent(row, sent)
         return row
+
+    def _send(self, call: _Call, body: dict[str, Any], row: _Row) -> Sent:
+        """Record the intent (exact wire bytes), then send, recording each failed attempt."""
+        wire = self.senders.wire_bytes(call.provider, body)
+        intent = self.store.append(
+            self._draft(
+                call,
+                EventKind.REPLAY,
+                {
+                    "phase": "intent",
+                    "mode": call.mode.value,
+                    "original_request_id": call.recorded.request_id,
+                    "original_seq": call.recorded.first.seq,
+                    "target_model": call.target,
+                    "provider": call.provider,
+                    "api_version": call.api_version,
+                    "gateway_version": GATEWAY_VERSION,
+                },
+                payloads={"request_body": wire},
+                with_policy=True,
+            )
+        )  # raises when it cannot be committed: then nothing is sent
+        row.intent_seq = intent.seq
+
+        def on_attempt_failed(failure: AttemptFailure) -> None:
+            self.store.append(
+                self._draft(
+                    call,
+                    EventKind.ATTEMPT_FAILED,
+                    {
+                        "original_request_id": call.recorded.request_id,
+                        "attempt": failure.attempt,
+                        "status": failure.status,
+                        "error_type": failure.error_type,
+                        "message": failure.message,
+                        # The upstream's words may quote the prompt: the audit log may hold
+                        # prompt text, logs and error messages may not.
+                        "upstream_message": failure.upstream_message,
+                        "upstream_request_id": failure.upstream_request_id,
+                        "retry_after_s": failure.retry_after_s,
+                        "will_retry": failure.will_retry,
+                        "latency_ms": failure.latency_ms,
+                    },
+                )
+            )
+
+        return self.senders.send(
+            call.provider, body, api_version=call.api_version, on_attempt_failed=on_attempt_failed
+        )
+
+    @staticmethod
+    def _draft(
+        call: _Call,
+        kind: EventKind,
+        data: dict[str, Any],
+        *,
+        payloads: dict[str, bytes] | None = None,
+        with_policy: bool = False,
+    ) -> EventDraft:
+        first = call.recorded.first
+        policy = call.policy
+        new_policy = policy is not None and policy.fingerprint != first.policy_fingerprint
+        return EventDraft(
+            kind=kind,
+            request_id=call.run_id,
+            task=first.task,
+            caller=first.caller,
+            policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
+            request_hash=call.request_hash,
+            data=data,
+            payloads=payloads or {},
+            policy_content=(
+                policy.content() if with_policy and policy is not None and new_policy else None
+            ),
+        )
 
     def _compare(self, recorded: Recorded, sent: Sent) -> dict[str, Any]:
         if sent.error is not None or sent.response is None:
@@ -282,6 +397,8 @@ class Replayer:
         policy = built.policy
         new_policy = policy is not None and policy.fingerprint != first.policy_fingerprint
         data = {
+            "phase": "outcome",
+            "intent_seq": built.intent_seq,
             "mode": prepared.mode.value,
             "original_request_id": recorded.request_id,
             "original_seq": first.seq,

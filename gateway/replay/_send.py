@@ -1,11 +1,14 @@
 """Send a wire body again, to Claude or to the local model, for ``--live``.
 
     senders = Senders(anthropic=lambda: AnthropicProvider(api_key=key), local=LocalProvider())
-    sent = senders.send("anthropic", body, api_version="2023-06-01")
+    wire = senders.wire_bytes("anthropic", body)       # record this before sending
+    sent = senders.send("anthropic", body, api_version="2023-06-01", on_attempt_failed=record)
     sent.response, sent.error
 
-Provider failures come back as ``Sent.error`` (one line), not exceptions: a failed call is
-one row of the report. The Anthropic provider is built on first use, so a run that only
+Provider failures come back as ``Sent.error`` (one line, no upstream free text), not
+exceptions: a failed call is one row of the report. ``on_attempt_failed`` sees every failed
+attempt; if it raises (the audit log cannot record it), nothing more is sent and the
+exception propagates. The Anthropic provider is built on first use, so a run that only
 touches local models needs no API key.
 """
 
@@ -22,6 +25,13 @@ from gateway.providers.local import LocalProvider
 
 if TYPE_CHECKING:
     from gateway.providers.anthropic import AnthropicProvider
+
+
+OnAttemptFailed = Callable[[AttemptFailure], None]
+
+
+def _ignore(_failure: AttemptFailure) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -60,13 +70,31 @@ class Senders:
             self._anthropic = self._anthropic_factory()
         return self._anthropic
 
-    def send(self, provider: str, body: Mapping[str, Any], *, api_version: str) -> Sent:
+    def wire_bytes(self, provider: str, body: Mapping[str, Any]) -> bytes:
+        """The exact body bytes :meth:`send` puts on the wire (or hands the local model)."""
+        if provider == "local":
+            return canonical_bytes(dict(body))
+        return self.anthropic().wire_bytes(body)
+
+    def send(
+        self,
+        provider: str,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed = _ignore,
+    ) -> Sent:
         if provider == "local":
             return self._send_local(body)
         failures: list[AttemptFailure] = []
+
+        def seen(failure: AttemptFailure) -> None:
+            on_attempt_failed(failure)  # first: if it cannot be recorded, stop here
+            failures.append(failure)
+
         try:
             reply = self.anthropic().send(
-                dict(body), api_version=api_version, on_attempt_failed=failures.append
+                dict(body), api_version=api_version, on_attempt_failed=seen
             )
         except UpstreamError as exc:
             return Sent(None, b"", b"", attempts=exc.attempts or len(failures), error=str(exc))

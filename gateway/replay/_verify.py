@@ -87,7 +87,17 @@ def _hash_check(plan: Plan, request: StoredEvent) -> Check:
 
 
 def _body_check(plan: Plan, recorded_body: dict[str, object]) -> Check:
-    ok = _canonical(plan.body) == _canonical(recorded_body)
+    replanned, recorded = _canonical(plan.body), _canonical(recorded_body)
+    if replanned is None or recorded is None:
+        # Two bodies that both fail to canonicalise are not thereby equal: never compare None.
+        side = "re-planned" if replanned is None else "recorded"
+        return Check(
+            name="wire_body",
+            ok=False,
+            detail=f"the {side} body has no RFC 8785 form (e.g. a non-finite number), "
+            "so it cannot be compared",
+        )
+    ok = replanned == recorded
     detail = (
         "re-planned body is the recorded wire body (RFC 8785 form)"
         if ok
@@ -102,16 +112,24 @@ def _sent_check(store: AuditStore, recorded: Recorded, response: StoredEvent) ->
     intended = payload(store, recorded.request, "request_body") if recorded.request else None
     if sent is None or intended is None:
         return Check(name="sent_body", ok=False, detail="a recorded request body is missing")
-    try:
-        ok = _canonical(json.loads(sent)) == _canonical(json.loads(intended))
-    except ValueError:
-        ok = sent == intended
+    ok = _same_json(sent, intended)
     detail = (
         "the body sent is the body recorded before the call"
         if ok
         else "the body sent differs from the body recorded before the call"
     )
     return Check(name="sent_body", ok=ok, detail=detail)
+
+
+def _same_json(a: bytes, b: bytes) -> bool:
+    """Equal as RFC 8785 JSON; bytes that are not canonicalisable JSON must match exactly."""
+    try:
+        left, right = _canonical(json.loads(a)), _canonical(json.loads(b))
+    except ValueError:
+        return a == b
+    if left is None or right is None:
+        return a == b
+    return left == right
 
 
 def _payload_checks(store: AuditStore, recorded: Recorded) -> Iterator[Check]:

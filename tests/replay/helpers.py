@@ -72,9 +72,11 @@ def replay(
     return report
 
 
-def replay_events(url: str) -> list[StoredEvent]:
+def replay_events(url: str, phase: str | None = "outcome") -> list[StoredEvent]:
+    """REPLAY events: by default the outcome of each replayed request (one per row)."""
     with AuditStore.open(url, "os") as store:
-        return list(store.iter_events(kind=EventKind.REPLAY))
+        events = list(store.iter_events(kind=EventKind.REPLAY))
+    return [e for e in events if phase is None or e.data.get("phase") == phase]
 
 
 def head(url: str) -> int:

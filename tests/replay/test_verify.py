@@ -6,7 +6,9 @@ from pathlib import Path
 
 from audit import AuditStore
 from gateway.catalog import Catalog
+from gateway.policy import Plan
 from gateway.replay import Mode, Outcome
+from gateway.replay._verify import _body_check, _same_json
 from tests.replay.conftest import Recorded
 from tests.replay.helpers import (
     RETIRED_OPUS_4_6,
@@ -83,3 +85,25 @@ def test_filters_select_requests_with_a_request_event(recorded: Recorded) -> Non
     report = replay(recorded.url, task="compliance_review")
     # the cache hit has no REQUEST event, so only the original is selected
     assert [r.request_id for r in report.requests] == [recorded.ids["compliance"]]
+
+
+# -- bodies without an RFC 8785 form ----------------------------------------------------------
+
+
+def test_two_bodies_that_cannot_be_canonicalised_do_not_pass_as_equal() -> None:
+    plan = Plan.model_construct(body={"model": "claude-a", "temperature": float("nan")})
+    check = _body_check(plan, {"model": "claude-b", "temperature": float("inf")})
+    assert check.name == "wire_body" and not check.ok
+    assert "re-planned body has no RFC 8785 form" in check.detail
+
+
+def test_one_body_that_cannot_be_canonicalised_fails_the_check() -> None:
+    plan = Plan.model_construct(body={"model": "claude-a"})
+    check = _body_check(plan, {"model": "claude-a", "top_p": float("nan")})
+    assert not check.ok and "recorded body has no RFC 8785 form" in check.detail
+
+
+def test_sent_bodies_without_an_rfc_8785_form_compare_byte_for_byte() -> None:
+    assert not _same_json(b'{"model": "a", "t": NaN}', b'{"model": "b", "t": NaN}')
+    assert _same_json(b'{"model": "a", "t": NaN}', b'{"model": "a", "t": NaN}')
+    assert _same_json(b'{"a": 1, "b": 2.0}', b'{"b":2,"a":1}')  # canonical form when it has one
