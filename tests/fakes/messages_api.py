@@ -128,10 +128,10 @@ class Reply:
         return cls("malformed")
 
     @classmethod
-    def truncated(cls, text: str = DEFAULT_TEXT) -> Reply:
-        """HTTP 200 whose ``content-length`` promises more than is sent, then the connection
-        closes: the body of a finished answer breaks off mid-read (a proxy or network cut)."""
-        return cls("truncated", text=text)
+    def truncated(cls, text: str = DEFAULT_TEXT, status: int = 200) -> Reply:
+        """A reply (HTTP 200 by default) whose ``content-length`` promises more than is sent,
+        then the connection closes: the body breaks off mid-read (a proxy or network cut)."""
+        return cls("truncated", status=status, text=text)
 
     @classmethod
     def stream_error(
@@ -235,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
                 200, b'{"id": "msg_fake", "content": [', "application/json", base_headers
             )
         elif reply.kind == "truncated":
-            self._reply_truncated(_message(reply, request, number), base_headers)
+            self._reply_truncated(reply.status, _message(reply, request, number), base_headers)
         elif reply.kind == "error" or (reply.kind == "stream_error" and not streaming):
             status = reply.status if reply.kind == "error" else 529
             headers = dict(base_headers)
@@ -257,9 +257,11 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._reply_json(200, message, headers)
 
-    def _reply_truncated(self, message: dict[str, Any], headers: dict[str, str]) -> None:
+    def _reply_truncated(
+        self, status: int, message: dict[str, Any], headers: dict[str, str]
+    ) -> None:
         payload = json.dumps(message).encode()
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         for name, value in headers.items():

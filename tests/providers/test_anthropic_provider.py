@@ -437,6 +437,17 @@ def test_a_truncated_200_is_rejected_with_its_status_and_request_id_not_retried(
     assert "req_fake_1" in failure.message and rec.sleeps == []
 
 
+def test_an_error_status_whose_body_breaks_off_is_a_retryable_connection_error(
+    provider: AnthropicProvider, fake_api: FakeMessagesAPI, rec: Recorder
+) -> None:
+    # The SDK reads an error body itself; a cut there must not escape as a raw httpx error.
+    fake_api.script(Reply.truncated(status=503), Reply.ok(text="after the cut"))
+    reply = send(provider, rec)
+    [failure] = rec.failures
+    assert (failure.error_type, failure.will_retry) == ("connection_error", True)
+    assert reply.response["content"][0]["text"] == "after the cut" and reply.attempts == 2
+
+
 def test_async_truncated_200_is_not_retried(
     provider: AnthropicProvider, fake_api: FakeMessagesAPI, rec: Recorder
 ) -> None:
