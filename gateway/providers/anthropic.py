@@ -11,7 +11,10 @@ will put on the wire; the bytes actually sent are captured from the HTTP request
 
 Retries are the gateway's (the SDK's are off): ``on_attempt_failed`` sees every failed attempt,
 including the last, *before* any wait; if it raises, nothing more is sent and its exception
-propagates (the gateway fails closed when it cannot record an attempt).
+propagates (the gateway fails closed when it cannot record an attempt). A 2xx whose body breaks
+off while it is read is ``truncated_response`` (status and upstream request id kept) and is not
+retried: the upstream did the work. Failure messages never quote the upstream; its own words
+are in ``AttemptFailure.upstream_message``, for the audit database only.
 
 Long answers: every request carries an explicit timeout (``timeout_s``), so the SDK's
 "streaming required above 21,333 max_tokens" check does not apply and a non-streaming call
