@@ -38,6 +38,20 @@ MIRRORED = (
 )
 
 
+def as_bytes(value: object) -> bytes:
+    """A BLOB column's value as bytes, whatever type a hand-edit left in it.
+
+    SQLite keeps whatever type a statement wrote: ``replace(content, ...)`` turns a BLOB into
+    TEXT (and ``bytes(str)`` raises). Encoding gives the bytes that were written, so a digest
+    check then names the edit instead of crashing on it.
+    """
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return str(value).encode("utf-8")  # an INTEGER or REAL written over the BLOB
+
+
 class EventRow(NamedTuple):
     seq: int
     event_id: str
@@ -54,14 +68,10 @@ class EventRow(NamedTuple):
 
     @classmethod
     def from_db(cls, row: Sequence[Any]) -> EventRow:
-        """A row as stored, with the types a hand-edit may have changed put back.
-
-        SQLite keeps whatever type a statement wrote: ``replace(body, ...)`` turns the BLOB
-        into TEXT. Verify must still read such a row and name it, not crash on it.
-        """
+        """A row as stored, with the types a hand-edit may have changed put back (see
+        :func:`as_bytes`): verify must still read such a row and name it, not crash on it."""
         fields = list(row)
-        body = fields[9]
-        fields[9] = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        fields[9] = as_bytes(fields[9])
         fields[10], fields[11] = str(fields[10]), str(fields[11])
         return cls._make(fields)
 

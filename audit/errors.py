@@ -5,6 +5,7 @@ AuditStoreError
 ├── SchemaMismatch          the schema is behind (run `gateway db upgrade`) or newer than us
 ├── AppendFailed            an append could not be committed (nothing was written)
 ├── NotFound                no such seq or request id
+├── ContentMismatch         stored payload bytes no longer hash to the digest they are keyed by
 └── CheckpointError         a checkpoint file is unreadable or signed with another key
 """
 
@@ -37,6 +38,23 @@ class AppendFailed(AuditStoreError):
 
 class NotFound(AuditStoreError):
     exit_code = 2
+
+
+class ContentMismatch(AuditStoreError):
+    """Stored content no longer hashes to its digest: it was changed after it was written.
+
+    Raised on read, so altered bytes are never returned (the gateway would serve them as a
+    recorded answer). ``expected`` is the digest asked for, ``actual`` what the bytes hash to.
+    """
+
+    def __init__(self, expected: str, actual: str) -> None:
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"the stored payload {expected} hashes to {actual}: it was altered after it was "
+            "recorded, so it is not returned.",
+            hint="Run `gateway audit verify` and restore the database from a trusted copy.",
+        )
 
 
 class CheckpointError(AuditStoreError):

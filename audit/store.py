@@ -28,8 +28,17 @@ from audit._append import Appender, Prepared, prepare
 from audit._backend import Backend, db_reason
 from audit._group import GroupCommitter
 from audit.canonical import digest
-from audit.chain import GENESIS, MAX_DEFECTS, Census, EventRow, Verifier, parse_body, referenced
-from audit.errors import CheckpointError, DatabaseUnavailable, NotFound
+from audit.chain import (
+    GENESIS,
+    MAX_DEFECTS,
+    Census,
+    EventRow,
+    Verifier,
+    as_bytes,
+    parse_body,
+    referenced,
+)
+from audit.errors import CheckpointError, ContentMismatch, DatabaseUnavailable, NotFound
 from audit.migrate import check_at_head, current_revision, upgrade_engine
 from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
@@ -225,13 +234,19 @@ class AuditStore:
             last = rows[-1][0]
 
     def payload(self, content_digest: str) -> bytes:
+        """The stored bytes whose digest is ``content_digest``; :class:`ContentMismatch` if
+        the stored bytes no longer hash to it (so altered content is never returned)."""
         with self._backend.reader.connect() as conn:
             content = conn.execute(
                 select(Payload.content).where(Payload.digest == content_digest)
             ).scalar_one_or_none()
         if content is None:
             raise NotFound(f"there is no stored payload {content_digest}.")
-        return bytes(content)
+        data = as_bytes(content)
+        actual = digest(data)
+        if actual != content_digest:
+            raise ContentMismatch(content_digest, actual)
+        return data
 
     def policy_content(self, fingerprint: str) -> dict[str, Any] | None:
         with self._backend.reader.connect() as conn:
@@ -240,7 +255,7 @@ class AuditStore:
             ).scalar_one_or_none()
         if content is None:
             return None
-        parsed: dict[str, Any] = json.loads(content)
+        parsed: dict[str, Any] = json.loads(as_bytes(content))
         return parsed
 
     def head(self) -> tuple[int, str]:
@@ -336,7 +351,7 @@ def _content_digests(conn: Connection, refs: set[str]) -> Mapping[str, str | Non
     for model, key in ((Payload, Payload.digest), (PolicyVersion, PolicyVersion.fingerprint)):
         content = Payload.content if model is Payload else PolicyVersion.content
         for name, blob in conn.execute(select(key, content).where(key.in_(wanted))):
-            found[name] = digest(bytes(blob))
+            found[name] = digest(as_bytes(blob))
     return found
 
 

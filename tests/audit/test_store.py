@@ -29,6 +29,7 @@ def test_public_names_are_pinned() -> None:
         "AuditStoreError",
         "Checkpoint",
         "CheckpointError",
+        "ContentMismatch",
         "DatabaseUnavailable",
         "Defect",
         "DefectKind",
