@@ -152,15 +152,15 @@ def test_lone_surrogate_in_caller_is_an_input_error(gw: Gateway, db_url: str) ->
 
 # -- damaged policy files -------------------------------------------------------------------
 
-DAMAGE: dict[str, bytes] = {
+DAMAGE: dict[str, bytes | None] = {  # None: derived from the shipped file
     "empty": b"",
     "binary": bytes(range(256)),
     "not utf-8": b'schema = 1\ndescription = "\xff\xfe"\n',
     "truncated": b'schema = 1\ndescription = "half',
-    "unknown key": None,  # type: ignore[dict-item]  filled from the shipped file below
-    "wrong type": None,  # type: ignore[dict-item]
-    "missing prompt file": None,  # type: ignore[dict-item]
-    "future schema": None,  # type: ignore[dict-item]
+    "unknown key": None,
+    "wrong type": None,
+    "missing prompt file": None,
+    "future schema": None,
 }
 
 
