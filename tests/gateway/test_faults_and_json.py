@@ -38,10 +38,13 @@ def test_each_failed_attempt_is_recorded_once_then_the_response(
 def test_a_non_retryable_error_is_typed_recorded_and_carries_the_request_id(
     gw: Gateway, fake_api: FakeMessagesAPI, db_path: Path
 ) -> None:
-    fake_api.script(Reply.error(400, message="bad request"))
+    fake_api.script(Reply.error(400, message="max_tokens: ideas are too long"))
     with pytest.raises(UpstreamRejected) as caught:
         gw.complete("quant_strategy", "ideas")
     error = caught.value
+    assert "ideas are too long" not in str(error)  # upstream text may quote the prompt
+    attempt = next(e for e in events(db_path) if str(e.kind) == "attempt_failed")
+    assert attempt.data["upstream_message"] == "max_tokens: ideas are too long"
     assert error.status == 400
     assert error.request_id is not None
     assert kinds(db_path, error.request_id) == ["request", "attempt_failed", "failed"]
