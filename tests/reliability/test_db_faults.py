@@ -141,7 +141,7 @@ def test_disk_full_fails_closed_and_the_log_stays_sound(
     db = tmp_path / "audit.db"
     url = f"sqlite:///{db}"
     AuditStore.open(url).close()  # created and migrated before the limit, as in production
-    limit = db.stat().st_size + 256 * 1024
+    limit = db.stat().st_size + 768 * 1024
     prompts = [f"{n} " + "portfolio " * 2_000 for n in range(120)]  # ~20 KB each
     records = fork_server.run(
         {
