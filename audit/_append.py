@@ -2,6 +2,7 @@
 
     appender = Appender(backend)
     appender.commit([prepare(draft)])      # -> [Appended(seq=..., hash=..., ...)]
+    GroupCommitter(appender.commit, retry_alone=item_specific, interrupted=interrupted)
 
 ``prepare`` does everything that does not depend on the chain head (validation, canonical
 checks, payload digests), so a bad draft fails before it can hold up a group. ``commit``
@@ -19,7 +20,7 @@ from typing import Any
 from sqlalchemy import Insert, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, SQLAlchemyError
 
 from audit._backend import Backend, db_reason
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
@@ -92,6 +93,30 @@ def prepare(draft: EventDraft) -> Prepared:
         ),
         payload_digests=digests,
         policy_row=policy_row,
+    )
+
+
+def item_specific(exc: Exception) -> bool:
+    """Whether a failed batch is worth retrying item by item (``GroupCommitter.retry_alone``).
+
+    Yes when one event can be the cause: a constraint or a value the database refused
+    (IntegrityError, DataError), an error binding one row's values, an invalid event, or any
+    other non-database error. No when the database itself failed (lock timeout, I/O error,
+    disk full, lost connection, permission denied: every other DBAPI error), because each
+    retry would fail the same way after its own wait.
+    """
+    cause = exc.__cause__ if isinstance(exc, AppendFailed) else exc
+    if isinstance(cause, IntegrityError | DataError):
+        return True
+    return not isinstance(cause, DBAPIError | OSError)
+
+
+def interrupted(exc: BaseException) -> AppendFailed:
+    """What a waiting append raises when the thread committing its group was interrupted."""
+    return AppendFailed(
+        f"the audit record's group commit was interrupted ({type(exc).__name__}), so it is "
+        "not known to be committed.",
+        hint="Run `gateway audit show REQUEST_ID` to see what was recorded, then retry.",
     )
 
 

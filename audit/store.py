@@ -24,7 +24,7 @@ from sqlalchemy import ColumnElement, Connection, case, func, inspect, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit import checkpoint as cp
-from audit._append import Appender, Prepared, prepare
+from audit._append import Appender, Prepared, interrupted, item_specific, prepare
 from audit._backend import Backend, db_reason
 from audit._group import GroupCommitter
 from audit.canonical import digest
@@ -74,7 +74,9 @@ class AuditStore:
         self._backend = backend
         self.store_id = store_id
         self._appender = Appender(backend)
-        self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(self._appender.commit)
+        self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
+            self._appender.commit, retry_alone=item_specific, interrupted=interrupted
+        )
 
     # -- opening ------------------------------------------------------------------------------
 

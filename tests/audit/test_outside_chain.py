@@ -24,7 +24,8 @@ def _forge_below(raw: Raw, seq: int, *, answer: int = 666) -> str:
     """Copy the RESPONSE at seq 2 (request req-0) to ``seq``, with another answer."""
     row = _row(raw, 2)
     row[0], row[1] = seq, f"{abs(seq):032x}"
-    body = bytes(row[9])  # type: ignore[arg-type]
+    body = row[9]
+    assert isinstance(body, bytes)
     row[9] = body.replace(b'"n":0', f'"n":{answer}'.encode())
     _insert(raw, row)
     return str(row[8])  # request_hash

@@ -1,0 +1,171 @@
+"""Group commit under failure: a batch-wide error fails the batch at once; an item-specific
+one is retried alone; an interrupt never leaves a waiter hanging.
+
+Lock timeouts are real: a raw connection holds the SQLite write lock (or the PostgreSQL chain
+lock) while appenders queue behind it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from audit import AppendFailed, AuditStore, EventDraft, EventKind
+from audit._append import Appender, Prepared, item_specific, prepare
+from audit._backend import CHAIN_LOCK_KEY, Backend
+from audit._group import GroupCommitter
+from audit.models import Appended
+from tests.audit.conftest import Raw
+
+
+def _with_lock_timeout(url: str, seconds: float) -> str:
+    return f"{url}{'&' if '?' in url else '?'}lock_timeout={seconds}"
+
+
+class ChainLockHolder:
+    """Holds the chain lock from outside the store, the way another writer process would."""
+
+    def __init__(self, url: str) -> None:
+        self.raw = Raw(url)
+
+    def __enter__(self) -> ChainLockHolder:
+        if self.raw.dialect == "sqlite":
+            self.raw.execute("BEGIN IMMEDIATE")
+        else:
+            self.raw.execute("SELECT pg_advisory_lock(?)", (CHAIN_LOCK_KEY,))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.raw.dialect == "sqlite":
+            self.raw.execute("ROLLBACK")
+        else:
+            self.raw.execute("SELECT pg_advisory_unlock(?)", (CHAIN_LOCK_KEY,))
+        self.raw.close()
+
+
+@pytest.fixture
+def timed_store(any_url: str) -> Iterator[AuditStore]:
+    AuditStore.open(any_url).close()  # migrate the SQLite file before the lock is taken
+    with AuditStore.open(_with_lock_timeout(any_url, 1)) as opened:
+        yield opened
+
+
+def test_lock_timeout_fails_the_whole_batch_at_once(any_url: str, timed_store: AuditStore) -> None:
+    """8 threads, lock_timeout=1 s: all fail in about 2 s (two batches), not 1 + 7 x 1 s."""
+    failed_after: list[float] = []
+    others: list[BaseException] = []
+    lock = threading.Lock()
+
+    def append(n: int) -> None:
+        try:
+            timed_store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"r{n}"))
+        except AppendFailed:
+            with lock:
+                failed_after.append(time.monotonic() - start)
+        except BaseException as exc:
+            others.append(exc)
+
+    with ChainLockHolder(any_url):
+        start = time.monotonic()
+        workers = [threading.Thread(target=append, args=(n,), daemon=True) for n in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(timeout=30)
+    assert not others
+    assert len(failed_after) == 8
+    # One batch with the first thread, one with the seven that queued behind it. Before the
+    # fix the seven were retried one by one, each waiting the full second: the last at ~9 s.
+    assert max(failed_after) < 4.5, sorted(failed_after)
+    assert timed_store.group_commits <= 3
+    assert timed_store.append(EventDraft(kind=EventKind.REQUEST, request_id="after")).seq == 1
+
+
+def test_an_item_specific_error_is_retried_alone_on_a_real_database(any_url: str) -> None:
+    """The same prepared event twice in a group (duplicate event_id: an integrity error)
+    fails only the second copy; the other events of the group are committed."""
+    AuditStore.open(any_url).close()
+    backend = Backend.connect(any_url, "fsync")
+    committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
+        Appender(backend).commit, retry_alone=item_specific
+    )
+    twice = prepare(EventDraft(kind=EventKind.REQUEST, request_id="twice"))
+    items = [twice, twice] + [
+        prepare(EventDraft(kind=EventKind.REQUEST, request_id=f"r{n}")) for n in range(6)
+    ]
+    outcomes: list[Appended | BaseException | None] = [None] * len(items)
+
+    def submit(i: int) -> None:
+        try:
+            outcomes[i] = committer.submit(items[i])
+        except AppendFailed as exc:
+            outcomes[i] = exc
+
+    try:
+        with ChainLockHolder(any_url):  # so that the submissions queue into one group
+            workers = [threading.Thread(target=submit, args=(i,), daemon=True) for i in range(8)]
+            for w in workers:
+                w.start()
+            time.sleep(0.3)
+        for w in workers:
+            w.join(timeout=30)
+    finally:
+        backend.dispose()
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    assert len(errors) == 1, outcomes
+    assert "twice" not in str(errors[0])  # the message says why, not which request
+    committed = sorted(o.seq for o in outcomes if isinstance(o, Appended))
+    assert committed == list(range(1, 8))
+
+
+class Interrupt(BaseException):
+    """Like KeyboardInterrupt, without interrupting pytest."""
+
+
+def test_an_interrupt_during_retries_releases_every_waiter() -> None:
+    calls: list[list[int]] = []
+
+    def commit(batch: list[int]) -> list[int]:
+        calls.append(batch)
+        if batch == [10]:
+            time.sleep(0.3)  # the others queue up behind the first leader meanwhile
+        elif len(batch) > 1:
+            raise ValueError("one bad item")  # item-specific: retried one by one
+        elif batch == [13]:
+            raise Interrupt
+        return [n * 2 for n in batch]
+
+    committer: GroupCommitter[int, int] = GroupCommitter(commit)
+    outcomes: dict[int, object] = {}
+
+    def submit(n: int) -> None:
+        try:
+            outcomes[n] = committer.submit(n)
+        except BaseException as exc:
+            outcomes[n] = exc
+
+    workers = [threading.Thread(target=submit, args=(n,), daemon=True) for n in range(10, 18)]
+    for w in workers:
+        w.start()
+        time.sleep(0.02)  # queue order 11, 12, ... 17
+    for w in workers:
+        w.join(timeout=5)
+    assert not [w for w in workers if w.is_alive()], "a waiter was left hanging"
+    assert calls[1] == list(range(11, 18))
+    assert outcomes[10] == 20 and outcomes[12] == 24
+    # 11 led the second batch: the interrupt surfaces in its thread, where it happened
+    for n in (11, *range(13, 18)):
+        assert isinstance(outcomes[n], Interrupt), (n, outcomes[n])
+    assert committer.submit(99) == 198  # the committer is usable afterwards
+
+
+def test_the_classifier_separates_item_errors_from_batch_errors(any_url: str) -> None:
+    with AuditStore.open(_with_lock_timeout(any_url, 1)) as store:
+        store.append(EventDraft(kind=EventKind.REQUEST, request_id="r"))
+        with ChainLockHolder(any_url), pytest.raises(AppendFailed) as locked:
+            store.append(EventDraft(kind=EventKind.REQUEST, request_id="r2"))
+    assert not item_specific(locked.value)
+    assert item_specific(ValueError("a bug in one item"))
