@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from audit import AuditStore, EventKind, StoredEvent
-from audit.errors import NotFound
+from audit.errors import ContentMismatch, NotFound
 from gateway.errors import InputError
 from gateway.policy import Policy
 
@@ -133,13 +133,14 @@ def _last(events: tuple[StoredEvent, ...], kind: EventKind) -> StoredEvent | Non
 
 
 def payload(store: AuditStore, event: StoredEvent, name: str) -> bytes | None:
-    """A named payload of an event, or None if the event has none or the row is missing."""
+    """A named payload of an event, or None if the event has none, the row is missing, or its
+    bytes no longer match their digest (verify reports which)."""
     ref = event.payload_digests.get(name)
     if ref is None:
         return None
     try:
         return store.payload(ref)
-    except NotFound:
+    except (NotFound, ContentMismatch):
         return None
 
 

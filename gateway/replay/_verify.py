@@ -16,7 +16,7 @@ from typing import Any
 
 from audit import AuditStore, StoredEvent
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
-from audit.errors import NotFound
+from audit.errors import ContentMismatch, NotFound
 from gateway._pipeline import request_hash_for
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import GatewayError
@@ -142,6 +142,8 @@ def _payload_checks(store: AuditStore, recorded: Recorded) -> Iterator[Check]:
             except NotFound:
                 yield Check(name=f"payload:{name}", ok=False, detail=f"{ref} is missing")
                 continue
+            except ContentMismatch as exc:
+                actual = exc.actual
             ok = actual == ref
             detail = f"seq {event.seq} {name} re-hashes to {actual}"
             yield Check(name=f"payload:{name}", ok=ok, detail=detail)

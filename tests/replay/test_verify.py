@@ -107,3 +107,27 @@ def test_sent_bodies_without_an_rfc_8785_form_compare_byte_for_byte() -> None:
     assert not _same_json(b'{"model": "a", "t": NaN}', b'{"model": "b", "t": NaN}')
     assert _same_json(b'{"model": "a", "t": NaN}', b'{"model": "a", "t": NaN}')
     assert _same_json(b'{"a": 1, "b": 2.0}', b'{"b":2,"a":1}')  # canonical form when it has one
+
+
+def test_verify_fails_a_request_whose_recorded_body_was_altered(recorded: Recorded) -> None:
+    # Someone with the file drops the append-only triggers and rewrites a stored payload.
+    import sqlite3
+
+    rid = recorded.ids["compliance"]
+    with AuditStore.open(recorded.url, "os") as store:
+        ref = store.events_for_request(rid)[0].payload_digests["request_body"]
+    db = sqlite3.connect(recorded.url.removeprefix("sqlite:///"))
+    triggers = [r[0] for r in db.execute("select name from sqlite_master where type='trigger'")]
+    for name in triggers:
+        db.execute(f'drop trigger "{name}"')
+    db.execute(
+        "update payloads set content = replace(content, 'user', 'User') where digest = ?",
+        (ref,),
+    )
+    db.commit()
+    db.close()
+    report = replay(recorded.url, rid)
+    [result] = report.requests
+    assert result.outcome is Outcome.FAILED
+    failed = {c.name for c in result.checks if not c.ok}
+    assert "payload:request_body" in failed
