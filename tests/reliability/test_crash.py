@@ -72,14 +72,20 @@ def test_sigkill_at_random_points_loses_no_acknowledged_record(
 
     # No upstream call without a committed intent: each body the fake received is the
     # request_body payload of some REQUEST event.
-    received = {digest(r.body) for r in fake_api.requests}
+    # A child killed while writing its request leaves a truncated body at the fake; the real
+    # API would refuse it, so only complete requests count as upstream calls.
+    complete = [r for r in fake_api.requests if len(r.body) == int(r.headers["content-length"])]
+    received = {digest(r.body) for r in complete if r.json is not None}
     assert received <= state.intent_bodies
 
     # Interrupted requests show as incomplete; nothing else is left half-done.
     counts = Counter(state.statuses.values())
     assert set(counts) <= {"completed", "incomplete"}, counts
-    assert counts["completed"] == len(acks)
-    assert 0 < counts["incomplete"] <= KILLS * THREADS
+    # A kill between the outcome commit and the caller's return leaves an answer recorded
+    # that nobody saw: allowed (at most one per thread per kill), the reverse is not.
+    unseen = counts["completed"] - len(acks)
+    assert 0 <= unseen <= KILLS * THREADS
+    assert 0 < counts["incomplete"] <= KILLS * THREADS, (counts, len(fake_api.requests))
     for rid, status in state.statuses.items():
         if status == "incomplete":
             assert state.kinds[rid] == ("request",)
@@ -94,5 +100,6 @@ def test_sigkill_at_random_points_loses_no_acknowledged_record(
     assert listed == counts
     print(
         f"crash: kills={KILLS} acked={len(acks)} upstream_calls={len(fake_api.requests)} "
-        f"incomplete={counts['incomplete']} events={state.head_seq}"
+        f"incomplete={counts['incomplete']} recorded_unseen={unseen} "
+        f"truncated_sends={len(fake_api.requests) - len(received)} events={state.head_seq}"
     )

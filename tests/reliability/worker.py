@@ -31,6 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+# The gateway imports the SDK on its first Claude request (~1-2 s); loading it here, before any
+# fork, keeps every child's kill window on the request path instead of inside an import.
+import gateway.providers.anthropic  # noqa: F401
 from gateway import Gateway, GatewayError, Settings
 from gateway.logging import configure_logging
 
