@@ -12,14 +12,15 @@ payloads, policies and events in one transaction.
 
 from __future__ import annotations
 
+import json
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Insert, insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Table
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, SQLAlchemyError
 
 from audit._backend import Backend, db_reason
@@ -27,7 +28,7 @@ from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.chain import GENESIS, event_body, link_hash
 from audit.errors import AppendFailed, InvalidEvent
 from audit.models import Appended, EventDraft
-from audit.schema import Event, Payload, PolicyVersion
+from audit.schema import metadata
 
 APPEND_HINT = (
     "Nothing was written. Check that the audit database is reachable, writable and has disk "
@@ -41,9 +42,11 @@ class Prepared:
 
     draft: EventDraft
     event_id: str
+    data_bytes: bytes  # canonical ``draft.data``: computed once, spliced into the body
     payload_rows: tuple[dict[str, Any], ...]
     payload_digests: dict[str, str]
-    policy_row: dict[str, Any] | None
+    policy_ref: str | None
+    policy_row: dict[str, Any] | None  # None when the row is known to be committed already
 
     def event_row(self, seq: int, prev: str, now: datetime, durability: str) -> dict[str, Any]:
         """The events row at ``seq`` after ``prev``: what needs the chain lock."""
@@ -62,25 +65,65 @@ class Prepared:
         body = event_body(
             **columns,
             durability=durability,
-            data=d.data,
+            data=self.data_bytes,
             payloads=self.payload_digests,
-            policy_ref=self.policy_row["fingerprint"] if self.policy_row else None,
+            policy_ref=self.policy_ref,
         )
         return {**columns, "body": body, "prev_hash": prev, "hash": link_hash(prev, body)}
 
 
-def prepare(draft: EventDraft) -> Prepared:
+class Known:
+    """Content rows this process has seen committed, so an append need not write them again.
+
+    Payload and policy rows are content-addressed and append-only, so once committed a row
+    stays. Only rows from a transaction that committed are added. A policy is kept with its
+    content (parsed back from the canonical bytes that were checked against the fingerprint),
+    so a draft skips re-canonicalising the policy only when it carries that same content.
+    """
+
+    LIMIT = 100_000  # digests; past it the set starts over (a cache, never a source of truth)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.payloads: set[str] = set()
+        self.policies: dict[str, dict[str, Any]] = {}
+
+    def committed(self, batch: list[Prepared]) -> None:
+        with self._lock:
+            if len(self.payloads) > self.LIMIT:
+                self.payloads = set()
+            if len(self.policies) > 1000:
+                self.policies = {}
+            for item in batch:
+                self.payloads.update(r["digest"] for r in item.payload_rows)
+                row = item.policy_row
+                if row is not None:
+                    self.policies[row["fingerprint"]] = json.loads(row["content"])
+
+
+def _policy(draft: EventDraft, known: Known | None) -> dict[str, Any] | None:
+    """The policies row to write for ``draft`` (None if none, or known committed)."""
+    content = draft.policy_content
+    if content is None:
+        return None
+    fingerprint = draft.policy_fingerprint
+    if known is not None and fingerprint is not None:
+        seen = known.policies.get(fingerprint)
+        if seen is not None and seen == content:
+            return None  # that row exists and this content is what it holds
+    canonical = canonical_bytes(content)
+    if digest(canonical) != fingerprint:
+        raise InvalidEvent(
+            "the policy content does not hash to the event's policy_fingerprint.",
+            hint="Pass the policy's content() and its fingerprint together.",
+        )
+    return {"fingerprint": fingerprint, "content": canonical}
+
+
+def prepare(draft: EventDraft, known: Known | None = None) -> Prepared:
     try:
-        canonical_bytes(draft.data)  # fail here, before the lock, not inside a batch
-        policy_row = None
-        if draft.policy_content is not None:
-            content = canonical_bytes(draft.policy_content)
-            if digest(content) != draft.policy_fingerprint:
-                raise InvalidEvent(
-                    "the policy content does not hash to the event's policy_fingerprint.",
-                    hint="Pass the policy's content() and its fingerprint together.",
-                )
-            policy_row = {"fingerprint": draft.policy_fingerprint, "content": content}
+        data_bytes = canonical_bytes(draft.data)  # fail here, before the lock, not in a batch
+        policy_row = _policy(draft, known)
     except CanonicalizationError as exc:
         raise InvalidEvent(f"the event data cannot be recorded: {exc}.") from None
     digests = {name: digest(b) for name, b in draft.payloads.items()}
@@ -88,10 +131,12 @@ def prepare(draft: EventDraft) -> Prepared:
     return Prepared(
         draft=draft,
         event_id=uuid.uuid4().hex,
+        data_bytes=data_bytes,
         payload_rows=tuple(
             {"digest": key, "size": len(b), "content": b} for key, b in rows.items()
         ),
         payload_digests=digests,
+        policy_ref=draft.policy_fingerprint if draft.policy_content is not None else None,
         policy_row=policy_row,
     )
 
@@ -120,25 +165,77 @@ def interrupted(exc: BaseException) -> AppendFailed:
     )
 
 
+# The hot path's statements, written once as driver SQL: building and compiling Core
+# constructs on every append cost more than the SQLite work itself. The SQL is the same on
+# both backends but for the placeholder; column values go through each column's own bind
+# processor (see _Columns), so the stored values are the ones Core would have written.
+_HEAD_SQL = "SELECT seq, hash FROM events WHERE seq >= 1 ORDER BY seq DESC LIMIT 1"
+_EVENT_COLUMNS = (
+    "seq",
+    "event_id",
+    "request_id",
+    "kind",
+    "recorded_at",
+    "task",
+    "caller",
+    "policy_fingerprint",
+    "request_hash",
+    "body",
+    "prev_hash",
+    "hash",
+)
+_PAYLOAD_COLUMNS = ("digest", "size", "content")
+_POLICY_COLUMNS = ("fingerprint", "content")
+
+
+class _Insert:
+    """One INSERT as driver SQL, with the bind processors of the table's columns."""
+
+    def __init__(
+        self, table: Table, columns: tuple[str, ...], dialect: Dialect, *, ignore: bool
+    ) -> None:
+        mark = "?" if dialect.paramstyle == "qmark" else "%s"
+        self.sql = (
+            f"INSERT INTO {table.name} ({', '.join(columns)}) "
+            f"VALUES ({', '.join([mark] * len(columns))})"
+            + (" ON CONFLICT DO NOTHING" if ignore else "")
+        )
+        self._columns = columns
+        self._processors = [table.c[name].type.bind_processor(dialect) for name in columns]
+
+    def params(self, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        out = []
+        for row in rows:
+            out.append(
+                tuple(
+                    row[name] if proc is None else proc(row[name])
+                    for name, proc in zip(self._columns, self._processors, strict=True)
+                )
+            )
+        return out
+
+    def run(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
+        conn.exec_driver_sql(self.sql, self.params(rows))
+
+
 class Appender:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
-
-    def _insert_ignoring_duplicates(self, model: type[Payload] | type[PolicyVersion]) -> Insert:
-        if self._backend.dialect == "postgresql":
-            return pg_insert(model).on_conflict_do_nothing()
-        return sqlite_insert(model).on_conflict_do_nothing()
+        self.known = Known()
+        dialect = backend.writer.dialect
+        self._events = _Insert(metadata.tables["events"], _EVENT_COLUMNS, dialect, ignore=False)
+        self._payloads = _Insert(
+            metadata.tables["payloads"], _PAYLOAD_COLUMNS, dialect, ignore=True
+        )
+        self._policies = _Insert(metadata.tables["policies"], _POLICY_COLUMNS, dialect, ignore=True)
 
     def commit(self, batch: list[Prepared]) -> list[Appended]:
+        known = self.known
         try:
             with self._backend.writer.begin() as conn:
                 self._backend.lock_chain(conn)
-                head = conn.execute(
-                    select(Event.seq, Event.hash)
-                    .where(Event.seq >= 1)  # a forged row below 1 is not part of the chain
-                    .order_by(Event.seq.desc())
-                    .limit(1)
-                ).first()
+                # A forged row below 1 is not part of the chain, so the head ignores it.
+                head = conn.exec_driver_sql(_HEAD_SQL).first()
                 seq, prev = (head[0], head[1]) if head else (0, GENESIS)
                 now = datetime.now(UTC)
                 events: list[dict[str, Any]] = []
@@ -153,19 +250,21 @@ class Appender:
                         Appended(seq=seq, hash=row["hash"], event_id=item.event_id, recorded_at=now)
                     )
                     prev = row["hash"]
-                    payloads.update({r["digest"]: r for r in item.payload_rows})
-                    if item.policy_row:
-                        policies[item.policy_row["fingerprint"]] = item.policy_row
+                    for r in item.payload_rows:
+                        if r["digest"] not in known.payloads:
+                            payloads[r["digest"]] = r
+                    policy = item.policy_row
+                    if policy and policy["fingerprint"] not in known.policies:
+                        policies[policy["fingerprint"]] = policy
                 if payloads:
-                    conn.execute(self._insert_ignoring_duplicates(Payload), list(payloads.values()))
+                    self._payloads.run(conn, list(payloads.values()))
                 if policies:
-                    conn.execute(
-                        self._insert_ignoring_duplicates(PolicyVersion), list(policies.values())
-                    )
-                conn.execute(insert(Event), events)
-            return results
+                    self._policies.run(conn, list(policies.values()))
+                self._events.run(conn, events)
         except SQLAlchemyError as exc:
             reason = db_reason(exc)
             raise AppendFailed(
                 f"the audit record could not be committed ({reason}).", hint=APPEND_HINT
             ) from exc
+        known.committed(batch)
+        return results

@@ -112,11 +112,19 @@ def event_body(
     policy_fingerprint: str | None,
     request_hash: str | None,
     durability: str,
-    data: Mapping[str, Any],
+    data: Mapping[str, Any] | bytes,
     payloads: Mapping[str, str],
     policy_ref: str | None,
 ) -> bytes:
-    return canonical_bytes(
+    """The RFC 8785 bytes of an event; ``data`` may be given as its canonical bytes already.
+
+    The append path canonicalises ``data`` once (to refuse it before the chain lock) and passes
+    those bytes here, so the largest member is never canonicalised twice. The body is composed
+    from canonical parts exactly as RFC 8785 lays out an object: members sorted by key
+    (``caller`` < ``data`` < every other key; all ASCII), ``"key":value`` joined by commas.
+    """
+    data_bytes = data if isinstance(data, bytes) else canonical_bytes(dict(data))
+    rest = canonical_bytes(
         {
             "v": BODY_VERSION,
             "seq": seq,
@@ -125,14 +133,16 @@ def event_body(
             "kind": kind,
             "recorded_at": format_time(recorded_at),
             "task": task,
-            "caller": caller,
+            "durability": durability,
             "policy_fingerprint": policy_fingerprint,
             "request_hash": request_hash,
-            "durability": durability,
-            "data": dict(data),
             "payloads": dict(payloads),
             "policy_ref": policy_ref,
         }
+    )
+    # rest is b'{"durability":...}': every one of its keys sorts after "data".
+    return b"".join(
+        (b'{"caller":', canonical_bytes(caller), b',"data":', data_bytes, b",", rest[1:])
     )
 
 

@@ -138,11 +138,12 @@ class AuditStore:
     # -- appending ----------------------------------------------------------------------------
 
     def append(self, draft: EventDraft) -> Appended:
-        return self._committer.submit(prepare(draft))
+        return self._committer.submit(prepare(draft, self._appender.known))
 
     def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
         """Append several events atomically in one transaction (imports, benchmarks)."""
-        return self._appender.commit([prepare(d) for d in drafts]) if drafts else []
+        known = self._appender.known
+        return self._appender.commit([prepare(d, known) for d in drafts]) if drafts else []
 
     # -- reading ------------------------------------------------------------------------------
 
