@@ -162,6 +162,23 @@ class _CaptureTransport(httpx2.BaseTransport):
         raise _BodyCaptured(request.read())
 
 
+class _CaptureHttpClient(anthropic.DefaultHttpxClient):
+    """Stops at the first point where the SDK has the body bytes, so nothing after it runs.
+
+    The SDK serialises the JSON body itself and hands httpx the finished bytes as
+    ``content``; httpx sends bytes ``content`` verbatim, so those are the wire bytes. Stopping
+    there skips building an httpx request, the transport, and the SDK's error wrapping, which
+    were most of the cost. Any other shape of body (not bytes) takes the full path to the
+    capture transport, as before.
+    """
+
+    def build_request(self, *args: Any, **kwargs: Any) -> httpx2.Request:
+        content = kwargs.get("content")
+        if isinstance(content, bytes) and not any(kwargs.get(k) for k in ("data", "files", "json")):
+            raise _BodyCaptured(content)
+        return super().build_request(*args, **kwargs)
+
+
 def build_capture_client() -> anthropic.Anthropic:
     """A client whose requests never leave the process; see :func:`wire_bytes`."""
     return anthropic.Anthropic(
@@ -169,7 +186,7 @@ def build_capture_client() -> anthropic.Anthropic:
         base_url="http://capture.invalid",
         max_retries=0,
         timeout=httpx2.Timeout(60.0),
-        http_client=anthropic.DefaultHttpxClient(transport=_CaptureTransport()),
+        http_client=_CaptureHttpClient(transport=_CaptureTransport()),
     )
 
 
@@ -177,11 +194,13 @@ def wire_bytes(capture_client: anthropic.Anthropic, body: Mapping[str, Any]) -> 
     """The body bytes the SDK puts on the wire for ``body``, produced by the SDK itself.
 
     The SDK's own serialisation runs (same ``create()`` call, same JSON encoder) against a
-    transport that keeps the bytes and sends nothing, so this cannot drift from ``send()``.
+    client that keeps the bytes and sends nothing, so this cannot drift from ``send()``.
     """
     try:
         capture_client.messages.create(**split_body(body), timeout=60.0)
-    except anthropic.APIConnectionError as exc:
+    except _BodyCaptured as captured:  # raised before the SDK sends (see _CaptureHttpClient)
+        return captured.content
+    except anthropic.APIConnectionError as exc:  # the full path: the capture transport
         if isinstance(exc.__cause__, _BodyCaptured):
             return exc.__cause__.content
         raise
