@@ -72,6 +72,11 @@ class _Core:
             local_versions=self.local,
             policy_transform=_compose(offline_policy if offline else None, policy_transform),
         )
+        key = settings.anthropic_api_key
+        if key is not None and key.get_secret_value() and not offline:
+            # Build the provider now, so a service pays the SDK's import (about a second) at
+            # start-up rather than on its first request.
+            self.anthropic()
 
     def anthropic(self) -> AnthropicProvider:
         with self._anthropic_lock:  # one provider (and connection pool) per gateway
@@ -86,8 +91,8 @@ class _Core:
                     hint="Set ANTHROPIC_API_KEY, or run offline on the local model "
                     "(gateway ask --offline ...).",
                 )
-            # Imported here: the SDK costs about a second of start-up, and offline runs and
-            # replay hits never need it.
+            # Imported here: the SDK costs about a second of start-up, which offline runs and
+            # commands that never call Claude should not pay.
             from gateway.providers.anthropic import AnthropicProvider
 
             self._anthropic = AnthropicProvider(
