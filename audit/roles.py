@@ -1,8 +1,11 @@
 """PostgreSQL roles for the audit database: the application may INSERT and SELECT, never more.
 
     grant("postgresql+psycopg://admin@db/audit", "gateway_app")              # appenders
-    grant("postgresql+psycopg://admin@db/audit", "auditor", read_only=True)  # verify, list, show
+    grant("postgresql+psycopg://admin@db/audit", "auditor", read_only=True)  # reviewers
 
+A reviewer (``read_only``) reads every table and may INSERT into ``events`` only, because its
+exports and checkpoints record themselves; the row-level security policies of migration 0003
+let a role without INSERT on ``payloads`` append only ``export`` and ``checkpoint`` events.
 Run as the owner of the tables (the role that ran `gateway db upgrade`). The owner and
 superusers can still drop the triggers; checkpoints exist for that (docs/audit.md).
 """
@@ -19,6 +22,9 @@ from audit.errors import DatabaseUnavailable
 from audit.migrate import check_at_head
 
 APPEND_TABLES = ("events", "payloads", "policies")
+# What a reviewer's own records need: EXPORT and CHECKPOINT events carry no payload or policy.
+# Holding INSERT on payloads is what marks a full appender to the events policies (0003).
+REVIEW_TABLES = ("events",)
 READ_TABLES = (*APPEND_TABLES, "audit_meta", "alembic_version")
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -44,8 +50,8 @@ def grant(url: str, role: str, *, read_only: bool = False) -> list[str]:
         f"GRANT USAGE ON SCHEMA public TO {role}",
         f"GRANT SELECT ON {tables} TO {role}",
     ]
-    if not read_only:
-        statements.append(f"GRANT INSERT ON {', '.join(APPEND_TABLES)} TO {role}")
+    inserts = REVIEW_TABLES if read_only else APPEND_TABLES
+    statements.append(f"GRANT INSERT ON {', '.join(inserts)} TO {role}")
     try:
         with backend.writer.begin() as conn:
             check_at_head(conn)

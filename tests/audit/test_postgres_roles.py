@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import psycopg
 import pytest
 
@@ -49,21 +52,154 @@ def test_granted_app_role_appends_and_reads_but_cannot_change(
                 conn.execute(sql)
 
 
-def test_read_only_role_can_verify_but_not_append(
-    postgres_server: PostgresServer, pg_url: str
+def _owned_database(server: PostgresServer, owner: str) -> str:
+    """A new database owned by a LOGIN role that is not a superuser, as in production."""
+    _create_role(server, owner)
+    name = server.create_database()
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" OWNER TO {owner}')
+    with psycopg.connect(server.dsn(name), autocommit=True) as conn:
+        conn.execute(f"ALTER SCHEMA public OWNER TO {owner}")
+    return name
+
+
+REVIEWER_FORBIDDEN = (
+    "UPDATE events SET caller = 'x'",
+    "DELETE FROM events",
+    "TRUNCATE events",
+    "INSERT INTO payloads (digest, size, content) VALUES ('sha256:x', 1, 'x')",
+    "INSERT INTO policies (fingerprint, content) VALUES ('sha256:x', 'x')",
+    "ALTER TABLE events DISABLE ROW LEVEL SECURITY",
+    "ALTER TABLE events DISABLE TRIGGER USER",
+    "DROP POLICY events_append ON events",
+    "CREATE POLICY mine ON events FOR INSERT WITH CHECK (true)",
+    # the row check itself: a forged request row, straight through the driver
+    "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, prev_hash, hash) "
+    "VALUES (99, 'e99', 'forged', 'request', now(), 'x', 'p', 'h')",
+)
+
+
+def test_reviewer_appends_only_the_records_of_its_own_reads(
+    postgres_server: PostgresServer,
 ) -> None:
+    from audit.export import export_events
     from audit.migrate import upgrade
 
-    upgrade(pg_url)
+    db = _owned_database(postgres_server, "audit_owner")
+    owner_url = postgres_server.url(db, "audit_owner")
+    upgrade(owner_url)  # the owner is not a superuser: it bypasses row security as owner
     _create_role(postgres_server, "auditor")
-    grant(pg_url, "auditor", read_only=True)
-    with AuditStore.open(pg_url) as owner:
-        owner.append(EventDraft(kind=EventKind.REQUEST, request_id="r1"))
-    with AuditStore.open(postgres_server.url(_database(pg_url), "auditor")) as store:
+    statements = grant(owner_url, "auditor", read_only=True)
+    assert statements[-1] == "GRANT INSERT ON events TO auditor"
+    with AuditStore.open(owner_url) as owner:
+        owner.append(EventDraft(kind=EventKind.REQUEST, request_id="r1", payloads={"b": b"x"}))
+
+    with AuditStore.open(postgres_server.url(db, "auditor")) as store:
         assert store.verify().ok
-        with pytest.raises(AppendFailed, match="permission denied"):
-            store.append(EventDraft(kind=EventKind.EXPORT, request_id="e1"))
-        assert store.head()[0] == 1
+        signed = store.checkpoint(None)
+        out = io.StringIO()
+        summary = export_events(store, out, "jsonl", reviewer="auditor")
+        assert (signed.seq, summary.export_seq, summary.events) == (2, 3, 2)
+        assert [json.loads(line)["kind"] for line in out.getvalue().splitlines()] == [
+            "request",
+            "checkpoint",
+        ]
+        for kind in (EventKind.REQUEST, EventKind.RESPONSE, EventKind.CACHE_HIT):
+            with pytest.raises(AppendFailed, match="row-level security"):
+                store.append(EventDraft(kind=kind, request_id="forged"))
+        with pytest.raises(AppendFailed, match="permission denied for table payloads"):
+            store.append(EventDraft(kind=EventKind.EXPORT, request_id="e", payloads={"b": b"y"}))
+        assert store.head()[0] == 3
+    refused = 0
+    with psycopg.connect(postgres_server.dsn(db, "auditor"), autocommit=True) as conn:
+        for sql in REVIEWER_FORBIDDEN:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql)
+            refused += 1
+    assert refused == len(REVIEWER_FORBIDDEN)
+    with AuditStore.open(owner_url) as owner:
+        report = owner.verify()
+        assert report.ok and report.head_seq == 3
+        assert [e.kind for e in owner.iter_events()] == [
+            EventKind.REQUEST,
+            EventKind.CHECKPOINT,
+            EventKind.EXPORT,
+        ]
+
+
+def _rls(dsn: str) -> tuple[bool, bool, set[str]]:
+    """(row security on, forced, policy names) for events."""
+    with psycopg.connect(dsn) as conn:
+        on = conn.execute(
+            "SELECT relrowsecurity, relforcerowsecurity FROM pg_class "
+            "WHERE oid = 'events'::regclass"
+        ).fetchone()
+        names = conn.execute("SELECT policyname FROM pg_policies WHERE tablename = 'events'")
+        assert on is not None
+        return on[0], on[1], {r[0] for r in names}
+
+
+def test_grants_from_before_row_security_keep_working_and_downgrade_restores_them(
+    postgres_server: PostgresServer,
+) -> None:
+    from sqlalchemy import create_engine
+
+    from audit.migrate import downgrade_engine, upgrade, upgrade_engine
+
+    db = _owned_database(postgres_server, "audit_owner")
+    owner_url = postgres_server.url(db, "audit_owner")
+    engine = create_engine(owner_url)
+    try:
+        upgrade_engine(engine, "0002")
+        for role in ("legacy_app", "legacy_reader"):
+            _create_role(postgres_server, role)
+        with psycopg.connect(postgres_server.dsn(db, "audit_owner"), autocommit=True) as conn:
+            # what `gateway db grant` ran before revision 0003
+            read = "events, payloads, policies, audit_meta, alembic_version"
+            conn.execute(f"GRANT SELECT ON {read} TO legacy_app, legacy_reader")
+            conn.execute("GRANT INSERT ON events, payloads, policies TO legacy_app")
+        upgrade(owner_url)
+        assert _rls(postgres_server.dsn(db)) == (
+            True,
+            False,
+            {"events_read", "events_append", "events_append_reads"},
+        )
+        app_url = postgres_server.url(db, "legacy_app")
+        reader_url = postgres_server.url(db, "legacy_reader")
+        with AuditStore.open(app_url) as app:  # an appender granted earlier: every kind
+            app.append(EventDraft(kind=EventKind.REQUEST, request_id="r", payloads={"b": b"x"}))
+            app.append(EventDraft(kind=EventKind.RESPONSE, request_id="r"))
+        with AuditStore.open(reader_url) as reader:  # read-only as granted: still no INSERT
+            assert reader.verify().ok
+            with pytest.raises(AppendFailed, match="permission denied for table events"):
+                reader.checkpoint(None)
+        grant(owner_url, "legacy_reader", read_only=True)  # granted again: a reviewer
+        with AuditStore.open(reader_url) as reader:
+            assert reader.checkpoint(None).seq == 3
+
+        downgrade_engine(engine, "0002")
+        assert _rls(postgres_server.dsn(db)) == (False, False, set())
+        # without row security the reviewer's INSERT would allow any kind: it was revoked
+        reader_dsn = postgres_server.dsn(db, "legacy_reader")
+        with (
+            psycopg.connect(reader_dsn, autocommit=True) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute(
+                "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, "
+                "prev_hash, hash) VALUES (9, 'e9', 'f', 'request', now(), 'x', 'p', 'h')"
+            )
+        with psycopg.connect(postgres_server.dsn(db, "legacy_app"), autocommit=True) as conn:
+            assert conn.execute("SELECT has_table_privilege('events', 'INSERT')").fetchone() == (
+                True,
+            )
+        upgrade(owner_url)
+    finally:
+        engine.dispose()
+    with AuditStore.open(app_url) as app:
+        app.append(EventDraft(kind=EventKind.REQUEST, request_id="again"))
+        report = app.verify()
+    assert report.ok and report.head_seq == 4
 
 
 def test_grant_refuses_unknown_roles_and_sqlite(pg_url: str, sqlite_url: str) -> None:
@@ -93,7 +229,7 @@ def test_server_restart_fails_one_append_closed_then_recovers(
                 store.append(EventDraft(kind=EventKind.REQUEST, request_id="down"))
         finally:
             postgres_server.start()
-        outcomes = []
+        outcomes: list[int | None] = []
         for n in range(3):  # stale pooled connections fail closed, then the pool reconnects
             try:
                 outcomes.append(
