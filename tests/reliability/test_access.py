@@ -1,14 +1,17 @@
 """Scenario 7: who may do what on a PostgreSQL audit database.
 
 Guarantee (docs/audit.md, "Append-only enforcement"): a role given ``gateway db grant`` can
-append and read but cannot UPDATE, DELETE, TRUNCATE or ALTER the audit tables; a role given
-``gateway db grant --read-only`` can list, show and verify, and cannot append - not through
-the store and not through the gateway, which then fails closed before any upstream call.
+append and read but cannot UPDATE, DELETE, TRUNCATE or ALTER the audit tables; a reviewer,
+given ``gateway db grant --read-only``, can list, show, verify, export and checkpoint (the
+export and checkpoint record themselves as events, so reviewers' reads stay audited), and can
+append nothing else - not through the store, not through the gateway (which then fails closed
+before any upstream call) and not with its own SQL.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import psycopg
@@ -34,11 +37,24 @@ FORBIDDEN = (
     "ALTER TABLE events DISABLE TRIGGER USER",
     "DROP TABLE events",
 )
+# What only the reviewer is refused: the row-level security of migration 0003 and the tables
+# it has no INSERT on. The application role may do these, so they are not in FORBIDDEN.
+REVIEWER_FORBIDDEN = (
+    "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, prev_hash, hash) "
+    "VALUES (99, 'e99', 'forged', 'response', now(), 'x', 'p', 'h')",
+    "INSERT INTO payloads (digest, size, content) VALUES ('sha256:x', 1, 'x')",
+    "INSERT INTO policies (fingerprint, content) VALUES ('sha256:x', 'x')",
+    "ALTER TABLE events DISABLE ROW LEVEL SECURITY",
+    "DROP POLICY events_append ON events",
+)
 
 
-def _cli(args: list[str], url: str, policy_dir: Path, fake: FakeMessagesAPI) -> Result:
+def _cli(
+    args: list[str], url: str, policy_dir: Path, fake: FakeMessagesAPI, key: str = ""
+) -> Result:
     env = {
         "GATEWAY_DATABASE_URL": url,
+        "GATEWAY_CHECKPOINT_KEY": key or None,
         "GATEWAY_POLICY_DIR": str(policy_dir),
         "ANTHROPIC_API_KEY": "sk-ant-access",
         "ANTHROPIC_BASE_URL": fake.base_url,
@@ -53,7 +69,11 @@ def _role(server: PostgresServer, role: str) -> None:
 
 
 def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
-    postgres_server: PostgresServer, pg_url: str, fake_api: FakeMessagesAPI, policy_dir: Path
+    postgres_server: PostgresServer,
+    pg_url: str,
+    fake_api: FakeMessagesAPI,
+    policy_dir: Path,
+    tmp_path: Path,
 ) -> None:
     """Grants through the CLI, then every forbidden statement and every reviewer command."""
     db = pg_url.rsplit("/", 1)[1]
@@ -82,6 +102,11 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(sql)
                 refused += 1
+    with psycopg.connect(postgres_server.dsn(db, "gateway_reviewer"), autocommit=True) as conn:
+        for sql in REVIEWER_FORBIDDEN:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql)
+            refused += 1
 
     # The reviewer reads, lists, shows and verifies.
     listed = _cli(["audit", "list", "--format", "jsonl"], reviewer_url, policy_dir, fake_api)
@@ -93,18 +118,34 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
     verified = _cli(["audit", "verify"], reviewer_url, policy_dir, fake_api)
     assert verified.exit_code == 0, verified.output
 
-    # The reviewer cannot append: not directly, and not by asking through the gateway.
-    with AuditStore.open(reviewer_url) as store, pytest.raises(AppendFailed):
-        store.append(EventDraft(kind=EventKind.REQUEST, request_id="forged"))
+    # The reviewer exports and checkpoints; each read is recorded before it streams or signs.
+    exported = _cli(["audit", "export", "--format", "jsonl"], reviewer_url, policy_dir, fake_api)
+    assert exported.exit_code == 0, exported.output
+    records = [json.loads(x) for x in exported.stdout.splitlines() if x.strip()]
+    assert [r["kind"] for r in records] == ["request", "response"]
+    assert "recorded as seq 3" in exported.stderr
+    key, head = secrets.token_hex(32), tmp_path / "head.json"
+    signed = _cli(["audit", "checkpoint", "-o", str(head)], reviewer_url, policy_dir, fake_api, key)
+    assert signed.exit_code == 0, signed.output
+    assert json.loads(head.read_text())["seq"] == 4
+    checked = _cli(
+        ["audit", "verify", "--checkpoint", str(head)], reviewer_url, policy_dir, fake_api, key
+    )
+    assert checked.exit_code == 0, checked.output
+
+    # The reviewer appends nothing else: not directly, and not by asking through the gateway.
+    with AuditStore.open(reviewer_url) as store:
+        for kind in (EventKind.REQUEST, EventKind.RESPONSE):
+            with pytest.raises(AppendFailed, match="row-level security"):
+                store.append(EventDraft(kind=kind, request_id="forged"))
     calls = len(fake_api.requests)
     asked = _cli(["ask", "quant_strategy", "sneak"], reviewer_url, policy_dir, fake_api)
     assert asked.exit_code == 4 and "Traceback" not in asked.output
+    assert asked.stderr.startswith("error: ")
     assert len(fake_api.requests) == calls, "an upstream call without a committed intent"
-    # Export records itself before it streams (reviewer reads are audited), so a role that
-    # cannot insert gets one line and exit 4 - by design, see docs/reliability.md.
-    exported = _cli(["audit", "export", "--format", "jsonl"], reviewer_url, policy_dir, fake_api)
-    assert exported.exit_code == 4 and exported.stderr.startswith("error: ")
     with AuditStore.open(pg_url) as store:
         assert store.verify().ok
-        assert {e.request_id for e in store.iter_events()} == {answered.request_id}
-    print(f"access: forbidden statements refused={refused}")
+        events = list(store.iter_events())
+    assert [e.kind for e in events[2:]] == [EventKind.EXPORT, EventKind.CHECKPOINT]
+    assert {e.request_id for e in events[:2]} == {answered.request_id}
+    print(f"access: forbidden statements refused={refused}, reviewer records={len(events) - 2}")
