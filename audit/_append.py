@@ -15,13 +15,22 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Engine, Table
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    SQLAlchemyError,
+    StatementError,
+)
+from sqlalchemy.pool import PoolProxiedConnection
 
 from audit._backend import Backend, db_reason
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
@@ -214,8 +223,111 @@ class _Insert:
             )
         return out
 
-    def run(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
-        conn.exec_driver_sql(self.sql, self.params(rows))
+
+# Runs one statement inside the append transaction: with params, executemany and no rows back;
+# without, execute and every row back.
+Run = Callable[[str, "list[tuple[Any, ...]] | None"], list[Any]]
+
+
+class _SqliteWriter:
+    """The SQLite append transaction on one DBAPI connection held for the store's lifetime.
+
+    An append is a handful of tiny statements; SQLAlchemy's per-statement and per-transaction
+    bookkeeping (pool checkout, execution contexts, result objects) cost more than SQLite's own
+    work, so the hot path talks to the driver directly. The connection comes from the writer
+    engine (its connect hook set busy_timeout, WAL and the synchronous level) and runs in
+    driver autocommit mode, so BEGIN IMMEDIATE / COMMIT are ours, exactly as on the engine.
+    Driver errors are wrapped as SQLAlchemy does (IntegrityError, OperationalError, ...), so
+    callers classify them the same way.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._dialect = engine.dialect
+        self._error: type[Exception] = engine.dialect.loaded_dbapi.Error
+        self._lock = threading.Lock()  # append_many may run beside a group leader
+        self._proxy: PoolProxiedConnection | None = None
+
+    def _connection(self) -> Any:
+        if self._proxy is None:
+            self._proxy = self._engine.raw_connection()
+        return self._proxy.dbapi_connection
+
+    def _abandon(self, conn: Any) -> None:
+        """After a failure: end the transaction, or drop a connection that cannot."""
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except self._error:
+            proxy, self._proxy = self._proxy, None
+            if proxy is not None:
+                with suppress(Exception):  # it is broken already; the next append reconnects
+                    proxy.invalidate()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Run]:
+        with self._lock:
+            try:
+                conn = self._connection()
+            except self._error as exc:
+                raise self._wrap("connect", exc) from exc
+            cur = conn.cursor()
+            statement = "BEGIN IMMEDIATE"
+
+            def run(sql: str, params: list[tuple[Any, ...]] | None) -> list[Any]:
+                nonlocal statement
+                statement = sql
+                if params is None:
+                    return list(cur.execute(sql).fetchall())
+                cur.executemany(sql, params)
+                return []
+
+            try:
+                cur.execute(statement)
+                yield run
+                statement = "COMMIT"
+                cur.execute(statement)
+            except self._error as exc:
+                self._abandon(conn)
+                raise self._wrap(statement, exc) from exc
+            except BaseException:
+                self._abandon(conn)
+                raise
+            finally:
+                cur.close()
+
+    def _wrap(self, statement: str, exc: Exception) -> StatementError:
+        return DBAPIError.instance(statement, None, exc, self._error, dialect=self._dialect)
+
+    def close(self) -> None:
+        with self._lock:
+            proxy, self._proxy = self._proxy, None
+            if proxy is not None:
+                proxy.close()  # back to the pool, which the backend then disposes of
+
+
+class _EngineWriter:
+    """The append transaction through the engine (PostgreSQL): pooled connections that are
+    invalidated after a lost connection, and the advisory chain lock."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+
+    @contextmanager
+    def transaction(self) -> Iterator[Run]:
+        with self._backend.writer.begin() as conn:
+            self._backend.lock_chain(conn)
+
+            def run(sql: str, params: list[tuple[Any, ...]] | None) -> list[Any]:
+                if params is None:
+                    return list(conn.exec_driver_sql(sql).all())
+                conn.exec_driver_sql(sql, params)
+                return []
+
+            yield run
+
+    def close(self) -> None:
+        pass
 
 
 class Appender:
@@ -228,15 +340,20 @@ class Appender:
             metadata.tables["payloads"], _PAYLOAD_COLUMNS, dialect, ignore=True
         )
         self._policies = _Insert(metadata.tables["policies"], _POLICY_COLUMNS, dialect, ignore=True)
+        self._writer: _SqliteWriter | _EngineWriter = (
+            _SqliteWriter(backend.writer) if backend.dialect == "sqlite" else _EngineWriter(backend)
+        )
+
+    def close(self) -> None:
+        self._writer.close()
 
     def commit(self, batch: list[Prepared]) -> list[Appended]:
         known = self.known
         try:
-            with self._backend.writer.begin() as conn:
-                self._backend.lock_chain(conn)
+            with self._writer.transaction() as run:
                 # A forged row below 1 is not part of the chain, so the head ignores it.
-                head = conn.exec_driver_sql(_HEAD_SQL).first()
-                seq, prev = (head[0], head[1]) if head else (0, GENESIS)
+                head = run(_HEAD_SQL, None)
+                seq, prev = (head[0][0], head[0][1]) if head else (0, GENESIS)
                 now = datetime.now(UTC)
                 events: list[dict[str, Any]] = []
                 results: list[Appended] = []
@@ -257,10 +374,10 @@ class Appender:
                     if policy and policy["fingerprint"] not in known.policies:
                         policies[policy["fingerprint"]] = policy
                 if payloads:
-                    self._payloads.run(conn, list(payloads.values()))
+                    run(self._payloads.sql, self._payloads.params(list(payloads.values())))
                 if policies:
-                    self._policies.run(conn, list(policies.values()))
-                self._events.run(conn, events)
+                    run(self._policies.sql, self._policies.params(list(policies.values())))
+                run(self._events.sql, self._events.params(events))
         except SQLAlchemyError as exc:
             reason = db_reason(exc)
             raise AppendFailed(

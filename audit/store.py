@@ -113,6 +113,7 @@ class AuditStore:
         upgrade_engine(backend.writer)
 
     def close(self) -> None:
+        self._appender.close()
         self._backend.dispose()
 
     def __enter__(self) -> Self:
