@@ -179,9 +179,26 @@ class _CaptureHttpClient(anthropic.DefaultHttpxClient):
         return super().build_request(*args, **kwargs)
 
 
+class _CaptureClient(anthropic.Anthropic):
+    """Runs only the SDK's request-building steps for the body, in the SDK's own order.
+
+    ``request()`` would copy and prepare the options (body merge and preparation), then, per
+    attempt, ``_prepare_options`` and ``_build_request`` (which serialises the body and hands
+    it to httpx, where :class:`_CaptureHttpClient` keeps it). Those are the steps that shape
+    the body; the retry loop, idempotency key, tracing span and middleware around them only
+    touch headers and bookkeeping, and cost more than the steps themselves. Should the steps
+    ever not reach httpx, the full ``request()`` runs and the capture transport keeps the body.
+    """
+
+    def request(self, cast_to: Any, options: Any, **kwargs: Any) -> Any:
+        prepared = self._prepare_options(self._copy_and_prepare(options))
+        self._build_request(prepared, retries_taken=0)  # raises _BodyCaptured
+        return super().request(cast_to, options, **kwargs)  # pragma: no cover - the fallback
+
+
 def build_capture_client() -> anthropic.Anthropic:
     """A client whose requests never leave the process; see :func:`wire_bytes`."""
-    return anthropic.Anthropic(
+    return _CaptureClient(
         api_key="capture-only",
         base_url="http://capture.invalid",
         max_retries=0,
