@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from collections.abc import Iterator
@@ -112,7 +113,12 @@ def db_current() -> None:
 
 @db_group.command("grant")
 @click.argument("role")
-@click.option("--read-only", is_flag=True, help="SELECT only (verify, list, show).")
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="A reviewer: read everything (list, show, verify), append only export and "
+    "checkpoint records.",
+)
 def db_grant(role: str, read_only: bool) -> None:
     """Give a PostgreSQL ROLE INSERT and SELECT on the audit tables, and nothing else."""
     for statement in grant(_settings().database_url, role, read_only=read_only):
@@ -277,10 +283,20 @@ def audit_checkpoint(output: Path | None, unsigned: bool) -> None:
 @_filter_options
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
-def audit_export(fmt: str, output: Path | None, **filters: Any) -> None:
+@click.option(
+    "--reviewer",
+    default=getpass.getuser,
+    show_default="your login name",
+    help="Who is exporting, recorded with the export.",
+)
+def audit_export(fmt: str, output: Path | None, reviewer: str, **filters: Any) -> None:
     """Export events (bodies exactly as hashed); the export is recorded as an event."""
     with _store() as store, _output(output) as out:
         summary = export_events(
-            store, out, "csv" if fmt == "csv" else "jsonl", EventFilter(**filters)
+            store,
+            out,
+            "csv" if fmt == "csv" else "jsonl",
+            EventFilter(**filters),
+            reviewer=reviewer,
         )
     click.echo(f"exported {summary.events} events; recorded as seq {summary.export_seq}.", err=True)
