@@ -13,6 +13,12 @@ Scripted replies are consumed in order, one per request; when the queue is empty
 reply answers (an ok message echoing the requested model, or ``fake.set_default(fn)``).
 Streaming requests (``"stream": true``) get server-sent events; ``Reply.stream_error()`` puts
 an ``error`` event inside a 200 stream, as the real API does when it overloads mid-answer.
+
+``GET /v1/models`` serves the list given to ``fake.set_models([model_entry("claude-x"), ...])``
+in the real API's paging shape (``data``, ``has_more``, ``first_id``, ``last_id``; ``limit``,
+``after_id``, ``before_id`` and ``lifecycle`` honoured; retired models only when asked for), and
+``GET /v1/models/<id>`` one entry. A scripted reply other than ``Reply.ok()`` is consumed by a
+GET as by a POST, so ``fake.script(Reply.error(500))`` fails the next list call.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import itertools
 import json
 import socket
 import threading
+import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
-__all__ = ["ERROR_TYPES", "FakeMessagesAPI", "RecordedRequest", "Reply"]
+__all__ = ["ERROR_TYPES", "FakeMessagesAPI", "RecordedRequest", "Reply", "model_entry"]
 
 # The API's error type for each status (reference/claude-api.md, "Errors").
 ERROR_TYPES: dict[int, str] = {
@@ -161,6 +168,7 @@ class _State:
     queue: deque[Reply] = field(default_factory=deque)
     default: Callable[[RecordedRequest], Reply] = field(default=lambda _request: Reply.ok())
     requests: list[RecordedRequest] = field(default_factory=list)
+    models: list[dict[str, Any]] = field(default_factory=list)
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     lock: threading.Lock = field(default_factory=threading.Lock)
     closing: threading.Event = field(default_factory=threading.Event)
@@ -192,7 +200,51 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:
-        self._reply_json(404, _error_body("not_found_error", "only POST /v1/messages"), {})
+        state = self.server.state
+        recorded = RecordedRequest(
+            method="GET",
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=b"",
+            json=None,
+        )
+        with state.lock:
+            state.requests.append(recorded)
+            number = next(state.counter)
+            reply = state.queue.popleft() if state.queue else None
+            models = list(state.models)
+        route = urllib.parse.urlsplit(self.path)
+        if route.path != "/v1/models" and not route.path.startswith("/v1/models/"):
+            reply = Reply.error(404, message=f"no route {route.path}")
+        self._answer_models(reply, route, models, recorded, number)
+
+    def _answer_models(
+        self,
+        reply: Reply | None,
+        route: urllib.parse.SplitResult,
+        models: list[dict[str, Any]],
+        request: RecordedRequest,
+        number: int,
+    ) -> None:
+        headers = {"request-id": f"req_fake_{number}", **dict(RATE_LIMIT_HEADERS)}
+        if reply is not None and reply.kind == "slow":
+            if self.server.state.closing.wait(reply.seconds):
+                return
+            reply = reply.then
+        if reply is not None and reply.kind != "ok":
+            self._answer(reply, request, number)
+            return
+        if route.path == "/v1/models":
+            status, body = _models_page(models, urllib.parse.parse_qs(route.query))
+        else:
+            wanted = urllib.parse.unquote(route.path.removeprefix("/v1/models/"))
+            found = [m for m in models if m.get("id") == wanted]
+            status, body = (
+                (200, found[0])
+                if found
+                else (404, _error_body("not_found_error", f"model: {wanted}"))
+            )
+        self._reply_json(status, body, headers)
 
     def do_POST(self) -> None:
         state = self.server.state
@@ -286,6 +338,101 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
         self.wfile.flush()
+
+
+_LIFECYCLES = ("active", "deprecated", "retired")
+_THINKING_TYPES = ("adaptive", "between_tools", "disabled", "enabled")
+_EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
+
+
+def model_entry(
+    model_id: str,
+    *,
+    lifecycle: str = "active",
+    retires_at: str | None = None,
+    max_tokens: int | None = 128000,
+    max_input_tokens: int | None = 1000000,
+    thinking_types: tuple[str, ...] = ("adaptive", "disabled"),
+    effort_levels: tuple[str, ...] = _EFFORT_LEVELS,
+    structured_outputs: bool = True,
+    created_at: str = "2026-01-01T00:00:00Z",
+) -> dict[str, Any]:
+    """One ``models.list`` entry in the API's shape (every capability key present, as the API
+    promises). ``retires_at`` is an ISO date ("2027-01-22") or an RFC 3339 datetime."""
+
+    def support(flag: bool) -> dict[str, bool]:
+        return {"supported": flag}
+
+    if retires_at is not None and "T" not in retires_at:
+        retires_at = f"{retires_at}T00:00:00Z"
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id.replace("-", " ").title(),
+        "created_at": created_at,
+        "lifecycle": lifecycle,
+        "deprecated_at": None if lifecycle == "active" else created_at,
+        "retires_at": retires_at,
+        "max_tokens": max_tokens,
+        "max_input_tokens": max_input_tokens,
+        "line": None,
+        "capabilities": {
+            "batch": support(True),
+            "citations": support(True),
+            "code_execution": support(True),
+            "context_management": {"supported": False},
+            "effort": {
+                "supported": bool(effort_levels),
+                **{level: support(level in effort_levels) for level in _EFFORT_LEVELS},
+            },
+            "image_input": support(True),
+            "pdf_input": support(True),
+            "server_tools": {"supported": False},
+            "structured_outputs": support(structured_outputs),
+            "thinking": {
+                "supported": bool(set(thinking_types) - {"disabled"}),
+                "types": {kind: support(kind in thinking_types) for kind in _THINKING_TYPES},
+            },
+        },
+    }
+
+
+def _models_page(
+    models: list[dict[str, Any]], query: dict[str, list[str]]
+) -> tuple[int, dict[str, Any]]:
+    """One page of ``GET /v1/models``, cut the way the real API cuts it."""
+    asked = [
+        value
+        for key in ("lifecycle", "lifecycle[]")
+        for raw in query.get(key, [])
+        for value in raw.split(",")
+    ]
+    if any(value not in _LIFECYCLES for value in asked):
+        return 400, _error_body("invalid_request_error", "lifecycle: unknown stage")
+    stages = set(asked) or {"active", "deprecated"}
+    listed = [m for m in models if m.get("lifecycle") in stages]
+    try:
+        limit = int(query.get("limit", ["20"])[0])
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= 1000:
+        return 400, _error_body("invalid_request_error", "limit: must be from 1 to 1000")
+    ids = [m.get("id") for m in listed]
+    after, before = query.get("after_id", [None])[0], query.get("before_id", [None])[0]
+    if after is not None and after in ids:
+        rest = listed[ids.index(after) + 1 :]
+        data, has_more = rest[:limit], len(rest) > limit
+    elif before is not None and before in ids:
+        rest = listed[: ids.index(before)]
+        data, has_more = rest[-limit:], len(rest) > limit
+    else:
+        data, has_more = listed[:limit], len(listed) > limit
+    return 200, {
+        "data": data,
+        "has_more": has_more,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+    }
 
 
 def _error_body(error_type: str, message: str) -> dict[str, Any]:
@@ -400,6 +547,11 @@ class FakeMessagesAPI:
         """Queue replies; each request consumes the next one."""
         with self._state.lock:
             self._state.queue.extend(replies)
+
+    def set_models(self, models: list[dict[str, Any]]) -> None:
+        """What ``GET /v1/models`` lists, newest first (build entries with :func:`model_entry`)."""
+        with self._state.lock:
+            self._state.models = [dict(m) for m in models]
 
     def set_default(self, reply_for: Callable[[RecordedRequest], Reply]) -> None:
         """Answer with ``reply_for(request)`` once the script is used up."""
