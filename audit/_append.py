@@ -34,7 +34,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 
 from audit._backend import Backend, db_reason
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
-from audit.chain import GENESIS, event_body, link_hash
+from audit.chain import GENESIS, BodyTemplate, canonical_time, link_hash
 from audit.errors import AppendFailed, InvalidEvent
 from audit.models import Appended, EventDraft
 from audit.schema import metadata
@@ -51,16 +51,20 @@ class Prepared:
 
     draft: EventDraft
     event_id: str
-    data_bytes: bytes  # canonical ``draft.data``: computed once, spliced into the body
+    body: BodyTemplate  # canonical body but for recorded_at and seq: the lock assigns those
     payload_rows: tuple[dict[str, Any], ...]
     payload_digests: dict[str, str]
     policy_ref: str | None
     policy_row: dict[str, Any] | None  # None when the row is known to be committed already
 
-    def event_row(self, seq: int, prev: str, now: datetime, durability: str) -> dict[str, Any]:
-        """The events row at ``seq`` after ``prev``: what needs the chain lock."""
+    def event_row(
+        self, seq: int, prev: str, now: datetime, fixed: tuple[bytes, bytes]
+    ) -> dict[str, Any]:
+        """The events row at ``seq`` after ``prev``; ``fixed`` is the canonical durability
+        and time of the batch (see :meth:`BodyTemplate.fill`)."""
         d = self.draft
-        columns: dict[str, Any] = {
+        body = self.body.fill(fixed[0], fixed[1], seq)
+        return {
             "seq": seq,
             "event_id": self.event_id,
             "request_id": d.request_id,
@@ -70,15 +74,10 @@ class Prepared:
             "caller": d.caller,
             "policy_fingerprint": d.policy_fingerprint,
             "request_hash": d.request_hash,
+            "body": body,
+            "prev_hash": prev,
+            "hash": link_hash(prev, body),
         }
-        body = event_body(
-            **columns,
-            durability=durability,
-            data=self.data_bytes,
-            payloads=self.payload_digests,
-            policy_ref=self.policy_ref,
-        )
-        return {**columns, "body": body, "prev_hash": prev, "hash": link_hash(prev, body)}
 
 
 class Known:
@@ -130,22 +129,37 @@ def _policy(draft: EventDraft, known: Known | None) -> dict[str, Any] | None:
 
 
 def prepare(draft: EventDraft, known: Known | None = None) -> Prepared:
+    """Validate ``draft`` and canonicalise everything of its body the chain lock does not set."""
+    event_id = uuid.uuid4().hex
+    digests = {name: digest(b) for name, b in draft.payloads.items()}
+    policy_ref = draft.policy_fingerprint if draft.policy_content is not None else None
     try:
         data_bytes = canonical_bytes(draft.data)  # fail here, before the lock, not in a batch
         policy_row = _policy(draft, known)
+        body = BodyTemplate.of(
+            event_id=event_id,
+            request_id=draft.request_id,
+            kind=draft.kind.value,
+            task=draft.task,
+            caller=draft.caller,
+            policy_fingerprint=draft.policy_fingerprint,
+            request_hash=draft.request_hash,
+            data=data_bytes,
+            payloads=digests,
+            policy_ref=policy_ref,
+        )
     except CanonicalizationError as exc:
         raise InvalidEvent(f"the event data cannot be recorded: {exc}.") from None
-    digests = {name: digest(b) for name, b in draft.payloads.items()}
     rows = {digests[name]: b for name, b in draft.payloads.items()}
     return Prepared(
         draft=draft,
-        event_id=uuid.uuid4().hex,
-        data_bytes=data_bytes,
+        event_id=event_id,
+        body=body,
         payload_rows=tuple(
             {"digest": key, "size": len(b), "content": b} for key, b in rows.items()
         ),
         payload_digests=digests,
-        policy_ref=draft.policy_fingerprint if draft.policy_content is not None else None,
+        policy_ref=policy_ref,
         policy_row=policy_row,
     )
 
@@ -334,6 +348,7 @@ class Appender:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self.known = Known()
+        self._durability = canonical_bytes(backend.durability)
         dialect = backend.writer.dialect
         self._events = _Insert(metadata.tables["events"], _EVENT_COLUMNS, dialect, ignore=False)
         self._payloads = _Insert(
@@ -355,13 +370,14 @@ class Appender:
                 head = run(_HEAD_SQL, None)
                 seq, prev = (head[0][0], head[0][1]) if head else (0, GENESIS)
                 now = datetime.now(UTC)
+                fixed = (self._durability, canonical_time(now))
                 events: list[dict[str, Any]] = []
                 results: list[Appended] = []
                 payloads: dict[str, dict[str, Any]] = {}
                 policies: dict[str, dict[str, Any]] = {}
                 for item in batch:
                     seq += 1
-                    row = item.event_row(seq, prev, now, self._backend.durability)
+                    row = item.event_row(seq, prev, now, fixed)
                     events.append(row)
                     results.append(
                         Appended(seq=seq, hash=row["hash"], event_id=item.event_id, recorded_at=now)

@@ -100,6 +100,79 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)
 
 
+def _members(value: dict[str, Any]) -> bytes:
+    """The canonical members of a non-empty object, without its braces."""
+    return canonical_bytes(value)[1:-1]
+
+
+class BodyTemplate(NamedTuple):
+    """An event body with its store- and chain-dependent fields left out: ``durability`` (the
+    store's), ``recorded_at`` and ``seq`` (assigned under the chain lock).
+
+    Everything else is canonicalised when the draft is prepared, outside the chain lock;
+    :meth:`fill` adds the rest. The parts are laid out as RFC 8785 lays out the whole object:
+    members sorted by key (all keys are ASCII: ``caller``, ``data``, ``durability``,
+    ``event_id``, ``kind``, ``payloads``, ``policy_fingerprint``, ``policy_ref``,
+    ``recorded_at``, ``request_hash``, ``request_id``, ``seq``, ``task``, ``v``), each
+    ``"key":value`` canonical, joined by commas.
+    """
+
+    head: bytes  # {"caller":...,"data":...,"durability":
+    before_time: bytes  # ,"event_id":...,"policy_ref":...,"recorded_at":
+    before_seq: bytes  # ,"request_hash":...,"request_id":...,"seq":
+    tail: bytes  # ,"task":...,"v":1}
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        event_id: str,
+        request_id: str,
+        kind: str,
+        task: str | None,
+        caller: str | None,
+        policy_fingerprint: str | None,
+        request_hash: str | None,
+        data: Mapping[str, Any] | bytes,
+        payloads: Mapping[str, str],
+        policy_ref: str | None,
+    ) -> BodyTemplate:
+        """``data`` may be given as its canonical bytes already (the append path has them)."""
+        data_bytes = data if isinstance(data, bytes) else canonical_bytes(dict(data))
+        middle = {
+            "event_id": event_id,
+            "kind": kind,
+            "payloads": dict(payloads),
+            "policy_fingerprint": policy_fingerprint,
+            "policy_ref": policy_ref,
+        }
+        return cls(
+            b"".join((b'{"caller":', canonical_bytes(caller), b',"data":', data_bytes)),
+            b"," + _members(middle) + b',"recorded_at":',
+            b"," + _members({"request_hash": request_hash, "request_id": request_id}) + b',"seq":',
+            b"," + _members({"task": task, "v": BODY_VERSION}) + b"}",
+        )
+
+    def fill(self, durability: bytes, recorded_at: bytes, seq: int) -> bytes:
+        """The body. ``durability`` and ``recorded_at`` are canonical (:func:`canonical_time`)."""
+        return b"".join(
+            (
+                self.head,
+                b',"durability":',
+                durability,
+                self.before_time,
+                recorded_at,
+                self.before_seq,
+                canonical_bytes(seq),
+                self.tail,
+            )
+        )
+
+
+def canonical_time(moment: datetime) -> bytes:
+    return canonical_bytes(format_time(moment))
+
+
 def event_body(
     *,
     seq: int,
@@ -116,34 +189,20 @@ def event_body(
     payloads: Mapping[str, str],
     policy_ref: str | None,
 ) -> bytes:
-    """The RFC 8785 bytes of an event; ``data`` may be given as its canonical bytes already.
-
-    The append path canonicalises ``data`` once (to refuse it before the chain lock) and passes
-    those bytes here, so the largest member is never canonicalised twice. The body is composed
-    from canonical parts exactly as RFC 8785 lays out an object: members sorted by key
-    (``caller`` < ``data`` < every other key; all ASCII), ``"key":value`` joined by commas.
-    """
-    data_bytes = data if isinstance(data, bytes) else canonical_bytes(dict(data))
-    rest = canonical_bytes(
-        {
-            "v": BODY_VERSION,
-            "seq": seq,
-            "event_id": event_id,
-            "request_id": request_id,
-            "kind": kind,
-            "recorded_at": format_time(recorded_at),
-            "task": task,
-            "durability": durability,
-            "policy_fingerprint": policy_fingerprint,
-            "request_hash": request_hash,
-            "payloads": dict(payloads),
-            "policy_ref": policy_ref,
-        }
+    """The RFC 8785 bytes of an event (see :class:`BodyTemplate`, which builds them)."""
+    template = BodyTemplate.of(
+        event_id=event_id,
+        request_id=request_id,
+        kind=kind,
+        task=task,
+        caller=caller,
+        policy_fingerprint=policy_fingerprint,
+        request_hash=request_hash,
+        data=data,
+        payloads=payloads,
+        policy_ref=policy_ref,
     )
-    # rest is b'{"durability":...}': every one of its keys sorts after "data".
-    return b"".join(
-        (b'{"caller":', canonical_bytes(caller), b',"data":', data_bytes, b",", rest[1:])
-    )
+    return template.fill(canonical_bytes(durability), canonical_time(recorded_at), seq)
 
 
 def link_hash(prev_hash: str, body: bytes) -> str:

@@ -144,7 +144,8 @@ class AuditStore:
     def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
         """Append several events atomically in one transaction (imports, benchmarks)."""
         known = self._appender.known
-        return self._appender.commit([prepare(d, known) for d in drafts]) if drafts else []
+        prepared = [prepare(d, known) for d in drafts]
+        return self._appender.commit(prepared) if prepared else []
 
     # -- reading ------------------------------------------------------------------------------
 
