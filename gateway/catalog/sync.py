@@ -27,7 +27,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from gateway.catalog._loader import Catalog, CatalogError
 from gateway.catalog._model import SOURCED_FACTS, ModelInfo
@@ -222,9 +222,9 @@ def fetch_models(client: anthropic.Anthropic, *, api_key: str) -> list[ListedMod
             error_type=found.error_type,
             upstream_request_id=found.upstream_request_id,
         ) from None
-    except ValidationError:  # an entry the SDK accepted but that states an impossible fact
+    except ValueError:  # not JSON, or an entry stating an impossible fact (ValidationError)
         raise _failed(
-            "models.list answered with an entry that is not a model description",
+            "models.list answered with a body that is not a list of model descriptions",
             status=200,
             error_type="malformed_response",
         ) from None

@@ -387,7 +387,11 @@ def model_entry(
             },
             "image_input": support(True),
             "pdf_input": support(True),
-            "server_tools": {"supported": False},
+            "server_tools": {
+                "supported": False,
+                "code_execution": support(False),
+                "web_search": support(False),
+            },
             "structured_outputs": support(structured_outputs),
             "thinking": {
                 "supported": bool(set(thinking_types) - {"disabled"}),
