@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol
 
-import jsonschema
 import structlog
 
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
 from audit.canonical import canonical_digest
 from audit.errors import AuditStoreError
+from gateway._inputs import check_caller, messages_from_input, safe_label
+from gateway._output_check import check_json_output, response_text
 from gateway._served import Served, ServedMemo
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
@@ -43,8 +44,6 @@ from gateway.providers.base import AttemptFailure, ProviderReply
 from gateway.result import Result
 
 log = structlog.get_logger("gateway")
-
-MAX_CALLER_LENGTH = 200
 
 try:
     GATEWAY_VERSION = version("compliance-gateway")
@@ -88,74 +87,6 @@ def new_request_id() -> str:
     return "req_" + uuid.uuid4().hex
 
 
-def messages_from_input(prompt: object, messages: object) -> list[dict[str, Any]]:
-    if prompt is not None and messages is not None:
-        raise InputError("give either a prompt or messages, not both.")
-    if messages is not None:
-        if not isinstance(messages, list):
-            raise InputError(
-                "messages must be a list of {'role', 'content'} objects.",
-                hint="Pass messages=[{'role': 'user', 'content': '...'}].",
-            )
-        return messages
-    if not isinstance(prompt, str):
-        raise InputError(
-            f"the prompt must be text, not {type(prompt).__name__}.",
-            hint="Pass a str, or messages=[...].",
-        )
-    return [{"role": "user", "content": prompt}]
-
-
-def safe_label(value: object) -> str:
-    """A task or caller name as it may be stored: valid UTF-8, bounded, never the raw object."""
-    text = value if isinstance(value, str) else repr(value)
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_CALLER_LENGTH]
-
-
-def response_text(response: Mapping[str, Any]) -> str:
-    blocks = response.get("content") or []
-    return "".join(
-        block.get("text", "")
-        for block in blocks
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-@dataclass(frozen=True)
-class OutputCheck:
-    ok: bool
-    value: Any = None
-    problem: str | None = None
-
-    def record(self) -> dict[str, Any]:
-        return {"checked": True, "ok": self.ok, "problem": self.problem}
-
-
-def check_json_output(text: str, schema: Mapping[str, Any] | None) -> OutputCheck:
-    """Parse and validate a JSON answer. The problem never quotes the output itself."""
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        return OutputCheck(
-            ok=False, problem=f"the output is not valid JSON (line {exc.lineno} column {exc.colno})"
-        )
-    except ValueError:  # NaN or Infinity: JSON has no such numbers
-        return OutputCheck(ok=False, problem="the output is not valid JSON (NaN or Infinity)")
-    if schema is not None:
-        validator = jsonschema.Draft202012Validator(schema)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-        if error is not None:
-            return OutputCheck(
-                ok=False,
-                problem=f"the output breaks the schema at {error.json_path} ({error.validator})",
-            )
-    return OutputCheck(ok=True, value=value)
-
-
 class RequestPipeline:
     def __init__(
         self,
@@ -189,17 +120,7 @@ class RequestPipeline:
         request_id = new_request_id()
         policy: Policy | None = None
         try:
-            if caller is not None and (not isinstance(caller, str) or not caller.strip()):
-                raise InputError("caller must be a non-empty string naming the calling service.")
-            if isinstance(caller, str) and len(caller) > MAX_CALLER_LENGTH:
-                raise InputError(f"caller is longer than {MAX_CALLER_LENGTH} characters.")
-            if isinstance(caller, str) and (
-                caller != safe_label(caller) or not caller.isprintable()
-            ):
-                raise InputError(
-                    "caller must be printable text (no control characters or invalid Unicode).",
-                    hint="Use a service name such as 'payments-svc'.",
-                )
+            checked_caller = check_caller(caller)
             if overrides is not None and not isinstance(overrides, Mapping):
                 raise InputError("overrides must be a mapping of parameter name to value.")
             policy = self.policies.get(task)
@@ -219,7 +140,7 @@ class RequestPipeline:
             raise
         return Prepared(
             request_id=request_id,
-            caller=caller if isinstance(caller, str) else None,
+            caller=checked_caller,
             policy=policy,
             model=model,
             plan=plan,

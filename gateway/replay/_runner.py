@@ -22,7 +22,8 @@ from datetime import date
 from typing import Any
 
 from audit import AuditStore, EventDraft, EventKind
-from gateway._pipeline import GATEWAY_VERSION, check_json_output, request_hash_for, response_text
+from gateway._output_check import check_json_output, response_text
+from gateway._pipeline import GATEWAY_VERSION, request_hash_for
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.policy import Policy
