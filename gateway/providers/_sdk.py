@@ -190,6 +190,21 @@ class _CaptureClient(anthropic.Anthropic):
     ever not reach httpx, the full ``request()`` runs and the capture transport keeps the body.
     """
 
+    _url: tuple[str, httpx2.URL] | None = None
+    _headers: httpx2.Headers | None = None
+
+    # The URL and the headers never reach the captured bytes, and neither depends on the body:
+    # each is built once, by the SDK, and reused (headers as a copy: _build_request may edit).
+    def _prepare_url(self, url: str) -> httpx2.URL:
+        if self._url is None or self._url[0] != url:
+            self._url = (url, super()._prepare_url(url))
+        return self._url[1]
+
+    def _build_headers(self, options: Any, *, retries_taken: int = 0) -> httpx2.Headers:
+        if self._headers is None:
+            self._headers = super()._build_headers(options, retries_taken=retries_taken)
+        return self._headers.copy()
+
     def request(self, cast_to: Any, options: Any, **kwargs: Any) -> Any:
         prepared = self._prepare_options(self._copy_and_prepare(options))
         self._build_request(prepared, retries_taken=0)  # raises _BodyCaptured
