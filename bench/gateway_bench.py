@@ -464,7 +464,8 @@ def profile(bench: Bench, name: str, calls: int) -> None:
     print(f"--- {name}: by own time")
     stats.sort_stats("tottime").print_stats(25)
     print(f"--- {name}: the gateway's and the audit store's own functions, by cumulative time")
-    stats.sort_stats("cumulative").print_stats(r"(_pipeline|client|store|_append|_group|chain|canonical|_sdk|anthropic)\.py", 40)
+    own = r"(_pipeline|client|store|_append|_group|chain|canonical|_sdk|anthropic)\.py"
+    stats.sort_stats("cumulative").print_stats(own, 40)
 
 
 def stages(bench: Bench, calls: int) -> None:
