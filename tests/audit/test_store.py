@@ -169,7 +169,7 @@ def test_database_error_raises_append_failed_and_writes_nothing(
 ) -> None:
     store.append(EventDraft(kind=EventKind.REQUEST, request_id="r1"))
     # A payload row that breaks the schema makes the whole transaction fail: no event either.
-    raw.execute("DROP TABLE payloads")
+    raw.execute("ALTER TABLE payloads RENAME TO payloads_gone")
     with pytest.raises(AppendFailed) as caught:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="r2", payloads={"b": b"x"}))
     assert "Nothing was written" in str(caught.value)
