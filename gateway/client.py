@@ -140,6 +140,44 @@ class _Core:
             rate_limits={},
         )
 
+    def prepare_and_look(
+        self,
+        task: str,
+        prompt: object,
+        messages: object,
+        caller: object,
+        overrides: Mapping[str, object] | None,
+    ) -> tuple[Prepared, Result | None]:
+        prepared = self.prepare(task, prompt, messages, caller, overrides)
+        return prepared, self.pipeline.cached_result(prepared)
+
+    def begin(self, prepared: Prepared) -> bytes:
+        """Commit the intent with the exact bytes about to be sent; return those bytes."""
+        wire = self.wire_bytes(prepared.plan.provider, prepared.plan.body)
+        self.pipeline.record_intent(prepared, wire)
+        return wire
+
+    def run(self, prepared: Prepared) -> Result:
+        """Intent, call, outcome: the whole miss path, synchronously."""
+        wire = self.begin(prepared)
+        try:
+            if prepared.plan.provider == "local":
+                reply = self.call_local(prepared, wire)
+            else:
+                reply = self.anthropic().send(
+                    prepared.plan.body,
+                    api_version=prepared.plan.api_version,
+                    on_attempt_failed=self.attempt_recorder(prepared),
+                )
+        except AuditError:
+            raise  # an attempt could not be recorded: the gateway already stopped, fail closed
+        except Exception as exc:
+            error = self.record_call_failure(prepared, exc)
+            if error is exc:
+                raise
+            raise error from exc
+        return self.pipeline.record_outcome(prepared, reply, wire)
+
     def attempt_recorder(self, prepared: Prepared) -> Callable[[AttemptFailure], None]:
         def record(failure: AttemptFailure) -> None:
             self.pipeline.record_attempt_failed(prepared, failure)
@@ -249,39 +287,16 @@ class Gateway(_Client):
         overrides: Mapping[str, object] | None = None,
     ) -> Result:
         core = self._core
-        prepared = core.prepare(task, prompt, messages, caller, overrides)
-        if prepared.plan.cache_mode != "replay":
-            return self._call(prepared)
         # Hits need no lock; a miss takes the per-request lock and looks again, so that
         # concurrent identical misses make one upstream call and the rest are served from it.
-        cached = core.pipeline.cached_result(prepared)
+        prepared, cached = core.prepare_and_look(task, prompt, messages, caller, overrides)
         if cached is not None:
             return cached
+        if prepared.plan.cache_mode != "replay":
+            return core.run(prepared)
         with self._locks.hold(prepared.request_hash):
             cached = core.pipeline.cached_result(prepared)
-            return cached if cached is not None else self._call(prepared)
-
-    def _call(self, prepared: Prepared) -> Result:
-        core = self._core
-        wire = core.wire_bytes(prepared.plan.provider, prepared.plan.body)
-        core.pipeline.record_intent(prepared, wire)
-        try:
-            if prepared.plan.provider == "local":
-                reply = core.call_local(prepared, wire)
-            else:
-                reply = core.anthropic().send(
-                    prepared.plan.body,
-                    api_version=prepared.plan.api_version,
-                    on_attempt_failed=core.attempt_recorder(prepared),
-                )
-        except AuditError:
-            raise  # an attempt could not be recorded: the gateway already stopped, fail closed
-        except Exception as exc:
-            error = core.record_call_failure(prepared, exc)
-            if error is exc:
-                raise
-            raise error from exc
-        return core.pipeline.record_outcome(prepared, reply, wire)
+            return cached if cached is not None else core.run(prepared)
 
     def close(self) -> None:
         self._core.close()
@@ -317,32 +332,32 @@ class AsyncGateway(_Client):
         overrides: Mapping[str, object] | None = None,
     ) -> Result:
         core = self._core
-        prepared = await asyncio.to_thread(core.prepare, task, prompt, messages, caller, overrides)
-        if prepared.plan.cache_mode != "replay":
-            return await self._call(prepared)
-        cached = await asyncio.to_thread(core.pipeline.cached_result, prepared)
+        # One hop to a worker thread for everything up to the cache lookup (audit reads and
+        # writes block), then the same locking as Gateway.complete.
+        prepared, cached = await asyncio.to_thread(
+            core.prepare_and_look, task, prompt, messages, caller, overrides
+        )
         if cached is not None:
             return cached
+        if prepared.plan.cache_mode != "replay":
+            return await self._call(prepared)
         async with self._locks.hold(prepared.request_hash):
             cached = await asyncio.to_thread(core.pipeline.cached_result, prepared)
             return cached if cached is not None else await self._call(prepared)
 
     async def _call(self, prepared: Prepared) -> Result:
         core = self._core
-        plan = prepared.plan
-        wire = await asyncio.to_thread(core.wire_bytes, plan.provider, plan.body)
-        await asyncio.to_thread(core.pipeline.record_intent, prepared, wire)
+        if prepared.plan.provider == "local":
+            return await asyncio.to_thread(core.run, prepared)  # CPU-bound: one hop for all
+        wire = await asyncio.to_thread(core.begin, prepared)
         try:
-            if plan.provider == "local":
-                reply = await asyncio.to_thread(core.call_local, prepared, wire)
-            else:
-                # A failed attempt is recorded on the event loop: the provider must know it is
-                # recorded before it retries. Failures are rare; successes never block here.
-                reply = await core.anthropic().asend(
-                    plan.body,
-                    api_version=plan.api_version,
-                    on_attempt_failed=core.attempt_recorder(prepared),
-                )
+            # A failed attempt is recorded on the event loop: the provider must know it is
+            # recorded before it retries. Failures are rare; successes never block here.
+            reply = await core.anthropic().asend(
+                prepared.plan.body,
+                api_version=prepared.plan.api_version,
+                on_attempt_failed=core.attempt_recorder(prepared),
+            )
         except AuditError:
             raise
         except Exception as exc:
