@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import CheckConstraint, DateTime, Integer, LargeBinary, MetaData, String, Text
+from sqlalchemy import (
+    CheckConstraint,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -58,7 +67,11 @@ class Event(Base):
     __tablename__ = "events"
     # Migration 0002: a CHECK on PostgreSQL, a BEFORE INSERT trigger on SQLite. A row below 1
     # would sit outside verify's walk (1, 2, 3, ...).
-    __table_args__ = (CheckConstraint("seq >= 1", name="ck_events_seq_positive"),)
+    __table_args__ = (
+        CheckConstraint("seq >= 1", name="ck_events_seq_positive"),
+        # The replay cache's lookup: newest RESPONSE of one request hash (migration 0004).
+        Index("ix_events_request_hash_kind_seq", "request_hash", "kind", "seq"),
+    )
 
     # Assigned by the store under the chain lock (head + 1), never by the database, so a rolled
     # back append leaves no gap.
