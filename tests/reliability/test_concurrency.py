@@ -71,7 +71,8 @@ def _check(acks: list[dict[str, object]], fakes: list[FakeMessagesAPI], state: L
     # At most one upstream answer per distinct request per process.
     for fake in fakes:
         per_body = Counter(r.body for r in fake.requests)
-        assert per_body and max(per_body.values()) == 1
+        # A process may make no call at all: the others may have recorded every answer first.
+        assert all(count == 1 for count in per_body.values()), per_body
         assert len(per_body) <= len(PROMPTS)
     upstream = Counter(state.request_hashes[r] for r in ids if "request" in state.kinds[r])
     assert max(upstream.values()) <= processes
