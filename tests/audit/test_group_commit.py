@@ -79,7 +79,8 @@ def test_lock_timeout_fails_the_whole_batch_at_once(any_url: str, timed_store: A
     assert len(failed_after) == 8
     # One batch with the first thread, one with the seven that queued behind it. Before the
     # fix the seven were retried one by one, each waiting the full second: the last at ~9 s.
-    assert max(failed_after) < 4.5, sorted(failed_after)
+    # The bound leaves room for a loaded CI machine while still failing the cascade.
+    assert max(failed_after) < 7.0, sorted(failed_after)
     assert timed_store.group_commits <= 3
     assert timed_store.append(EventDraft(kind=EventKind.REQUEST, request_id="after")).seq == 1
 
