@@ -12,7 +12,6 @@ payloads, policies and events in one transaction.
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,12 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, Table
+from sqlalchemy import Engine, Table, event
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
     IntegrityError,
+    InvalidRequestError,
     SQLAlchemyError,
     StatementError,
 )
@@ -84,19 +84,38 @@ class Known:
     """Content rows this process has seen committed, so an append need not write them again.
 
     Payload and policy rows are content-addressed and append-only, so once committed a row
-    stays. Only rows from a transaction that committed are added. A policy is kept with its
-    content (parsed back from the canonical bytes that were checked against the fingerprint),
-    so a draft skips re-canonicalising the policy only when it carries that same content.
+    stays - as long as the database keeps what it acknowledged. It may not: PostgreSQL with
+    ``synchronous_commit=off`` (durability ``os``) loses the last acknowledged commits in a
+    server crash, and any database can be restored from a backup. A skipped row would then
+    be missing under a later event (``missing_content``). So the set is only a hint:
+
+    - ``enabled=False`` (PostgreSQL with durability ``os``) never skips anything;
+    - :meth:`forget` empties it whenever a commit raises and whenever the writer opens a new
+      database connection (a restart or restore shows up as a broken then a new connection).
+
+    Only rows from a transaction that committed are added. A policy is kept as its canonical
+    bytes (already checked against the fingerprint), and a draft's policy is skipped only when
+    its canonical bytes are the same: Python equality would take ``{"x": True}`` for
+    ``{"x": 1}`` and skip the fingerprint check.
     """
 
     LIMIT = 100_000  # digests; past it the set starts over (a cache, never a source of truth)
 
-    def __init__(self) -> None:
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
         self._lock = threading.Lock()
         self.payloads: set[str] = set()
-        self.policies: dict[str, dict[str, Any]] = {}
+        self.policies: dict[str, bytes] = {}
+
+    def forget(self) -> None:
+        """Empty the set (new objects, so a reader holding the old ones is unaffected)."""
+        with self._lock:
+            self.payloads = set()
+            self.policies = {}
 
     def committed(self, batch: list[Prepared]) -> None:
+        if not self.enabled:
+            return
         with self._lock:
             if len(self.payloads) > self.LIMIT:
                 self.payloads = set()
@@ -106,7 +125,7 @@ class Known:
                 self.payloads.update(r["digest"] for r in item.payload_rows)
                 row = item.policy_row
                 if row is not None:
-                    self.policies[row["fingerprint"]] = json.loads(row["content"])
+                    self.policies[row["fingerprint"]] = bytes(row["content"])
 
 
 def _policy(draft: EventDraft, known: Known | None) -> dict[str, Any] | None:
@@ -115,11 +134,9 @@ def _policy(draft: EventDraft, known: Known | None) -> dict[str, Any] | None:
     if content is None:
         return None
     fingerprint = draft.policy_fingerprint
-    if known is not None and fingerprint is not None:
-        seen = known.policies.get(fingerprint)
-        if seen is not None and seen == content:
-            return None  # that row exists and this content is what it holds
     canonical = canonical_bytes(content)
+    if known is not None and known.policies.get(fingerprint or "") == canonical:
+        return None  # that row exists and holds exactly these bytes
     if digest(canonical) != fingerprint:
         raise InvalidEvent(
             "the policy content does not hash to the event's policy_fingerprint.",
@@ -347,7 +364,13 @@ class _EngineWriter:
 class Appender:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
-        self.known = Known()
+        # PostgreSQL with synchronous_commit=off may lose acknowledged commits: never skip.
+        self.known = Known(
+            enabled=not (backend.dialect == "postgresql" and backend.durability == "os")
+        )
+        # A new connection may be to a restarted or restored database: start over. (On
+        # PostgreSQL the reader shares this engine; forgetting too often only costs a write.)
+        event.listen(backend.writer, "connect", self._reconnected)
         self._durability = canonical_bytes(backend.durability)
         dialect = backend.writer.dialect
         self._events = _Insert(metadata.tables["events"], _EVENT_COLUMNS, dialect, ignore=False)
@@ -359,8 +382,13 @@ class Appender:
             _SqliteWriter(backend.writer) if backend.dialect == "sqlite" else _EngineWriter(backend)
         )
 
+    def _reconnected(self, _dbapi_conn: Any, _record: Any) -> None:
+        self.known.forget()
+
     def close(self) -> None:
         self._writer.close()
+        with suppress(InvalidRequestError):  # already removed
+            event.remove(self._backend.writer, "connect", self._reconnected)
 
     def commit(self, batch: list[Prepared]) -> list[Appended]:
         known = self.known
@@ -394,7 +422,12 @@ class Appender:
                 if policies:
                     run(self._policies.sql, self._policies.params(list(policies.values())))
                 run(self._events.sql, self._events.params(events))
-        except SQLAlchemyError as exc:
+        except BaseException as exc:
+            # Whatever went wrong, the database may not hold what this process saw committed
+            # (a lost connection, a server that restarted without its last commits).
+            known.forget()
+            if not isinstance(exc, SQLAlchemyError):
+                raise
             reason = db_reason(exc)
             raise AppendFailed(
                 f"the audit record could not be committed ({reason}).", hint=APPEND_HINT
