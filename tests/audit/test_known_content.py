@@ -127,13 +127,27 @@ def test_postgres_os_durability_never_skips_content(pg_url: str) -> None:
     assert report.ok, report.defects
 
 
+def test_sqlite_reuses_the_set_while_the_connection_lives(tmp_path: Path) -> None:
+    """The control: the skip is real, so the tests above can fail."""
+    url = f"sqlite:///{tmp_path}/audit.db"
+    with AuditStore.open(url) as store:
+        store.append(_request("r1"))
+        _lose_payload(url)
+        store.append(_request("r2"))  # SQLite has no chain guard: the dangling reference lands
+        kinds = {d.kind.value for d in store.verify().defects}
+    assert kinds == {"missing_content"}
+
+
 @pytest.mark.postgres
-def test_postgres_fsync_reuses_the_set_while_the_connection_lives(pg_url: str) -> None:
-    """The control: the skip is real, so the two tests above can fail."""
+def test_postgres_guard_refuses_a_dangling_reference_then_the_row_is_written(pg_url: str) -> None:
+    """PostgreSQL's chain guard (0005) refuses an event whose payload is not stored; that
+    failed commit empties the set, so the retry writes the payload."""
     upgrade(pg_url)
     with AuditStore.open(pg_url) as store:
         store.append(_request("r1"))
         _lose_payload(pg_url)
-        store.append(_request("r2"))
-        kinds = {d.kind.value for d in store.verify().defects}
-    assert kinds == {"missing_content"}
+        with pytest.raises(AppendFailed, match="not stored"):
+            store.append(_request("r2"))
+        assert store.append(_request("r3")).seq == 2
+        report = store.verify()
+    assert report.ok, report.defects

@@ -73,9 +73,11 @@ REVIEWER_FORBIDDEN = (
     "ALTER TABLE events DISABLE TRIGGER USER",
     "DROP POLICY events_append ON events",
     "CREATE POLICY mine ON events FOR INSERT WITH CHECK (true)",
-    # the row check itself: a forged request row, straight through the driver
+)
+# A forged request row straight through the driver: the chain guard (0005) refuses it first.
+FORGED_EVENT = (
     "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, prev_hash, hash) "
-    "VALUES (99, 'e99', 'forged', 'request', now(), 'x', 'p', 'h')",
+    "VALUES (99, 'e99', 'forged', 'request', now(), 'x', 'p', 'h')"
 )
 
 
@@ -116,6 +118,8 @@ def test_reviewer_appends_only_the_records_of_its_own_reads(
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql)
             refused += 1
+        with pytest.raises(psycopg.errors.CheckViolation, match="audit chain"):
+            conn.execute(FORGED_EVENT)
     assert refused == len(REVIEWER_FORBIDDEN)
     with AuditStore.open(owner_url) as owner:
         report = owner.verify()

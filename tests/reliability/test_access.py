@@ -39,9 +39,13 @@ FORBIDDEN = (
 )
 # What only the reviewer is refused: the row-level security of migration 0003 and the tables
 # it has no INSERT on. The application role may do these, so they are not in FORBIDDEN.
-REVIEWER_FORBIDDEN = (
+# A forged event row through the driver: the chain guard (migration 0005) refuses it before
+# row security looks at its kind, since it does not extend the chain.
+FORGED_EVENT = (
     "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, prev_hash, hash) "
-    "VALUES (99, 'e99', 'forged', 'response', now(), 'x', 'p', 'h')",
+    "VALUES (99, 'e99', 'forged', 'response', now(), 'x', 'p', 'h')"
+)
+REVIEWER_FORBIDDEN = (
     "INSERT INTO payloads (digest, size, content) VALUES ('sha256:x', 1, 'x')",
     "INSERT INTO policies (fingerprint, content) VALUES ('sha256:x', 'x')",
     "ALTER TABLE events DISABLE ROW LEVEL SECURITY",
@@ -107,6 +111,9 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql)
             refused += 1
+        with pytest.raises(psycopg.errors.CheckViolation, match="audit chain"):
+            conn.execute(FORGED_EVENT)
+        refused += 1
 
     # The reviewer reads, lists, shows and verifies.
     listed = _cli(["audit", "list", "--format", "jsonl"], reviewer_url, policy_dir, fake_api)
