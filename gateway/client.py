@@ -350,13 +350,17 @@ class AsyncGateway(_Client):
         if prepared.plan.provider == "local":
             return await asyncio.to_thread(core.run, prepared)  # CPU-bound: one hop for all
         wire = await asyncio.to_thread(core.begin, prepared)
+        record = core.attempt_recorder(prepared)
+
+        async def record_off_the_loop(failure: AttemptFailure) -> None:
+            # Awaited by the provider before any retry: recorded first, and the loop runs on.
+            await asyncio.to_thread(record, failure)
+
         try:
-            # A failed attempt is recorded on the event loop: the provider must know it is
-            # recorded before it retries. Failures are rare; successes never block here.
             reply = await core.anthropic().asend(
                 prepared.plan.body,
                 api_version=prepared.plan.api_version,
-                on_attempt_failed=core.attempt_recorder(prepared),
+                on_attempt_failed=record_off_the_loop,
             )
         except AuditError:
             raise

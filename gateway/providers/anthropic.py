@@ -25,6 +25,7 @@ its ``response`` is the accumulated message and ``response_bytes`` the raw event
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -44,6 +45,7 @@ _RATE_LIMIT_PREFIX = "anthropic-ratelimit-"
 
 
 OnAttemptFailed = Callable[[AttemptFailure], None]
+AsyncOnAttemptFailed = Callable[[AttemptFailure], Awaitable[None]]
 
 
 def _ms(seconds: float) -> float:
@@ -149,9 +151,16 @@ class AnthropicProvider:
     # -- async ------------------------------------------------------------------------------
 
     async def asend(
-        self, body: Mapping[str, Any], *, api_version: str, on_attempt_failed: OnAttemptFailed
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
     ) -> ProviderReply:
-        """``send`` for asyncio: the AsyncAnthropic client and a non-blocking wait."""
+        """``send`` for asyncio: the AsyncAnthropic client and a non-blocking wait.
+
+        ``on_attempt_failed`` may be a coroutine function: it is awaited before any retry, so
+        an audit write can run in a worker thread without the event loop waiting on it."""
         if self._async_client is None:
             self._async_client = _sdk.build_async_client(
                 api_key=self._api_key, base_url=self._base_url, timeout=self._timeout
@@ -182,7 +191,7 @@ class AnthropicProvider:
                         response = _sdk.parse_message(http, content)
                     return _reply(http, response, content, attempt, t0, started)
             except _sdk.UPSTREAM_FAILURES as exc:
-                delay = self._after_failure(exc, attempt, t0, on_attempt_failed)
+                delay = await self._after_failure_async(exc, attempt, t0, on_attempt_failed)
             await self._async_sleep(delay)
 
     # -- shared -----------------------------------------------------------------------------
@@ -195,22 +204,47 @@ class AnthropicProvider:
         on_attempt_failed: OnAttemptFailed,
     ) -> float:
         """Report the failed attempt, then return the wait before the next one, or raise."""
+        report, failure = self._failed_attempt(exc, attempt, t0)
+        on_attempt_failed(report)
+        return self._delay_or_raise(exc, report, failure)
+
+    async def _after_failure_async(
+        self,
+        exc: Exception,
+        attempt: int,
+        t0: float,
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+    ) -> float:
+        """``_after_failure`` for asend: the report may be awaited (recorded off the loop)."""
+        report, failure = self._failed_attempt(exc, attempt, t0)
+        outcome = on_attempt_failed(report)
+        if inspect.isawaitable(outcome):
+            await outcome
+        return self._delay_or_raise(exc, report, failure)
+
+    def _failed_attempt(
+        self, exc: Exception, attempt: int, t0: float
+    ) -> tuple[AttemptFailure, _sdk.Failure]:
         failure = _sdk.classify(exc, secrets=(self._api_key,))
         will_retry = failure.retryable and attempt < self._retry.max_attempts
-        on_attempt_failed(
-            AttemptFailure(
-                attempt=attempt,
-                status=failure.status,
-                error_type=failure.error_type,
-                message=failure.message,
-                upstream_request_id=failure.upstream_request_id,
-                retry_after_s=failure.retry_after_s,
-                will_retry=will_retry,
-                latency_ms=_ms(time.monotonic() - t0),
-                upstream_message=failure.upstream_message,
-            )
+        report = AttemptFailure(
+            attempt=attempt,
+            status=failure.status,
+            error_type=failure.error_type,
+            message=failure.message,
+            upstream_request_id=failure.upstream_request_id,
+            retry_after_s=failure.retry_after_s,
+            will_retry=will_retry,
+            latency_ms=_ms(time.monotonic() - t0),
+            upstream_message=failure.upstream_message,
         )
-        if will_retry:
+        return report, failure
+
+    def _delay_or_raise(
+        self, exc: Exception, report: AttemptFailure, failure: _sdk.Failure
+    ) -> float:
+        attempt = report.attempt
+        if report.will_retry:
             return self._retry.delay_s(attempt=attempt, retry_after_s=failure.retry_after_s)
         fields: dict[str, Any] = {
             "status": failure.status,

@@ -515,3 +515,27 @@ def test_async_stream_and_rejection(
     reply = asyncio.run(run())
     assert reply.response["content"][0]["text"] == "s" and reply.attempts == 2
     assert [f.error_type for f in rec.failures] == ["overloaded_error", "invalid_request_error"]
+
+
+def test_async_send_awaits_a_coroutine_callback_before_retrying(
+    provider: AnthropicProvider, fake_api: FakeMessagesAPI, rec: Recorder
+) -> None:
+    fake_api.script(Reply.error(529), Reply.error(500), Reply.ok())
+
+    async def record(failure: AttemptFailure) -> None:
+        await asyncio.sleep(0.01)  # a recorder that yields to the loop, as an audit write does
+        rec.events.append(("failed", failure))
+        if failure.attempt == 2:
+            raise RuntimeError("the audit write failed")
+
+    async def run() -> None:
+        try:
+            await provider.asend(SAMPLING_BODY, api_version="2023-06-01", on_attempt_failed=record)
+        finally:
+            await provider.aclose()
+
+    with pytest.raises(RuntimeError, match="audit write failed"):
+        asyncio.run(run())
+    # Each report completed before the wait that follows it; a failing report stops the sends.
+    assert [e[0] for e in rec.events] == ["failed", "sleep", "failed"]
+    assert len(fake_api.requests) == 2
