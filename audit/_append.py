@@ -33,6 +33,7 @@ from sqlalchemy.exc import (
 from sqlalchemy.pool import PoolProxiedConnection
 
 from audit._backend import Backend, db_reason
+from audit._fork import abandon
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.chain import GENESIS, BodyTemplate, canonical_time, link_hash
 from audit.errors import AppendFailed, InvalidEvent
@@ -106,6 +107,13 @@ class Known:
         self._lock = threading.Lock()
         self.payloads: set[str] = set()
         self.policies: dict[str, bytes] = {}
+
+    def after_fork(self) -> None:
+        """In a forked child: a new lock (the parent's may be held by a thread that is not
+        here) and an empty set (the child's first connection is a new one anyway)."""
+        self._lock = threading.Lock()
+        self.payloads = set()
+        self.policies = {}
 
     def forget(self) -> None:
         """Empty the set (new objects, so a reader holding the old ones is unaffected)."""
@@ -327,6 +335,14 @@ class _SqliteWriter:
             finally:
                 cur.close()
 
+    def after_fork(self) -> None:
+        """In a forked child: set the parent's connection aside, unused and unclosed, and
+        start with a new lock; the next append opens the child's own connection."""
+        if self._proxy is not None:
+            abandon(self._proxy)  # collected, its pool would roll it back: the parent's
+        self._proxy = None
+        self._lock = threading.Lock()
+
     def _wrap(self, statement: str, exc: Exception) -> StatementError:
         return DBAPIError.instance(statement, None, exc, self._error, dialect=self._dialect)
 
@@ -357,6 +373,9 @@ class _EngineWriter:
 
             yield run
 
+    def after_fork(self) -> None:
+        pass  # no state of its own: the backend replaces the engine's pool
+
     def close(self) -> None:
         pass
 
@@ -384,6 +403,11 @@ class Appender:
 
     def _reconnected(self, _dbapi_conn: Any, _record: Any) -> None:
         self.known.forget()
+
+    def after_fork(self) -> None:
+        """In a forked child, after :meth:`Backend.after_fork`: fresh locks and caches."""
+        self.known.after_fork()
+        self._writer.after_fork()
 
     def close(self) -> None:
         self._writer.close()

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from audit._fork import abandon
 from audit.errors import DatabaseUnavailable
 
 DURABILITIES = ("fsync", "os")
@@ -165,6 +166,18 @@ class Backend:
         if self.dialect == "postgresql":
             # Held to the end of the transaction; instances queue here, then read the head.
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": CHAIN_LOCK_KEY})
+
+    def after_fork(self) -> None:
+        """In a forked child: new, empty pools, so the child opens its own connections.
+
+        ``dispose(close=False)`` is SQLAlchemy's recipe for a child: the parent's pool is
+        dropped without touching its connections. They are kept alive (:func:`abandon`),
+        because deallocating them would close them: ``sqlite3_close`` in the child is what
+        SQLite warns against.
+        """
+        for engine in {id(e): e for e in (self.writer, self.reader)}.values():
+            abandon(engine.pool)
+            engine.dispose(close=False)
 
     def dispose(self) -> None:
         self.writer.dispose()

@@ -67,6 +67,13 @@ class GroupCommitter(Generic[T, R]):
         self._busy = False
         self.batches = 0  # for the benchmark: appends / batches = mean group size
 
+    def after_fork(self) -> None:
+        """In a forked child: nobody is committing or waiting (those threads stayed in the
+        parent), and the lock may have been held by one of them at the fork."""
+        self._lock = threading.Lock()
+        self._queue = []
+        self._busy = False
+
     def submit(self, item: T) -> R:
         mine: _Pending[T, R] = _Pending(item)
         with self._lock:

@@ -26,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from audit import checkpoint as cp
 from audit._append import Appender, Prepared, interrupted, item_specific, prepare
 from audit._backend import Backend, db_reason
+from audit._fork import on_fork_child
 from audit._group import GroupCommitter
 from audit.canonical import digest
 from audit.chain import (
@@ -77,6 +78,14 @@ class AuditStore:
         self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
             self._appender.commit, retry_alone=item_specific, interrupted=interrupted
         )
+        on_fork_child(self, AuditStore._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        # Order matters: the writer's connection is set aside before its pool is replaced,
+        # and the caches are emptied before the child's first connection is opened.
+        self._appender.after_fork()
+        self._backend.after_fork()
+        self._committer.after_fork()
 
     # -- opening ------------------------------------------------------------------------------
 
