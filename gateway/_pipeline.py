@@ -275,19 +275,9 @@ class RequestPipeline:
             self._draft(
                 prepared,
                 EventKind.ATTEMPT_FAILED,
-                {
-                    "attempt": failure.attempt,
-                    "status": failure.status,
-                    "error_type": failure.error_type,
-                    "message": failure.message,
-                    # The upstream's own words may quote the prompt: the audit log may hold
-                    # that, logs and error messages may not.
-                    "upstream_message": failure.upstream_message,
-                    "upstream_request_id": failure.upstream_request_id,
-                    "retry_after_s": failure.retry_after_s,
-                    "will_retry": failure.will_retry,
-                    "latency_ms": _finite(failure.latency_ms),
-                },
+                # upstream_message may quote the prompt: the audit log may hold that, logs
+                # and error messages may not.
+                failure.audit_data(),
             ),
             prepared.request_id,
         )

@@ -50,3 +50,7 @@ class AttemptFailure(BaseModel):
     will_retry: bool
     latency_ms: float
     upstream_message: str | None = None
+
+    def audit_data(self) -> dict[str, Any]:
+        """The ATTEMPT_FAILED event's data: every field, as recorded by gateway and replay."""
+        return self.model_dump(mode="json")

@@ -292,20 +292,7 @@ class Replayer:
                 self._draft(
                     call,
                     EventKind.ATTEMPT_FAILED,
-                    {
-                        "original_request_id": call.recorded.request_id,
-                        "attempt": failure.attempt,
-                        "status": failure.status,
-                        "error_type": failure.error_type,
-                        "message": failure.message,
-                        # The upstream's words may quote the prompt: the audit log may hold
-                        # prompt text, logs and error messages may not.
-                        "upstream_message": failure.upstream_message,
-                        "upstream_request_id": failure.upstream_request_id,
-                        "retry_after_s": failure.retry_after_s,
-                        "will_retry": failure.will_retry,
-                        "latency_ms": failure.latency_ms,
-                    },
+                    {"original_request_id": call.recorded.request_id, **failure.audit_data()},
                 )
             )
 
