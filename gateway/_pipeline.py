@@ -28,7 +28,7 @@ from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
 from audit.canonical import canonical_digest
 from audit.errors import AuditStoreError
 from gateway._inputs import check_caller, messages_from_input, safe_label
-from gateway._output_check import check_json_output, response_text
+from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway._served import Served, ServedMemo
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
@@ -381,7 +381,9 @@ class RequestPipeline:
                 request_id=prepared.request_id,
                 seq=appended.seq,
             )
-        return self._result(prepared, reply.response, stop_reason, appended.seq, cached=False)
+        return self._result(
+            prepared, reply.response, stop_reason, appended.seq, cached=False, checked=check
+        )
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -436,11 +438,13 @@ class RequestPipeline:
         seq: int,
         *,
         cached: bool,
+        checked: OutputCheck | None = None,
     ) -> Result:
+        """``checked``: the JSON check already run on this answer, so it is not parsed twice."""
         text = response_text(response)
         value = None
         if prepared.plan.output_format == "json":
-            value = check_json_output(text, None).value
+            value = (checked or check_json_output(text, None)).value
         return Result(
             text=text,
             json=value,
