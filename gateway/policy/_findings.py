@@ -41,3 +41,7 @@ def warning(rule: str, file: str, key: str, message: str, advice: str) -> Findin
     return Finding(
         severity=Severity.WARNING, rule=rule, file=file, key=key, message=message, advice=advice
     )
+
+
+def count(findings: tuple[Finding, ...], severity: Severity) -> int:
+    return sum(f.severity is severity for f in findings)

@@ -17,7 +17,7 @@ from pathlib import Path
 from gateway.catalog import Catalog
 from gateway.errors import PolicyLoadError, UnknownTask
 from gateway.policy._files import read_output_schema, read_policy_file, read_system_prompt
-from gateway.policy._findings import Finding, Severity, error
+from gateway.policy._findings import Finding, Severity, count, error
 from gateway.policy._schema import Policy, PolicyFile
 from gateway.policy.rules import Subject, check
 
@@ -34,11 +34,11 @@ class PolicyEntry:
 
     @property
     def errors(self) -> int:
-        return sum(f.severity is Severity.ERROR for f in self.findings)
+        return count(self.findings, Severity.ERROR)
 
     @property
     def warnings(self) -> int:
-        return sum(f.severity is Severity.WARNING for f in self.findings)
+        return count(self.findings, Severity.WARNING)
 
 
 class PolicySet:

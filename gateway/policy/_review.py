@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 
 from gateway.catalog import Catalog
-from gateway.policy._findings import Finding, Severity
+from gateway.policy._findings import Finding, Severity, count
 from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._schema import Policy
 
@@ -29,11 +29,11 @@ class ReviewReport:
 
     @property
     def errors(self) -> int:
-        return sum(f.severity is Severity.ERROR for f in self.findings)
+        return count(self.findings, Severity.ERROR)
 
     @property
     def warnings(self) -> int:
-        return sum(f.severity is Severity.WARNING for f in self.findings)
+        return count(self.findings, Severity.WARNING)
 
     @property
     def ok(self) -> bool:
