@@ -1,4 +1,5 @@
-"""What every provider hands back to the gateway client: a reply, or one failed attempt.
+"""The provider seam: the Provider protocol, and what every provider hands back (a reply, or
+one failed attempt).
 
 Kept apart from the providers so that importing these types does not import the anthropic SDK
 (about a second of start-up) for commands that never call Claude.
@@ -8,11 +9,18 @@ Kept apart from the providers so that importing these types does not import the 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["AttemptFailure", "ProviderReply"]
+__all__ = [
+    "AsyncOnAttemptFailed",
+    "AttemptFailure",
+    "OnAttemptFailed",
+    "Provider",
+    "ProviderReply",
+]
 
 
 class ProviderReply(BaseModel):
@@ -54,3 +62,44 @@ class AttemptFailure(BaseModel):
     def audit_data(self) -> dict[str, Any]:
         """The ATTEMPT_FAILED event's data: every field, as recorded by gateway and replay."""
         return self.model_dump(mode="json")
+
+
+OnAttemptFailed = Callable[[AttemptFailure], None]
+AsyncOnAttemptFailed = Callable[[AttemptFailure], Awaitable[None]]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """What the gateway needs of a model provider (in the spirit of httpx's transports).
+
+    ``name`` is the catalog's ``provider`` value. ``wire_bytes(body)`` is the exact body
+    ``send(body)`` puts on the wire, recorded before anything is sent. ``model_version`` is
+    what fixes the model beyond its id (a local model's weights digest), or ``None`` when the
+    id already names a fixed model. ``send``/``asend`` call ``on_attempt_failed`` for every
+    failed attempt before any retry (``asend`` awaits it when it returns an awaitable); if
+    it raises, nothing more is sent and its exception propagates. A final failure raises
+    :class:`gateway.errors.UpstreamError` (or an ``InputError`` for a body the provider
+    cannot honour).
+    """
+
+    name: str
+
+    def wire_bytes(self, body: Mapping[str, Any]) -> bytes: ...
+
+    def model_version(self, model_id: str) -> str | None: ...
+
+    def send(
+        self, body: Mapping[str, Any], *, api_version: str, on_attempt_failed: OnAttemptFailed
+    ) -> ProviderReply: ...
+
+    async def asend(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+    ) -> ProviderReply: ...
+
+    def close(self) -> None: ...
+
+    async def aclose(self) -> None: ...
