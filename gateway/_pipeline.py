@@ -1,38 +1,33 @@
 """The stages of one request that do not depend on how the caller waits (DESIGN.md §3).
 
-``Gateway`` and ``AsyncGateway`` drive these stages in order; the pipeline owns every audit
-write, so both clients record exactly the same events:
+``Gateway`` and ``AsyncGateway`` drive these stages in order; every event goes through the one
+recorder (gateway._recording), so both clients record exactly the same events:
 
     prepared = pipeline.prepare("compliance_review", prompt="...", caller="payments-svc")
-    result = pipeline.cached_result(prepared)            # replay mode only
-    pipeline.record_intent(prepared, wire)                # before any upstream call
-    reply = provider.send(..., on_attempt_failed=...)   # record_attempt_failed per failure
-    result = pipeline.record_outcome(prepared, reply, wire)  # after the call
-
-Audit store errors are translated into ``AuditWriteError`` at one place, ``_append``.
+    result = pipeline.cached_result(prepared)              # replay mode only
+    sent = recorder.send(prepared.labels, provider, prepared.plan.body,
+                         api_version=..., intent=pipeline.intent(prepared))
+    result = pipeline.record_outcome(prepared, sent.reply, sent.wire)   # or record_failed
 """
 
 from __future__ import annotations
 
 import json
 import math
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any
 
-import structlog
-
-from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
+from audit import EventKind
 from audit.canonical import canonical_digest
-from audit.errors import AuditStoreError
 from gateway._inputs import check_caller, messages_from_input, safe_label
+from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
+from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
+from gateway._recording import CallLabels, Intent, Recorder
 from gateway._served import Served, ServedMemo
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
-    AuditWriteError,
     GatewayError,
     InputError,
     OutputValidationError,
@@ -40,19 +35,9 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.policy import Plan, Policy, PolicySet, plan_request
-from gateway.providers.base import AttemptFailure, ProviderReply
+from gateway.providers.base import ProviderReply
+from gateway.providers.registry import Providers
 from gateway.result import Result
-
-log = structlog.get_logger("gateway")
-
-try:
-    GATEWAY_VERSION = version("compliance-gateway")
-except PackageNotFoundError:  # running from a source tree without installation
-    GATEWAY_VERSION = "0+unknown"
-
-
-class ModelVersions(Protocol):
-    def model_version(self, model_id: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -66,25 +51,17 @@ class Prepared:
     plan: Plan
     request_hash: str
     model_version: str | None
+    labels: CallLabels = field(init=False, repr=False, compare=False)
 
-
-def request_hash_for(plan: Plan, model_version: str | None) -> str:
-    """The cache and audit key. Local models add their weights digest, so that a retrained
-    local model never serves an old answer; Claude model ids are already fixed models."""
-    if model_version is None:
-        return plan.request_hash
-    return canonical_digest(
-        {
-            "provider": plan.provider,
-            "api_version": plan.api_version,
-            "body": plan.body,
-            "model_version": model_version,
-        }
-    )
-
-
-def new_request_id() -> str:
-    return "req_" + uuid.uuid4().hex
+    def __post_init__(self) -> None:
+        labels = CallLabels(
+            request_id=self.request_id,
+            task=self.plan.task,
+            caller=self.caller,
+            policy_fingerprint=self.policy.fingerprint,
+            request_hash=self.request_hash,
+        )
+        object.__setattr__(self, "labels", labels)
 
 
 class RequestPipeline:
@@ -93,16 +70,16 @@ class RequestPipeline:
         *,
         policies: PolicySet,
         catalog: Catalog,
-        store: AuditStore,
+        recorder: Recorder,
+        providers: Providers,
         durability: str,
-        local_versions: ModelVersions,
         policy_transform: Any = None,
     ) -> None:
         self.policies = policies
         self.catalog = catalog
-        self.store = store
+        self.recorder = recorder
+        self.providers = providers
         self.durability = durability
-        self._local_versions = local_versions
         self._policy_transform = policy_transform
         self._served = ServedMemo()
 
@@ -132,9 +109,7 @@ class RequestPipeline:
             plan = plan_request(
                 policy, model, messages_from_input(prompt, messages), overrides=overrides
             )
-            model_version = (
-                self._local_versions.model_version(model.id) if model.provider == "local" else None
-            )
+            model_version = self.providers.model_version(model.provider, model.id)
         except (PolicyError, InputError) as exc:
             self._record_rejected(request_id, task, caller, policy, overrides, exc)
             raise
@@ -157,25 +132,25 @@ class RequestPipeline:
         overrides: object,
         error: GatewayError,
     ) -> None:
-        requested = _json_safe_overrides(overrides)
-        self._append(
-            EventDraft(
-                kind=EventKind.REJECTED,
-                request_id=request_id,
-                task=safe_label(task),
-                caller=safe_label(caller) if caller is not None else None,
-                policy_fingerprint=policy.fingerprint if policy else None,
-                request_hash=None,
-                data={
+        labels = CallLabels(
+            request_id=request_id,
+            task=safe_label(task),
+            caller=safe_label(caller) if caller is not None else None,
+            policy_fingerprint=policy.fingerprint if policy else None,
+            request_hash=None,
+        )
+        self.recorder.append(
+            labels.draft(
+                EventKind.REJECTED,
+                {
                     "error": type(error).__name__,
                     "key": getattr(error, "key", None),
                     "reason": safe_label(error.message),
-                    "requested": requested,
+                    "requested": _json_safe_overrides(overrides),
                     "gateway_version": GATEWAY_VERSION,
                 },
                 policy_content=policy.content() if policy else None,
-            ),
-            request_id,
+            )
         )
         log.info(
             "request_rejected",
@@ -192,17 +167,15 @@ class RequestPipeline:
         served = self._served.get(prepared.request_hash) or self._find_served(prepared)
         if served is None:
             return None
-        appended = self._append(
-            self._draft(
-                prepared,
+        appended = self.recorder.append(
+            prepared.labels.draft(
                 EventKind.CACHE_HIT,
                 {
                     "served_seq": served.seq,
                     "served_request_id": served.request_id,
                     "served_hash": served.hash,
                 },
-            ),
-            prepared.request_id,
+            )
         )
         result = self._result(
             prepared, served.response, served.stop_reason, appended.seq, cached=True
@@ -220,16 +193,10 @@ class RequestPipeline:
         return result
 
     def _find_served(self, prepared: Prepared) -> Served | None:
-        try:
-            event = self.store.find_response(prepared.request_hash)
-        except AuditStoreError as exc:
-            raise AuditWriteError(
-                f"the audit database could not be searched for a recorded answer: {exc}",
-                request_id=prepared.request_id,
-            ) from exc
+        event = self.recorder.find_response(prepared.request_hash, prepared.request_id)
         if event is None:
             return None
-        raw = self._payload(event, "response_body", prepared.request_id)
+        raw = self.recorder.payload(event, "response_body", prepared.request_id)
         response = json.loads(raw)
         served = Served(
             seq=event.seq,
@@ -244,52 +211,34 @@ class RequestPipeline:
 
     # -- stage 5-8: intent, attempts, outcome ------------------------------------------
 
-    def record_intent(self, prepared: Prepared, wire: bytes) -> int:
-        """Commit the REQUEST event with ``wire``, the exact body bytes about to be sent."""
+    def intent(self, prepared: Prepared) -> Intent:
+        """The REQUEST event committed before the call (the recorder adds the wire bytes)."""
         plan = prepared.plan
-        appended = self._append(
-            self._draft(
-                prepared,
-                EventKind.REQUEST,
-                {
-                    "provider": plan.provider,
-                    "api_version": plan.api_version,
-                    "model_id": plan.model_id,
-                    "model_version": prepared.model_version,
-                    "requested": plan.requested,
-                    "effective": plan.effective,
-                    "cache_mode": plan.cache_mode,
-                    "output_format": plan.output_format,
-                    "durability": self.durability,
-                    "gateway_version": GATEWAY_VERSION,
-                },
-                payloads={"request_body": wire},
-                with_policy=True,
-            ),
-            prepared.request_id,
-        )
-        return appended.seq
-
-    def record_attempt_failed(self, prepared: Prepared, failure: AttemptFailure) -> None:
-        self._append(
-            self._draft(
-                prepared,
-                EventKind.ATTEMPT_FAILED,
-                # upstream_message may quote the prompt: the audit log may hold that, logs
-                # and error messages may not.
-                failure.audit_data(),
-            ),
-            prepared.request_id,
+        return Intent(
+            EventKind.REQUEST,
+            {
+                "provider": plan.provider,
+                "api_version": plan.api_version,
+                "model_id": plan.model_id,
+                "model_version": prepared.model_version,
+                "requested": plan.requested,
+                "effective": plan.effective,
+                "cache_mode": plan.cache_mode,
+                "output_format": plan.output_format,
+                "durability": self.durability,
+                "gateway_version": GATEWAY_VERSION,
+            },
+            policy_content=prepared.policy.content(),
         )
 
     def record_failed(
         self, prepared: Prepared, error: UpstreamError, *, detail: str | None = None
     ) -> None:
-        """Record the FAILED outcome. ``detail`` may quote input, so it goes to the log only."""
+        """Record the FAILED outcome. ``detail`` may quote input: it goes to the audit record,
+        never to a log or an error message."""
         error.request_id = prepared.request_id
-        self._append(
-            self._draft(
-                prepared,
+        self.recorder.append(
+            prepared.labels.draft(
                 EventKind.FAILED,
                 {
                     "error": type(error).__name__,
@@ -300,8 +249,7 @@ class RequestPipeline:
                     "reason": error.message,
                     "detail": detail,
                 },
-            ),
-            prepared.request_id,
+            )
         )
         log.warning(
             "request_failed",
@@ -338,17 +286,15 @@ class RequestPipeline:
             "rate_limits": dict(reply.rate_limits),
             "sent_as_recorded": sent_as_recorded,
         }
-        appended = self._append(
-            self._draft(
-                prepared,
+        appended = self.recorder.append(
+            prepared.labels.draft(
                 EventKind.RESPONSE,
                 data,
                 payloads={
                     "response_body": reply.response_bytes,
                     "request_wire": reply.request_bytes,
                 },
-            ),
-            prepared.request_id,
+            )
         )
         if data["ok"] and prepared.plan.cache_mode == "replay":
             self._served.put(
@@ -386,49 +332,6 @@ class RequestPipeline:
         )
 
     # -- helpers ---------------------------------------------------------------------------
-
-    def _draft(
-        self,
-        prepared: Prepared,
-        kind: EventKind,
-        data: dict[str, Any],
-        *,
-        payloads: Mapping[str, bytes] | None = None,
-        with_policy: bool = False,
-    ) -> EventDraft:
-        return EventDraft(
-            kind=kind,
-            request_id=prepared.request_id,
-            task=prepared.plan.task,
-            caller=prepared.caller,
-            policy_fingerprint=prepared.policy.fingerprint,
-            request_hash=prepared.request_hash,
-            data=data,
-            payloads=dict(payloads or {}),
-            policy_content=prepared.policy.content() if with_policy else None,
-        )
-
-    def _append(self, draft: EventDraft, request_id: str) -> Appended:
-        try:
-            return self.store.append(draft)
-        except AuditStoreError as exc:
-            raise AuditWriteError(
-                f"the audit record ({draft.kind}) could not be committed, so the gateway "
-                f"stopped: {exc.message}",
-                request_id=request_id,
-                hint="Nothing was sent upstream after this point. Fix the audit database "
-                "and retry.",
-            ) from exc
-
-    def _payload(self, event: StoredEvent, name: str, request_id: str) -> bytes:
-        try:
-            return self.store.payload(event.payload_digests[name])
-        except (AuditStoreError, KeyError) as exc:
-            raise AuditWriteError(
-                f"the recorded {name} of seq {event.seq} could not be read.",
-                request_id=request_id,
-                hint="Run 'gateway audit verify'.",
-            ) from exc
 
     def _result(
         self,

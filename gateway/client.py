@@ -16,129 +16,56 @@ the derived policy is what the audit log records, with its own fingerprint.
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
-from audit import AuditStore
-from audit.canonical import canonical_bytes
-from audit.errors import AuditStoreError
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, RequestPipeline
+from gateway._recording import Recorder, Sent
 from gateway.catalog import Catalog
-from gateway.errors import (
-    AuditError,
-    AuditUnavailable,
-    ConfigurationError,
-    UpstreamError,
-    UpstreamRejected,
-)
+from gateway.errors import ConfigurationError
 from gateway.offline import offline_policy
 from gateway.policy import Policy, PolicySet
-from gateway.providers.base import AttemptFailure, ProviderReply
-from gateway.providers.local import LocalProvider, LocalRequestError
+from gateway.providers.base import Provider
+from gateway.providers.registry import Providers
 from gateway.result import Result
 from gateway.settings import Settings
 
-if TYPE_CHECKING:
-    from gateway.providers.anthropic import AnthropicProvider
-
 
 class _Core:
-    """What both clients share: settings, catalog, policies, the audit store, the providers."""
+    """What both clients share: settings, catalog, policies, the recorder, the providers."""
 
     def __init__(
         self, settings: Settings, *, offline: bool, policy_transform: PolicyTransform | None
     ) -> None:
         self.settings = settings
-        self.offline = offline
         self.catalog = Catalog.load(settings.catalog_override)
         self.policies = PolicySet.load(Path(settings.policy_dir), self.catalog)
-        try:
-            self.store = AuditStore.open(settings.database_url, durability=settings.durability)
-        except AuditStoreError as exc:
-            raise AuditUnavailable(exc.message, hint=exc.hint) from exc
-        self.local = LocalProvider()
-        self._anthropic: AnthropicProvider | None = None
-        self._anthropic_lock = threading.Lock()
+        self.recorder = Recorder.open(settings)
+        self.store = self.recorder.store
+        self.providers = Providers(settings)
+        transform = _compose(offline_policy if offline else None, policy_transform)
         self.pipeline = RequestPipeline(
             policies=self.policies,
             catalog=self.catalog,
-            store=self.store,
+            recorder=self.recorder,
+            providers=self.providers,
             durability=str(settings.durability),
-            local_versions=self.local,
-            policy_transform=_compose(offline_policy if offline else None, policy_transform),
+            policy_transform=transform,
         )
-        key = settings.anthropic_api_key
-        if key is not None and key.get_secret_value() and not offline:
-            # Build the provider now, so a service pays the SDK's import (about a second) at
-            # start-up rather than on its first request.
-            self.anthropic()
+        # A service pays each provider's start-up (the SDK's import: about a second) now,
+        # rather than on its first request.
+        self.providers.warm(self._providers_in_use(transform))
 
-    def anthropic(self) -> AnthropicProvider:
-        with self._anthropic_lock:  # one provider (and connection pool) per gateway
-            return self._anthropic or self._build_anthropic()
-
-    def _build_anthropic(self) -> AnthropicProvider:
-        if self._anthropic is None:
-            key = self.settings.anthropic_api_key
-            if key is None or not key.get_secret_value():
-                raise ConfigurationError(
-                    "no Anthropic API key is set, so this task cannot reach Claude.",
-                    hint="Set ANTHROPIC_API_KEY, or run offline on the local model "
-                    "(gateway ask --offline ...).",
-                )
-            # Imported here: the SDK costs about a second of start-up, which offline runs and
-            # commands that never call Claude should not pay.
-            from gateway.providers.anthropic import AnthropicProvider
-
-            self._anthropic = AnthropicProvider(
-                api_key=key.get_secret_value(),
-                base_url=self.settings.anthropic_base_url,
-                timeout_s=self.settings.request_timeout_s,
-                max_attempts=self.settings.max_attempts,
-                retry_after_cap_s=self.settings.retry_after_cap_s,
-                backoff_base_s=self.settings.retry_backoff_base_s,
-            )
-        return self._anthropic
-
-    def wire_bytes(self, provider: str, body: Mapping[str, Any]) -> bytes:
-        if provider == "anthropic":
-            return self.anthropic().wire_bytes(dict(body))
-        return canonical_bytes(body)
-
-    def prepare(
-        self,
-        task: str,
-        prompt: object,
-        messages: object,
-        caller: object,
-        overrides: Mapping[str, object] | None,
-    ) -> Prepared:
-        return self.pipeline.prepare(
-            task,
-            prompt=prompt,
-            messages=messages,
-            caller=caller,
-            overrides=overrides,
-        )
-
-    def call_local(self, prepared: Prepared, wire: bytes) -> ProviderReply:
-        started = time.perf_counter()
-        reply = self.local.complete(prepared.plan.body)
-        return ProviderReply(
-            status=200,
-            response=reply.response,
-            response_bytes=reply.raw,
-            request_bytes=wire,
-            upstream_request_id=None,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            attempts=1,
-            rate_limits={},
-        )
+    def _providers_in_use(self, transform: PolicyTransform | None) -> set[str]:
+        names: set[str] = set()
+        for policy in self.policies.policies():
+            model = self.catalog.get((transform(policy) if transform else policy).model_id)
+            if model is not None:
+                names.add(model.provider)
+        return names
 
     def prepare_and_look(
         self,
@@ -148,74 +75,39 @@ class _Core:
         caller: object,
         overrides: Mapping[str, object] | None,
     ) -> tuple[Prepared, Result | None]:
-        prepared = self.prepare(task, prompt, messages, caller, overrides)
+        prepared = self.pipeline.prepare(
+            task, prompt=prompt, messages=messages, caller=caller, overrides=overrides
+        )
         return prepared, self.pipeline.cached_result(prepared)
 
-    def begin(self, prepared: Prepared) -> bytes:
-        """Commit the intent with the exact bytes about to be sent; return those bytes."""
-        wire = self.wire_bytes(prepared.plan.provider, prepared.plan.body)
-        self.pipeline.record_intent(prepared, wire)
-        return wire
+    def provider(self, prepared: Prepared) -> Provider:
+        return self.providers.get(prepared.plan.provider)
 
     def run(self, prepared: Prepared) -> Result:
         """Intent, call, outcome: the whole miss path, synchronously."""
-        wire = self.begin(prepared)
-        try:
-            if prepared.plan.provider == "local":
-                reply = self.call_local(prepared, wire)
-            else:
-                reply = self.anthropic().send(
-                    prepared.plan.body,
-                    api_version=prepared.plan.api_version,
-                    on_attempt_failed=self.attempt_recorder(prepared),
-                )
-        except AuditError:
-            raise  # an attempt could not be recorded: the gateway already stopped, fail closed
-        except Exception as exc:
-            error = self.record_call_failure(prepared, exc)
-            if error is exc:
-                raise
-            raise error from exc
-        return self.pipeline.record_outcome(prepared, reply, wire)
+        sent = self.recorder.send(
+            prepared.labels,
+            self.provider(prepared),
+            prepared.plan.body,
+            api_version=prepared.plan.api_version,
+            intent=self.pipeline.intent(prepared),
+        )
+        return self.finish(prepared, sent)
 
-    def attempt_recorder(self, prepared: Prepared) -> Callable[[AttemptFailure], None]:
-        def record(failure: AttemptFailure) -> None:
-            self.pipeline.record_attempt_failed(prepared, failure)
-
-        return record
-
-    def record_call_failure(self, prepared: Prepared, exc: Exception) -> UpstreamError:
-        """Record the FAILED outcome of a call that raised, as a typed upstream error.
-
-        Whatever went wrong after the intent was committed, the request gets an outcome: a
-        provider error as itself, anything else (a local model refusing a body, a bug) as
-        UpstreamRejected naming only the exception type, never its text.
-        """
-        detail = None
-        if isinstance(exc, UpstreamError):
-            error = exc
-        elif isinstance(exc, LocalRequestError):
-            # Its message may quote the input, which belongs in the audit log only.
-            detail = exc.message
-            error = UpstreamRejected(
-                "the local model could not honour this request.",
-                error_type="local_request_error",
-                attempts=1,
-                hint="The reason is in the request's FAILED event: gateway audit show ID.",
-            )
-        else:
-            error = UpstreamRejected(
-                f"the {prepared.plan.provider} provider failed ({type(exc).__name__}).",
-                error_type="provider_error",
-                hint="Run with 'gateway --debug' to see the cause.",
-            )
-        self.pipeline.record_failed(prepared, error, detail=detail)
-        return error
+    def finish(self, prepared: Prepared, sent: Sent) -> Result:
+        """Record the call's outcome: RESPONSE, or FAILED and the typed error raised."""
+        if sent.reply is not None:
+            return self.pipeline.record_outcome(prepared, sent.reply, sent.wire)
+        error = sent.error
+        assert error is not None  # a Sent holds a reply or an error
+        self.pipeline.record_failed(prepared, error, detail=sent.detail)
+        if sent.cause is error:
+            raise error
+        raise error from sent.cause
 
     def close(self) -> None:
         try:
-            if self._anthropic is not None:
-                self._anthropic.close()
+            self.providers.close()
         finally:
             self.store.close()
 
@@ -347,35 +239,18 @@ class AsyncGateway(_Client):
 
     async def _call(self, prepared: Prepared) -> Result:
         core = self._core
-        if prepared.plan.provider == "local":
-            return await asyncio.to_thread(core.run, prepared)  # CPU-bound: one hop for all
-        wire = await asyncio.to_thread(core.begin, prepared)
-        record = core.attempt_recorder(prepared)
-
-        async def record_off_the_loop(failure: AttemptFailure) -> None:
-            # Awaited by the provider before any retry: recorded first, and the loop runs on.
-            await asyncio.to_thread(record, failure)
-
-        try:
-            reply = await core.anthropic().asend(
-                prepared.plan.body,
-                api_version=prepared.plan.api_version,
-                on_attempt_failed=record_off_the_loop,
-            )
-        except AuditError:
-            raise
-        except Exception as exc:
-            error = await asyncio.to_thread(core.record_call_failure, prepared, exc)
-            if error is exc:
-                raise
-            raise error from exc
-        return await asyncio.to_thread(core.pipeline.record_outcome, prepared, reply, wire)
+        sent = await core.recorder.asend(
+            prepared.labels,
+            core.provider(prepared),
+            prepared.plan.body,
+            api_version=prepared.plan.api_version,
+            intent=core.pipeline.intent(prepared),
+        )
+        return await asyncio.to_thread(core.finish, prepared, sent)
 
     async def aclose(self) -> None:
         core = self._core
-        if core._anthropic is not None:
-            await core._anthropic.aclose()
-            core._anthropic = None
+        await core.providers.aclose()
         await asyncio.to_thread(core.close)
 
     async def __aenter__(self) -> AsyncGateway:

@@ -3,6 +3,8 @@
     settings = Settings.from_env()          # reads the environment once
     settings = Settings(policy_dir=Path("policies"), database_url="sqlite:///audit.db")
 
+An unusable value, from the environment or a keyword argument, raises ConfigurationError.
+
 Nothing else in the library reads the environment. The API key and checkpoint key are
 ``SecretStr`` so that they never appear in a repr, a log line or an error message.
 """
@@ -43,6 +45,14 @@ class Settings(BaseModel):
     retry_after_cap_s: float = Field(default=60.0, ge=0)
     retry_backoff_base_s: float = Field(default=0.5, ge=0)
 
+    def __init__(self, **values: object) -> None:
+        # Keyword settings (Settings(...), Gateway(durability=...)) are checked like the
+        # environment's: an unusable value is a ConfigurationError, never pydantic's own.
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise _unusable(exc) from None
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         env = os.environ if environ is None else environ
@@ -60,12 +70,13 @@ class Settings(BaseModel):
             if env.get(var):
                 values[field] = env[var]
         values.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls.model_validate(values)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ConfigurationError(
-                f"setting {where!r} is not usable: {first['msg']}.",
-                hint="Check the matching GATEWAY_* environment variable or keyword argument.",
-            ) from None
+        return cls(**values)
+
+
+def _unusable(exc: ValidationError) -> ConfigurationError:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return ConfigurationError(
+        f"setting {where!r} is not usable: {first['msg']}.",
+        hint="Check the matching GATEWAY_* environment variable or keyword argument.",
+    )

@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway.providers.registry import PROVIDER_NAMES
 
 Sampling = Literal["none", "temperature-or-top-p", "all"]
 
@@ -38,7 +40,7 @@ class ModelInfo(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
-    provider: Literal["anthropic", "local"]
+    provider: str  # a name in the provider registry
     pinned: bool
     alias_of: str | None = None
     api_version: str
@@ -53,7 +55,22 @@ class ModelInfo(BaseModel):
     context_window: int = Field(gt=0)
     lifecycle: Literal["active", "deprecated", "retired"]
     retires_at: date | None = None
+    # Range facts the review checks sampling against. The Messages API takes temperature in
+    # [0, 1] and top_p in [0, 1]; a sampler that needs a non-empty nucleus refuses top_p 0.
+    max_temperature: float = 1.0
+    top_p_zero: bool = True
+    # Whether the provider ends non-streamed answers that run past its time limit (so review
+    # warns about a large max_tokens without streaming).
+    non_streaming_time_limit: bool = True
     sources: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("provider")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        if value not in PROVIDER_NAMES:
+            known = ", ".join(sorted(PROVIDER_NAMES))
+            raise ValueError(f"provider {value!r} is not registered (known: {known})")
+        return value
 
     @property
     def honours_sampling(self) -> bool:

@@ -11,54 +11,25 @@ failed; 4 the audit database failed. Every run is recorded as REPLAY events.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from audit import AuditStore
-from gateway.catalog import Catalog
-from gateway.cli.audit_cmd import _when
-from gateway.errors import ConfigurationError, InputError
+from gateway.cli._boundary import CheckFailed, ExitCode
+from gateway.cli._context import settings_of
+from gateway.cli._render import Progress, echo_json, parse_when
+from gateway.errors import InputError
 from gateway.replay import (
     Mode,
     Outcome,
     PreparedRun,
-    Replayer,
     ReplayReport,
+    ReplaySession,
     RequestReplay,
     Selection,
-    Senders,
     render_html,
 )
-from gateway.settings import Settings
-
-LIVE_CALL_FAILED_EXIT = 3
-
-if TYPE_CHECKING:
-    from gateway.providers.anthropic import AnthropicProvider
-
-
-def _anthropic_factory(settings: Settings) -> Any:
-    def build() -> AnthropicProvider:
-        from gateway.providers.anthropic import AnthropicProvider  # the SDK is slow to import
-
-        key = settings.anthropic_api_key
-        if key is None or not key.get_secret_value():
-            raise ConfigurationError(
-                "this replay re-sends requests to Claude, but no Anthropic API key is set.",
-                hint="Set ANTHROPIC_API_KEY, or replay with --verify (offline).",
-            )
-        return AnthropicProvider(
-            api_key=key.get_secret_value(),
-            base_url=settings.anthropic_base_url,
-            timeout_s=settings.request_timeout_s,
-            max_attempts=settings.max_attempts,
-            retry_after_cap_s=settings.retry_after_cap_s,
-        )
-
-    return build
 
 
 @click.command("replay")
@@ -68,8 +39,8 @@ def _anthropic_factory(settings: Settings) -> Any:
 @click.option("--model", "model_id", metavar="ID", help="Re-plan on another model (migration).")
 @click.option("--task", help="Only requests of this task.")
 @click.option("--caller", help="Only requests from this calling service.")
-@click.option("--since", callback=_when, help="From this UTC time (ISO 8601).")
-@click.option("--until", callback=_when, help="Before this UTC time (ISO 8601).")
+@click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")
+@click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601).")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl"]), default="table")
 @click.option(
@@ -92,35 +63,35 @@ def replay_command(
         raise click.UsageError("--verify cannot be combined with --live or --model.")
     if report_path is not None and not report_path.resolve().parent.is_dir():
         raise InputError(f"cannot write the report: folder {str(report_path.parent)!r} is missing.")
-    settings = Settings.from_env()
-    catalog = Catalog.load(settings.catalog_override)
     selection = Selection(request_ids=request_ids, **filters)
-    senders = Senders(anthropic=_anthropic_factory(settings))
-    try:
-        with AuditStore.open(settings.database_url, settings.durability.value) as store:
-            replayer = Replayer(store, catalog, senders)
-            prepared = replayer.prepare(selection, live=live, model=model_id)
-            report = _run(replayer, prepared)
-    finally:
-        senders.close()
+    with ReplaySession.open(settings_of()) as session:
+        prepared = session.prepare(selection, live=live, model=model_id)
+        report = _run(session, prepared)
     _print(report, fmt)
     if report_path is not None:
         _write_report(report_path, report)
     if report.any_failed:
-        sys.exit(1 if report.summary.mode is Mode.VERIFY else LIVE_CALL_FAILED_EXIT)
+        raise CheckFailed(
+            ExitCode.CHECK_FAILED if report.summary.mode is Mode.VERIFY else ExitCode.UPSTREAM
+        )
 
 
-def _run(replayer: Replayer, prepared: PreparedRun) -> ReplayReport:
-    total = len(prepared.requests)
-    if total == 0:
-        return replayer.run(prepared)
-    with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
-        return replayer.run(prepared, progress=lambda _row: bar.update(1))
+def _run(session: ReplaySession, prepared: PreparedRun) -> ReplayReport:
+    with Progress("replaying") as progress:
+        total = len(prepared.requests)
+        done = 0
+
+        def advance(_row: RequestReplay) -> None:
+            nonlocal done
+            done += 1
+            progress(done, total)
+
+        return session.run(prepared, progress=advance)
 
 
 def _print(report: ReplayReport, fmt: str) -> None:
     if fmt == "json":
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        echo_json(report.model_dump(mode="json"))
         return
     if fmt == "jsonl":
         click.echo(json.dumps({"summary": report.summary.model_dump(mode="json")}))

@@ -31,7 +31,7 @@ class Plan(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str
-    provider: Literal["anthropic", "local"]
+    provider: str  # a name in the provider registry
     model_id: str
     api_version: str
     body: dict[str, Any]

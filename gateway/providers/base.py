@@ -14,12 +14,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from gateway.errors import InputError
+
 __all__ = [
     "AsyncOnAttemptFailed",
     "AttemptFailure",
     "OnAttemptFailed",
     "Provider",
     "ProviderReply",
+    "RequestNotHonoured",
 ]
 
 
@@ -62,6 +65,17 @@ class AttemptFailure(BaseModel):
     def audit_data(self) -> dict[str, Any]:
         """The ATTEMPT_FAILED event's data: every field, as recorded by gateway and replay."""
         return self.model_dump(mode="json")
+
+
+class RequestNotHonoured(InputError):
+    """A body the provider cannot honour exactly, found before or while it answers.
+
+    ``message`` may quote the input, so it goes to the audit record only; ``summary`` and
+    ``error_type`` are fixed text, safe for errors and logs.
+    """
+
+    error_type = "request_not_honoured"
+    summary = "the provider could not honour this request."
 
 
 OnAttemptFailed = Callable[[AttemptFailure], None]

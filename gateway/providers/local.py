@@ -30,9 +30,11 @@ parameter change is a new model version in the audit log.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.resources
 import json
 import re
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +45,13 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
-from audit.canonical import canonical_digest
-from gateway.errors import InputError
+from audit.canonical import canonical_bytes, canonical_digest
+from gateway.providers.base import (
+    AsyncOnAttemptFailed,
+    OnAttemptFailed,
+    ProviderReply,
+    RequestNotHonoured,
+)
 from gateway.sampling import sample
 from gateway.sampling.processors import validate_parameters
 
@@ -62,9 +69,12 @@ _EMBEDDING_SEED = 20261130
 KNOWN_MODELS: Mapping[str, int] = {"local:ngram": 3, "local:ngram-draft": 2}
 
 
-class LocalRequestError(InputError, ValueError):
+class LocalRequestError(RequestNotHonoured, ValueError):
     """A request body the local model cannot honour exactly. A ValueError too, so plain
     callers of the sampling API can catch it the same way as a bad sampling parameter."""
+
+    error_type = "local_request_error"
+    summary = "the local model could not honour this request."
 
 
 def tokenize(text: str) -> list[str]:
@@ -324,7 +334,14 @@ class LocalReply:
 
 
 class LocalProvider:
-    """Answers Messages-API bodies for ``local:*`` models offline. Models are built on first use."""
+    """Answers Messages-API bodies for ``local:*`` models offline. Models are built on first use.
+
+    A :class:`gateway.providers.base.Provider`: there is no wire, so the bytes "sent" are the
+    body's canonical form, and there are no attempts to fail (a body it cannot honour raises
+    :class:`LocalRequestError`).
+    """
+
+    name = "local"
 
     def __init__(self) -> None:
         self._models: dict[str, NGramModel] = {}
@@ -353,6 +370,45 @@ class LocalProvider:
 
     def model_version(self, model_id: str) -> str:
         return self.model(model_id).version
+
+    # -- the Provider protocol ---------------------------------------------------------------
+
+    def wire_bytes(self, body: Mapping[str, Any]) -> bytes:
+        return canonical_bytes(dict(body))
+
+    def send(
+        self, body: Mapping[str, Any], *, api_version: str, on_attempt_failed: OnAttemptFailed
+    ) -> ProviderReply:
+        started = time.perf_counter()
+        reply = self.complete(body)
+        return ProviderReply(
+            status=200,
+            response=reply.response,
+            response_bytes=reply.raw,
+            request_bytes=self.wire_bytes(body),
+            upstream_request_id=None,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            attempts=1,
+            rate_limits={},
+        )
+
+    async def asend(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+    ) -> ProviderReply:
+        # CPU-bound: generation runs in a worker thread, so the event loop runs on.
+        return await asyncio.to_thread(
+            self.send, body, api_version=api_version, on_attempt_failed=_never_called
+        )
+
+    def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
 
     def complete(
         self, body: Mapping[str, Any], *, rng: np.random.Generator | None = None
@@ -406,3 +462,7 @@ class LocalProvider:
         }
         raw = json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         return LocalReply(response=response, raw=raw)
+
+
+def _never_called(_failure: object) -> None:  # the local model has no attempts to fail
+    return None

@@ -1,8 +1,8 @@
 """Replay recorded requests: verify them, re-send them, or plan them on another model.
 
-    from gateway.replay import Replayer, Selection, Senders
-    replayer = Replayer(store, Catalog.load())
-    report = replayer.run(replayer.prepare(Selection(task="compliance_review")))
+    from gateway.replay import ReplaySession, Selection
+    with ReplaySession.open(settings) as session:
+        report = session.run(session.prepare(Selection(task="compliance_review")))
     report.summary.line()     # "verify: 3 request(s): 0 identical, ..., 3 passed"
 
 See docs/replay.md for the modes and what each records.
@@ -21,7 +21,7 @@ from gateway.replay._model import (
 )
 from gateway.replay._recorded import Selection
 from gateway.replay._runner import PreparedRun, Replayer
-from gateway.replay._send import Senders, Sent
+from gateway.replay._session import ReplaySession
 
 __all__ = [
     "Check",
@@ -30,11 +30,10 @@ __all__ = [
     "Outcome",
     "PreparedRun",
     "ReplayReport",
+    "ReplaySession",
     "Replayer",
     "RequestReplay",
     "Selection",
-    "Senders",
-    "Sent",
     "Summary",
     "TextComparison",
     "compare_text",

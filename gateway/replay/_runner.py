@@ -1,16 +1,17 @@
 """Run a replay: validate the whole selection first, then replay and record each request.
 
-    replayer = Replayer(store, catalog, Senders(anthropic=make_provider))
+    replayer = Replayer(store, catalog, Providers(settings))
     prepared = replayer.prepare(Selection(task="compliance_review"), live=True)  # exit-2 errors
     report = replayer.run(prepared, progress=lambda row: ...)
 
 ``prepare`` raises before anything is written (unknown request id, missing policy version,
 unknown or retired target model, no API key for a live call). ``run`` appends one REPLAY
 event per request (``phase: "outcome"``), all under one new run id, each naming the original
-request and seq. A live send is preceded by its own REPLAY event (``phase: "intent"``, with
-the exact wire body) and each failed attempt is an ATTEMPT_FAILED event under the run id:
-no upstream call is made that the log does not already hold (DESIGN §3, invariant 1). If the
-intent cannot be appended, nothing is sent and the append error propagates.
+request and seq. A live send goes through the gateway's own recorder and providers: it is
+preceded by its own REPLAY event (``phase: "intent"``, with the exact wire body) and each
+failed attempt is an ATTEMPT_FAILED event under the run id, so no upstream call is made that
+the log does not already hold (DESIGN §3, invariant 1). If the intent cannot be appended,
+nothing is sent and the AuditWriteError propagates.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from audit import AuditStore, EventDraft, EventKind
+from audit import AuditStore, EventKind
+from gateway._keys import GATEWAY_VERSION, request_hash_for
 from gateway._output_check import check_json_output, response_text
-from gateway._pipeline import GATEWAY_VERSION, request_hash_for
+from gateway._recording import CallLabels, Intent, Recorder, Sent
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.policy import Policy
-from gateway.providers.base import AttemptFailure
+from gateway.providers.registry import Providers
 from gateway.replay._diff import compare_text, json_changes
 from gateway.replay._migration import plan_migration
 from gateway.replay._model import FieldChange, Mode, Outcome, ReplayReport, RequestReplay, summarise
@@ -38,8 +40,8 @@ from gateway.replay._recorded import (
     request_body,
     response_json,
 )
-from gateway.replay._send import Senders, Sent
 from gateway.replay._verify import verify_request
+from gateway.settings import Settings
 
 Progress = Callable[[RequestReplay], None]
 
@@ -82,13 +84,15 @@ class Replayer:
         self,
         store: AuditStore,
         catalog: Catalog,
-        senders: Senders | None = None,
+        providers: Providers | None = None,
         *,
         today: date | None = None,
     ) -> None:
         self.store = store
+        self.recorder = Recorder(store)
         self.catalog = catalog
-        self.senders = senders or Senders()
+        # Without providers configured, only what needs no credentials can be called.
+        self.providers = providers or Providers(Settings())
         self.today = today or date.today()
 
     # -- validation: nothing is written before this has passed ---------------------------------
@@ -103,8 +107,8 @@ class Replayer:
             if target is not None
             else (Mode.LIVE if live else Mode.VERIFY)
         )
-        if self._needs_anthropic(mode, target, requests):
-            self.senders.anthropic()  # a missing key stops here, before anything is recorded
+        for name in self._providers_needed(mode, target, requests):
+            self.providers.get(name)  # a missing key stops here, before anything is recorded
         return PreparedRun(mode=mode, target=target, requests=requests)
 
     def _target(self, model_id: str) -> ModelInfo:
@@ -121,19 +125,20 @@ class Replayer:
             )
         return info
 
-    def _needs_anthropic(
+    def _providers_needed(
         self, mode: Mode, target: ModelInfo | None, requests: tuple[Recorded, ...]
-    ) -> bool:
+    ) -> set[str]:
+        """The providers this run will call, so that one that cannot be built (no API key)
+        stops the run before anything is recorded."""
         if mode is Mode.MODEL_LIVE:
-            return target is not None and target.provider == "anthropic" and bool(requests)
+            return {target.provider} if target is not None and requests else set()
         if mode is Mode.LIVE:
-            return any(
-                r.request is not None
-                and r.request.data.get("provider") == "anthropic"
-                and self._retired_reason(r) is None
+            return {
+                str(r.request.data.get("provider"))
                 for r in requests
-            )
-        return False
+                if r.request is not None and self._retired_reason(r) is None
+            }
+        return set()
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -205,10 +210,12 @@ class Replayer:
         )
         sent = self._send(call, body, row)
         row.fields = self._compare(recorded, sent)
-        if sent.response is not None and request.data.get("provider") == "local":
-            current = self.senders.local().model_version(str(request.data.get("model_id")))
+        if sent.reply is not None:
+            current = self.providers.model_version(
+                call.provider, str(request.data.get("model_id"))
+            )
             if current != request.data.get("model_version"):
-                row.fields["reason"] = "the local model's weights changed since the recording."
+                row.fields["reason"] = "the model's version changed since the recording."
         self._keep_sent(row, sent)
         return row
 
@@ -228,9 +235,7 @@ class Replayer:
             row.fields.update(outcome=Outcome.REFUSED, reason=migration.refusal)
             return row
         plan = migration.plan
-        version = (
-            self.senders.local().model_version(target.id) if target.provider == "local" else None
-        )
+        version = self.providers.model_version(target.provider, target.id)
         row.request_hash = request_hash_for(plan, version)
         changes = [c for c in json_changes(body, plan.body) if c.path != "$.model"]
         if plan.api_version != request.data.get("api_version"):
@@ -266,70 +271,45 @@ class Replayer:
 
     def _send(self, call: _Call, body: dict[str, Any], row: _Row) -> Sent:
         """Record the intent (exact wire bytes), then send, recording each failed attempt."""
-        wire = self.senders.wire_bytes(call.provider, body)
-        intent = self.store.append(
-            self._draft(
-                call,
-                EventKind.REPLAY,
-                {
-                    "phase": "intent",
-                    "mode": call.mode.value,
-                    "original_request_id": call.recorded.request_id,
-                    "original_seq": call.recorded.first.seq,
-                    "target_model": call.target,
-                    "provider": call.provider,
-                    "api_version": call.api_version,
-                    "gateway_version": GATEWAY_VERSION,
-                },
-                payloads={"request_body": wire},
-                with_policy=True,
-            )
-        )  # raises when it cannot be committed: then nothing is sent
-        row.intent_seq = intent.seq
-
-        def on_attempt_failed(failure: AttemptFailure) -> None:
-            self.store.append(
-                self._draft(
-                    call,
-                    EventKind.ATTEMPT_FAILED,
-                    {"original_request_id": call.recorded.request_id, **failure.audit_data()},
-                )
-            )
-
-        return self.senders.send(
-            call.provider, body, api_version=call.api_version, on_attempt_failed=on_attempt_failed
-        )
-
-    @staticmethod
-    def _draft(
-        call: _Call,
-        kind: EventKind,
-        data: dict[str, Any],
-        *,
-        payloads: dict[str, bytes] | None = None,
-        with_policy: bool = False,
-    ) -> EventDraft:
         first = call.recorded.first
         policy = call.policy
         new_policy = policy is not None and policy.fingerprint != first.policy_fingerprint
-        return EventDraft(
-            kind=kind,
+        labels = CallLabels(
             request_id=call.run_id,
             task=first.task,
             caller=first.caller,
             policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
             request_hash=call.request_hash,
-            data=data,
-            payloads=payloads or {},
-            policy_content=(
-                policy.content() if with_policy and policy is not None and new_policy else None
-            ),
+            attempt_context={"original_request_id": call.recorded.request_id},
         )
+        intent = Intent(
+            EventKind.REPLAY,
+            {
+                "phase": "intent",
+                "mode": call.mode.value,
+                "original_request_id": call.recorded.request_id,
+                "original_seq": first.seq,
+                "target_model": call.target,
+                "provider": call.provider,
+                "api_version": call.api_version,
+                "gateway_version": GATEWAY_VERSION,
+            },
+            policy_content=policy.content() if policy is not None and new_policy else None,
+        )
+        sent = self.recorder.send(
+            labels,
+            self.providers.get(call.provider),
+            body,
+            api_version=call.api_version,
+            intent=intent,
+        )
+        row.intent_seq = sent.intent_seq
+        return sent
 
     def _compare(self, recorded: Recorded, sent: Sent) -> dict[str, Any]:
-        if sent.error is not None or sent.response is None:
-            return {"outcome": Outcome.FAILED, "reason": sent.error or "no answer"}
-        new_text = response_text(sent.response)
+        if sent.reply is None:
+            return {"outcome": Outcome.FAILED, "reason": str(sent.error or "no answer")}
+        new_text = response_text(sent.reply.response)
         old = response_json(self.store, recorded)
         if old is None:
             compared = compare_text("", new_text)
@@ -358,12 +338,14 @@ class Replayer:
 
     @staticmethod
     def _keep_sent(row: _Row, sent: Sent) -> None:
-        row.attempts = sent.attempts
-        if sent.response is not None:
+        if sent.reply is not None:
+            row.attempts = sent.reply.attempts
             row.payloads = {
-                "request_body": sent.request_bytes,
-                "response_body": sent.response_bytes,
+                "request_body": sent.reply.request_bytes,
+                "response_body": sent.reply.response_bytes,
             }
+        elif sent.error is not None:
+            row.attempts = sent.error.attempts
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -401,15 +383,17 @@ class Replayer:
             "attempts": built.attempts,
             "gateway_version": GATEWAY_VERSION,
         }
-        appended = self.store.append(
-            EventDraft(
-                kind=EventKind.REPLAY,
-                request_id=run_id,
-                task=first.task,
-                caller=first.caller,
-                policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
-                request_hash=built.request_hash,
-                data=data,
+        labels = CallLabels(
+            request_id=run_id,
+            task=first.task,
+            caller=first.caller,
+            policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
+            request_hash=built.request_hash,
+        )
+        appended = self.recorder.append(
+            labels.draft(
+                EventKind.REPLAY,
+                data,
                 payloads=built.payloads,
                 policy_content=policy.content() if policy is not None and new_policy else None,
             )

@@ -17,7 +17,7 @@ from typing import Any
 from audit import AuditStore, StoredEvent
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.errors import ContentMismatch, NotFound
-from gateway._pipeline import request_hash_for
+from gateway._keys import request_hash_for
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import GatewayError
 from gateway.policy import Plan, plan_request

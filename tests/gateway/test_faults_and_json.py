@@ -124,7 +124,7 @@ def test_an_unforeseen_provider_failure_after_the_intent_is_recorded_as_failed(
     def fail(body: object, **_: object) -> None:
         raise fault
 
-    monkeypatch.setattr(gw._core.local, "complete", fail)
+    monkeypatch.setattr(gw._core.providers.get("local"), "complete", fail)
     with pytest.raises(UpstreamRejected) as caught:
         gw.complete("offline_demo", "The reviewer")
     assert "SECRET-INPUT" not in str(caught.value)

@@ -7,7 +7,9 @@ from pathlib import Path
 from audit import AuditStore, EventKind, StoredEvent
 from gateway.catalog import Catalog
 from gateway.providers.anthropic import AnthropicProvider
-from gateway.replay import Replayer, ReplayReport, Selection, Senders
+from gateway.providers.registry import Providers
+from gateway.replay import Replayer, ReplayReport, Selection
+from gateway.settings import Settings
 
 API_KEY = "sk-ant-test-replay-KEY-DO-NOT-LEAK"
 
@@ -60,15 +62,20 @@ def replay(
     model: str | None = None,
     task: str | None = None,
 ) -> ReplayReport:
-    senders = Senders(
-        anthropic=lambda: AnthropicProvider(api_key=API_KEY, base_url=base_url, max_attempts=1)
+    providers = Providers(
+        Settings(),
+        overrides={
+            "anthropic": lambda _s: AnthropicProvider(
+                api_key=API_KEY, base_url=base_url, max_attempts=1
+            )
+        },
     )
     with AuditStore.open(url, "os") as store:
-        replayer = Replayer(store, catalog or Catalog.load(), senders)
+        replayer = Replayer(store, catalog or Catalog.load(), providers)
         report = replayer.run(
             replayer.prepare(Selection(request_ids=ids, task=task), live=live, model=model)
         )
-    senders.close()
+    providers.close()
     return report
 
 

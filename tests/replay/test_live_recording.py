@@ -15,7 +15,10 @@ from audit import AuditStore, EventKind
 from audit.errors import AuditStoreError
 from gateway.catalog import Catalog
 from gateway.providers.anthropic import AnthropicProvider
-from gateway.replay import Outcome, Replayer, ReplayReport, Selection, Senders
+from gateway.errors import AuditWriteError
+from gateway.providers.registry import Providers
+from gateway.replay import Outcome, Replayer, ReplayReport, Selection
+from gateway.settings import Settings
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
 from tests.replay.conftest import Recorded
 from tests.replay.helpers import API_KEY, replay, replay_events
@@ -65,17 +68,20 @@ def test_the_intent_with_the_exact_wire_body_is_committed_before_the_send(
 
 
 def _run(url: str, base_url: str, request_id: str, **provider: Any) -> ReplayReport:
-    senders = Senders(
-        anthropic=lambda: AnthropicProvider(
-            api_key=API_KEY, base_url=base_url, sleep=lambda _s: None, **provider
-        )
+    providers = Providers(
+        Settings(),
+        overrides={
+            "anthropic": lambda _s: AnthropicProvider(
+                api_key=API_KEY, base_url=base_url, sleep=lambda _s: None, **provider
+            )
+        },
     )
     try:
         with AuditStore.open(url, "os") as store:
-            replayer = Replayer(store, Catalog.load(), senders)
+            replayer = Replayer(store, Catalog.load(), providers)
             return replayer.run(replayer.prepare(Selection(request_ids=(request_id,)), live=True))
     finally:
-        senders.close()
+        providers.close()
 
 
 def test_each_failed_attempt_is_recorded_under_the_run(
@@ -131,23 +137,24 @@ def test_no_live_send_when_the_intent_cannot_be_committed(
     before = len(fake_api.requests)
     lock = _WriteLock(recorded.url)
 
-    def provider() -> AnthropicProvider:
+    def provider(_settings: Settings) -> AnthropicProvider:
         # Built by prepare(), after the store opened and the selection loaded: from here on
         # nothing can be appended.
         lock.take()
         return AnthropicProvider(api_key=API_KEY, base_url=recorded.base_url, max_attempts=1)
 
-    senders = Senders(anthropic=provider)
+    providers = Providers(Settings(), overrides={"anthropic": provider})
     try:
         with AuditStore.open(f"{recorded.url}?lock_timeout=0.2", "os") as store:
-            replayer = Replayer(store, Catalog.load(), senders)
+            replayer = Replayer(store, Catalog.load(), providers)
             prepared = replayer.prepare(
                 Selection(request_ids=(recorded.ids["compliance"],)), live=True
             )
-            with pytest.raises(AuditStoreError):
+            with pytest.raises(AuditWriteError) as caught:
                 replayer.run(prepared)
+            assert isinstance(caught.value.__cause__, AuditStoreError)
     finally:
         lock.close()
-        senders.close()
+        providers.close()
     assert len(fake_api.requests) == before  # fail closed: nothing went upstream
     assert replay_events(recorded.url, phase=None) == []

@@ -56,32 +56,29 @@ def top_k_unsupported(s: Subject) -> Iterator[Finding]:
     )
 
 
-LOCAL_MAX_TEMPERATURE = 2.0
-
-
-def _top_p_ok(top_p: float, local: bool) -> bool:
-    return 0 < top_p <= 1 if local else 0 <= top_p <= 1
+def _top_p_ok(top_p: float, zero_allowed: bool) -> bool:
+    return 0 <= top_p <= 1 if zero_allowed else 0 < top_p <= 1
 
 
 def sampling_out_of_range(s: Subject) -> Iterator[Finding]:
     g = s.generation
-    # The Messages API accepts temperature 0..1; the local model samples exactly at any
-    # temperature, and the experiment's defaults go to 1.2, so it allows up to 2.
-    # The local sampler needs a non-empty nucleus, so its top_p must be above 0.
-    local = s.model is not None and s.model.provider == "local"
-    t_max = LOCAL_MAX_TEMPERATURE if local else 1
+    # The ranges are the model's catalog facts: the Messages API accepts temperature 0..1;
+    # the local model samples exactly at any temperature (the experiment's defaults go to
+    # 1.2, so it allows up to 2), and its sampler needs a non-empty nucleus (top_p above 0).
+    t_max = s.model.max_temperature if s.model is not None else 1.0
+    zero_ok = s.model.top_p_zero if s.model is not None else True
     checks = (
         (
             "temperature",
             g.temperature,
             g.temperature is not None and not 0 <= g.temperature <= t_max,
         ),
-        ("top_p", g.top_p, g.top_p is not None and not _top_p_ok(g.top_p, local)),
+        ("top_p", g.top_p, g.top_p is not None and not _top_p_ok(g.top_p, zero_ok)),
         ("top_k", g.top_k, g.top_k is not None and g.top_k < 1),
     )
     allowed = {
         "temperature": f"between 0 and {t_max:g}",
-        "top_p": "above 0 and at most 1" if local else "between 0 and 1",
+        "top_p": "between 0 and 1" if zero_ok else "above 0 and at most 1",
         "top_k": "1 or more",
     }
     for key, value, bad in checks:

@@ -48,8 +48,8 @@ def max_tokens_range(s: Subject) -> Iterator[Finding]:
 
 def max_tokens_streaming(s: Subject) -> Iterator[Finding]:
     value = s.generation.max_tokens
-    remote = s.model is None or s.model.provider != "local"
-    if remote and value is not None and value > NON_STREAMING_MAX_TOKENS:
+    limited = s.model is None or s.model.non_streaming_time_limit
+    if limited and value is not None and value > NON_STREAMING_MAX_TOKENS:
         yield warning(
             "max-tokens-streaming",
             s.file,

@@ -1,0 +1,46 @@
+"""The library's log: quiet unless the host application asked for logs.
+
+    from gateway._log import log
+    log.info("request_completed", task="compliance_review", request_id="req_...", seq=12)
+
+A library must not print: structlog's unconfigured default writes every event to stdout. So
+an event goes through structlog only when the host (or a gateway entry point, see
+gateway.logging) configured structlog; otherwise it goes to the standard library logger
+``gateway``, which carries a NullHandler and so stays silent unless the host configured
+``logging`` (``logging.basicConfig(level="INFO")`` shows the events on stderr).
+
+Events carry facts about a request (task, ids, timings, token counts); prompt and response
+text never go into one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import structlog
+
+_stdlib = logging.getLogger("gateway")
+_stdlib.addHandler(logging.NullHandler())
+
+
+class _Log:
+    def info(self, event: str, **fields: Any) -> None:
+        self._emit(logging.INFO, "info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._emit(logging.WARNING, "warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._emit(logging.ERROR, "error", event, fields)
+
+    @staticmethod
+    def _emit(level: int, method: str, event: str, fields: dict[str, Any]) -> None:
+        if structlog.is_configured():
+            getattr(structlog.get_logger("gateway"), method)(event, **fields)
+        elif _stdlib.isEnabledFor(level):
+            _stdlib.log(level, "%s %s", event, json.dumps(fields, default=str, sort_keys=True))
+
+
+log = _Log()

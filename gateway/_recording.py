@@ -1,0 +1,251 @@
+"""The one recorder of a call's events, used by Gateway, AsyncGateway and live replay alike.
+
+    recorder = Recorder(store)
+    call = CallLabels(request_id="req_...", task="compliance_review", caller="payments-svc",
+                      policy_fingerprint=policy.fingerprint, request_hash="sha256:...")
+    sent = recorder.send(call, provider, body, api_version="2023-06-01",
+                         intent=Intent(EventKind.REQUEST, {...}, policy.content()))
+    sent.wire, sent.reply, sent.error        # the outcome is the caller's to record
+
+A call is: an intent event with the exact wire bytes, committed before anything is sent
+(invariant 1); one ATTEMPT_FAILED event per failed attempt, committed before any retry; then
+a reply, or a typed :class:`UpstreamError` for whatever went wrong after the intent. Every
+append goes through :meth:`Recorder.append`, the one place where an audit-store error becomes
+the gateway's :class:`AuditWriteError`; when an intent or an attempt cannot be recorded the
+call stops there (fail closed) and that error propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
+from audit.errors import AuditStoreError, NotFound
+from gateway.errors import (
+    AuditError,
+    AuditUnavailable,
+    AuditWriteError,
+    InputError,
+    UpstreamError,
+    UpstreamRejected,
+)
+from gateway.providers.base import AttemptFailure, Provider, ProviderReply, RequestNotHonoured
+from gateway.settings import Settings
+
+
+@dataclass(frozen=True)
+class CallLabels:
+    """What every event of one call carries. ``attempt_context`` is added to each
+    ATTEMPT_FAILED event (a replay names the request it replays)."""
+
+    request_id: str
+    task: str | None
+    caller: str | None
+    policy_fingerprint: str | None
+    request_hash: str | None
+    attempt_context: Mapping[str, Any] = field(default_factory=dict)
+
+    def draft(
+        self,
+        kind: EventKind,
+        data: Mapping[str, Any],
+        *,
+        payloads: Mapping[str, bytes] | None = None,
+        policy_content: Mapping[str, Any] | None = None,
+    ) -> EventDraft:
+        return EventDraft(
+            kind=kind,
+            request_id=self.request_id,
+            task=self.task,
+            caller=self.caller,
+            policy_fingerprint=self.policy_fingerprint,
+            request_hash=self.request_hash,
+            data=dict(data),
+            payloads=dict(payloads or {}),
+            policy_content=dict(policy_content) if policy_content is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Intent:
+    """The event committed before a call: its kind, data, and the policy stored with it.
+    The wire bytes are added by the recorder as the ``request_body`` payload."""
+
+    kind: EventKind
+    data: Mapping[str, Any]
+    policy_content: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """How a recorded call ended: a reply, or a typed error (``detail`` may quote the input:
+    for the audit record only). ``cause`` is the exception behind ``error``."""
+
+    wire: bytes
+    intent_seq: int
+    reply: ProviderReply | None = None
+    error: UpstreamError | None = None
+    detail: str | None = None
+    cause: BaseException | None = None
+
+
+class Recorder:
+    def __init__(self, store: AuditStore) -> None:
+        self.store = store
+
+    @classmethod
+    def open(cls, settings: Settings) -> Recorder:
+        """A recorder on the audit store ``settings`` names (created and migrated if new)."""
+        try:
+            store = AuditStore.open(settings.database_url, durability=settings.durability)
+        except AuditStoreError as exc:
+            raise AuditUnavailable(exc.message, hint=exc.hint) from exc
+        return cls(store)
+
+    # -- the one translation of audit-store errors --------------------------------------------
+
+    def append(self, draft: EventDraft) -> Appended:
+        try:
+            return self.store.append(draft)
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit record ({draft.kind}) could not be committed, so the gateway "
+                f"stopped: {exc.message}",
+                request_id=draft.request_id,
+                hint="Nothing was sent upstream after this point. Fix the audit database "
+                "and retry.",
+            ) from exc
+
+    def find_response(self, request_hash: str, request_id: str) -> StoredEvent | None:
+        try:
+            return self.store.find_response(request_hash)
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit database could not be searched for a recorded answer: {exc}",
+                request_id=request_id,
+            ) from exc
+
+    def payload(self, event: StoredEvent, name: str, request_id: str) -> bytes:
+        try:
+            return self.store.payload(event.payload_digests[name])
+        except (AuditStoreError, KeyError) as exc:
+            raise AuditWriteError(
+                f"the recorded {name} of seq {event.seq} could not be read.",
+                request_id=request_id,
+                hint="Run 'gateway audit verify'.",
+            ) from exc
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Reads of the log outside a call (replay selections, recorded payloads)."""
+        try:
+            yield
+        except NotFound as exc:
+            raise InputError(exc.message, hint=exc.hint) from exc
+        except AuditStoreError as exc:
+            raise AuditUnavailable(exc.message, hint=exc.hint) from exc
+
+    # -- one call: intent, attempts, reply or typed failure ---------------------------------
+
+    def begin(
+        self, call: CallLabels, provider: Provider, body: Mapping[str, Any], intent: Intent
+    ) -> tuple[bytes, int]:
+        """Commit the intent with the exact bytes about to be sent; return them and its seq."""
+        wire = provider.wire_bytes(body)
+        appended = self.append(
+            call.draft(
+                intent.kind,
+                intent.data,
+                payloads={"request_body": wire},
+                policy_content=intent.policy_content,
+            )
+        )
+        return wire, appended.seq
+
+    def attempt_failed(self, call: CallLabels, failure: AttemptFailure) -> None:
+        # upstream_message may quote the prompt: the audit log may hold that, logs and error
+        # messages may not.
+        self.append(
+            call.draft(EventKind.ATTEMPT_FAILED, {**call.attempt_context, **failure.audit_data()})
+        )
+
+    def send(
+        self,
+        call: CallLabels,
+        provider: Provider,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        intent: Intent,
+    ) -> Sent:
+        wire, seq = self.begin(call, provider, body, intent)
+
+        def on_attempt_failed(failure: AttemptFailure) -> None:
+            self.attempt_failed(call, failure)
+
+        try:
+            reply = provider.send(
+                body, api_version=api_version, on_attempt_failed=on_attempt_failed
+            )
+        except AuditError:
+            raise  # an attempt could not be recorded: the call already stopped, fail closed
+        except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
+            return _failed(provider, wire, seq, exc)
+        return Sent(wire=wire, intent_seq=seq, reply=reply)
+
+    async def asend(
+        self,
+        call: CallLabels,
+        provider: Provider,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        intent: Intent,
+    ) -> Sent:
+        """:meth:`send` for asyncio: every append runs in a worker thread (an fsync never
+        blocks the event loop), and the provider awaits each attempt's record before a retry."""
+        wire, seq = await asyncio.to_thread(self.begin, call, provider, body, intent)
+
+        async def on_attempt_failed(failure: AttemptFailure) -> None:
+            await asyncio.to_thread(self.attempt_failed, call, failure)
+
+        try:
+            reply = await provider.asend(
+                body, api_version=api_version, on_attempt_failed=on_attempt_failed
+            )
+        except AuditError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
+            return _failed(provider, wire, seq, exc)
+        return Sent(wire=wire, intent_seq=seq, reply=reply)
+
+
+def _failed(provider: Provider, wire: bytes, seq: int, exc: Exception) -> Sent:
+    """Whatever went wrong after the intent, as a typed upstream error.
+
+    A provider's error as itself; a body the provider could not honour as UpstreamRejected
+    with its fixed summary (its message, which may quote the input, is kept as ``detail``);
+    anything else (a bug) as UpstreamRejected naming only the exception type, never its text.
+    """
+    detail = None
+    if isinstance(exc, UpstreamError):
+        error = exc
+    elif isinstance(exc, RequestNotHonoured):
+        detail = exc.message
+        error = UpstreamRejected(
+            exc.summary,
+            error_type=exc.error_type,
+            attempts=1,
+            hint="The reason is in the request's FAILED event: gateway audit show ID.",
+        )
+    else:
+        error = UpstreamRejected(
+            f"the {provider.name} provider failed ({type(exc).__name__}).",
+            error_type="provider_error",
+            hint="Run with 'gateway --debug' to see the cause.",
+        )
+    return Sent(wire=wire, intent_seq=seq, error=error, detail=detail, cause=exc)

@@ -1,0 +1,152 @@
+"""The one registry of model providers: which names exist, and one instance of each, built lazily.
+
+    providers = Providers(settings)
+    provider = providers.get(model.provider)       # built on first use, then shared
+    providers.model_version(model.provider, model.id)
+    providers.close()
+
+Adding a provider is a module implementing :class:`gateway.providers.base.Provider`, one
+:class:`ProviderSpec` in :data:`PROVIDERS`, its catalog rows and its settings. Nothing outside
+this module compares provider names: the catalog checks its ``provider`` values against
+:data:`PROVIDER_NAMES`, and everything else asks the registry for a provider by name.
+
+Providers are built on first use so that a command that never calls Claude never imports the
+SDK (about a second) and needs no API key; :meth:`Providers.warm` builds the ones a service
+will need at start-up instead.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from gateway.errors import ConfigurationError
+from gateway.providers.base import Provider
+from gateway.settings import Settings
+
+__all__ = ["PROVIDERS", "PROVIDER_NAMES", "ProviderFactory", "ProviderSpec", "Providers"]
+
+ProviderFactory = Callable[[Settings], Provider]
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """How to build one provider, and what is known of it without building it.
+
+    ``versioned_models``: the provider's model ids do not fix a model (a local model's weights
+    can change under the same id), so its ``model_version`` goes into the request key. False
+    for Claude, whose pinned ids are fixed models; then no provider need be built to key a
+    request (a replay hit needs no API key).
+    """
+
+    name: str
+    build: ProviderFactory
+    versioned_models: bool = False
+
+
+def _build_anthropic(settings: Settings) -> Provider:
+    key = settings.anthropic_api_key
+    if key is None or not key.get_secret_value():
+        raise ConfigurationError(
+            "no Anthropic API key is set, so this task cannot reach Claude.",
+            hint="Set ANTHROPIC_API_KEY, or run offline on the local model "
+            "(gateway ask --offline ...).",
+        )
+    # Imported here: the SDK costs about a second of start-up.
+    from gateway.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(
+        api_key=key.get_secret_value(),
+        base_url=settings.anthropic_base_url,
+        timeout_s=settings.request_timeout_s,
+        max_attempts=settings.max_attempts,
+        retry_after_cap_s=settings.retry_after_cap_s,
+        backoff_base_s=settings.retry_backoff_base_s,
+    )
+
+
+def _build_local(_settings: Settings) -> Provider:
+    from gateway.providers.local import LocalProvider
+
+    return LocalProvider()
+
+
+PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
+    {
+        "anthropic": ProviderSpec("anthropic", _build_anthropic),
+        "local": ProviderSpec("local", _build_local, versioned_models=True),
+    }
+)
+PROVIDER_NAMES = frozenset(PROVIDERS)
+
+
+class Providers:
+    """One instance per provider name, built on first use; safe to share across threads.
+
+    ``overrides`` replaces how named providers are built (tests and tools pass a provider
+    configured differently); the names themselves come from :data:`PROVIDERS` only.
+    """
+
+    def __init__(
+        self, settings: Settings, *, overrides: Mapping[str, ProviderFactory] | None = None
+    ) -> None:
+        unknown = set(overrides or {}) - PROVIDER_NAMES
+        if unknown:
+            raise ConfigurationError(f"unknown provider(s): {', '.join(sorted(unknown))}.")
+        self._settings = settings
+        self._factories = {
+            name: (overrides or {}).get(name, spec.build) for name, spec in PROVIDERS.items()
+        }
+        self._built: dict[str, Provider] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Provider:
+        """The provider called ``name``; raises ConfigurationError when it cannot be built."""
+        provider = self._built.get(name)
+        if provider is not None:
+            return provider
+        with self._lock:  # one provider (and connection pool) per gateway
+            provider = self._built.get(name)
+            if provider is None:
+                provider = self._factories[_known(name)](self._settings)
+                self._built[name] = provider
+            return provider
+
+    def model_version(self, name: str, model_id: str) -> str | None:
+        """What fixes ``model_id`` beyond its id, for the request key (None: the id does)."""
+        if not PROVIDERS[_known(name)].versioned_models:
+            return None
+        return self.get(name).model_version(model_id)
+
+    def warm(self, names: Iterable[str]) -> None:
+        """Build the named providers now where they can be built (a service pays the SDK's
+        import at start-up, not on its first request); one that cannot is left to fail, with
+        its explanation, when a request needs it."""
+        for name in set(names):
+            try:
+                self.get(name)
+            except ConfigurationError:
+                continue
+
+    def close(self) -> None:
+        with self._lock:
+            built, self._built = list(self._built.values()), {}
+        for provider in built:
+            provider.close()
+
+    async def aclose(self) -> None:
+        with self._lock:
+            built, self._built = list(self._built.values()), {}
+        for provider in built:
+            await provider.aclose()
+
+
+def _known(name: str) -> str:
+    if name not in PROVIDERS:
+        raise ConfigurationError(
+            f"no provider is registered under the name {name!r}.",
+            hint=f"Known providers: {', '.join(sorted(PROVIDER_NAMES))}.",
+        )
+    return name

@@ -1,0 +1,62 @@
+"""The replay facade: one replay run opened from Settings, for any front end.
+
+    with ReplaySession.open(settings) as session:
+        prepared = session.prepare(Selection(task="compliance_review"), live=True)
+        report = session.run(prepared, progress=lambda row: ...)
+
+The session opens the audit store and the provider registry the gateway itself would use
+(same retry schedule, same wire capture) and closes both. Every error is a GatewayError: an
+audit-store failure is translated by the recorder, never passed through.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from gateway._recording import Recorder
+from gateway.catalog import Catalog
+from gateway.providers.registry import Providers
+from gateway.replay._model import ReplayReport
+from gateway.replay._recorded import Selection
+from gateway.replay._runner import PreparedRun, Progress, Replayer
+from gateway.settings import Settings
+
+
+class ReplaySession:
+    def __init__(self, recorder: Recorder, catalog: Catalog, providers: Providers) -> None:
+        self._recorder = recorder
+        self._providers = providers
+        self.replayer = Replayer(recorder.store, catalog, providers)
+
+    @classmethod
+    def open(cls, settings: Settings, *, providers: Providers | None = None) -> ReplaySession:
+        catalog = Catalog.load(settings.catalog_override)
+        return cls(Recorder.open(settings), catalog, providers or Providers(settings))
+
+    def prepare(
+        self, selection: Selection, *, live: bool = False, model: str | None = None
+    ) -> PreparedRun:
+        """Validate the whole run; raises before anything is recorded."""
+        with self._recorder.reading():
+            return self.replayer.prepare(selection, live=live, model=model)
+
+    def run(self, prepared: PreparedRun, progress: Progress | None = None) -> ReplayReport:
+        with self._recorder.reading():
+            return self.replayer.run(prepared, progress)
+
+    def close(self) -> None:
+        try:
+            self._providers.close()
+        finally:
+            self._recorder.store.close()
+
+    def __enter__(self) -> ReplaySession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
