@@ -464,7 +464,7 @@ def profile(bench: Bench, name: str, calls: int) -> None:
     print(f"--- {name}: by own time")
     stats.sort_stats("tottime").print_stats(25)
     print(f"--- {name}: the gateway's and the audit store's own functions, by cumulative time")
-    own = r"(_pipeline|client|store|_append|_group|chain|canonical|_sdk|anthropic)\.py"
+    own = r"(_pipeline|_recording|client|store|_append|_group|chain|canonical|_sdk|anthropic)\.py"
     stats.sort_stats("cumulative").print_stats(own, 40)
 
 
@@ -494,14 +494,19 @@ def stages(bench: Bench, calls: int) -> None:
         timed("miss: complete() total", miss.complete, "bench_record", PROMPT)
         prepared = timed(
             "miss: prepare (policy, plan, key)",
-            core.prepare, "bench_record", PROMPT, None, None, None,
+            core.pipeline.prepare, "bench_record", prompt=PROMPT,
         )  # fmt: skip
-        wire = timed("miss: wire_bytes", core.wire_bytes, "anthropic", prepared.plan.body)
+        provider = core.providers.get(prepared.plan.provider)
+        wire = timed("miss: wire_bytes", provider.wire_bytes, prepared.plan.body)
         timed("  policy.fingerprint (cached)", getattr, prepared.policy, "fingerprint")
-        timed("miss: record_intent (REQUEST)", core.pipeline.record_intent, prepared, wire)
+        timed(
+            "miss: intent (REQUEST)",
+            core.recorder.begin,
+            prepared.labels, provider, prepared.plan.body, core.pipeline.intent(prepared),
+        )  # fmt: skip
         reply = timed(
             "miss: provider.send",
-            core.anthropic().send,
+            provider.send,
             prepared.plan.body,
             api_version=prepared.plan.api_version,
             on_attempt_failed=print,
@@ -510,7 +515,7 @@ def stages(bench: Bench, calls: int) -> None:
             "miss: record_outcome (RESPONSE)", core.pipeline.record_outcome, prepared, reply, wire
         )
         timed("hit: complete() total", hit.complete, "bench_replay", PROMPT)
-        hp = timed("hit: prepare", hcore.prepare, "bench_replay", PROMPT, None, None, None)
+        hp = timed("hit: prepare", hcore.pipeline.prepare, "bench_replay", prompt=PROMPT)
         served = timed("hit: store.find_response", hcore.store.find_response, hp.request_hash)
         timed("hit: store.payload", hcore.store.payload, served.payload_digests["response_body"])
         timed("hit: cached_result (find+payload+CACHE_HIT)", hcore.pipeline.cached_result, hp)

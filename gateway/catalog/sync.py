@@ -64,11 +64,14 @@ API_FACTS = (
 _THINKING_ORDER = ("enabled", "adaptive", "between_tools", "disabled")
 _EFFORT_ORDER = ("low", "medium", "high", "xhigh", "max")
 
+# The Models API describes the models of one provider; only its catalog rows are synced.
+SYNCED_PROVIDER = "anthropic"
+
 # For a model new to the catalog: the API facts come from models.list, the rest are defaults a
 # person has to confirm. sampling "none" is the safe one: the gateway then sends no sampling
 # parameter, which every model accepts.
 NEW_MODEL_DEFAULTS: dict[str, tuple[Any, str]] = {
-    "provider": ("anthropic", "{source}"),
+    "provider": (SYNCED_PROVIDER, "{source}"),
     "pinned": (
         True,
         "assumed: from the 4.6 generation on a model id names one fixed model "
@@ -305,7 +308,7 @@ def compare(
                 )
             )
             continue
-        if info.alias_of is not None or info.provider != "anthropic":
+        if info.alias_of is not None or info.provider != SYNCED_PROVIDER:
             continue  # an alias follows its pinned target; only the target is compared
         changes = [
             FactChange(fact=fact, old=getattr(info, fact), new=new)
@@ -319,7 +322,7 @@ def compare(
     unlisted = tuple(
         m.id
         for m in catalog
-        if m.provider == "anthropic"
+        if m.provider == SYNCED_PROVIDER
         and m.alias_of is None
         and m.lifecycle != "retired"
         and m.id not in seen
