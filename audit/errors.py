@@ -13,7 +13,7 @@ from __future__ import annotations
 
 
 class AuditStoreError(Exception):
-    exit_code = 4
+    """Base of every error the audit store raises on purpose."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.message = message
@@ -37,7 +37,7 @@ class AppendFailed(AuditStoreError):
 
 
 class NotFound(AuditStoreError):
-    exit_code = 2
+    pass
 
 
 class ContentMismatch(AuditStoreError):
@@ -58,7 +58,7 @@ class ContentMismatch(AuditStoreError):
 
 
 class CheckpointError(AuditStoreError):
-    exit_code = 2
+    pass
 
 
 class InvalidEvent(AppendFailed):

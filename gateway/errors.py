@@ -1,7 +1,8 @@
 """The gateway's one error tree.
 
 Every error says what happened and what to do next, in words a compliance officer can read.
-The CLI prints ``str(error)`` as one line and exits with ``error.exit_code``.
+A front end shows ``str(error)`` as one line; which exit code or status an error means is the
+front end's own table (the CLI's is ``gateway/cli/_boundary.py``), not an attribute here.
 
     GatewayError
     ├── ConfigurationError        settings missing or unusable (no API key, bad durability, ...)
@@ -27,8 +28,6 @@ from typing import Any
 class GatewayError(Exception):
     """Base of every error the gateway raises on purpose."""
 
-    exit_code = 1
-
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.message = message
         self.hint = hint
@@ -39,11 +38,11 @@ class GatewayError(Exception):
 
 
 class ConfigurationError(GatewayError):
-    exit_code = 2
+    pass
 
 
 class PolicyError(GatewayError):
-    exit_code = 2
+    pass
 
 
 class PolicyLoadError(PolicyError):
@@ -75,11 +74,11 @@ class PolicyViolation(PolicyError):
 
 
 class InputError(GatewayError):
-    exit_code = 2
+    pass
 
 
 class AuditError(GatewayError):
-    exit_code = 4
+    pass
 
 
 class AuditUnavailable(AuditError):
@@ -95,8 +94,6 @@ class AuditWriteError(AuditError):
 
 
 class UpstreamError(GatewayError):
-    exit_code = 3
-
     def __init__(
         self,
         message: str,

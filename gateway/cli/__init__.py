@@ -3,9 +3,13 @@
     $ gateway policy review policies/
     $ gateway audit verify
 
-Exit codes: 0 success; 1 a check found problems (review errors, verify defects, replay
-failures); 2 bad input or usage (unknown task, forbidden override, unreadable file, bad URL);
-3 the model provider failed; 4 the audit database is unavailable or a write failed.
+Exit codes (one table, ``ExitCode`` in ``_boundary.py``): 0 success; 1 a check found problems
+(review errors, verify defects, replay failures); 2 bad input or usage (unknown task, forbidden
+override, unreadable file, bad URL); 3 the model provider failed; 4 the audit database is
+unavailable or a write failed; 70 a bug; 130 interrupted; 141 stdout was closed (``| head``).
+
+The Settings are read from the environment once per invocation, on first use
+(``settings_of(ctx)`` in ``_context.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from typing import Any
 import click
 
 from gateway.cli._boundary import GatewayGroup
+from gateway.cli._context import CliState
 from gateway.cli.ask_cmd import ask_command
-from gateway.cli.audit_cmd import audit_group, db_group
+from gateway.cli.audit_cmd import audit_group
+from gateway.cli.db_cmd import db_group
 from gateway.cli.experiment_cmd import experiment_command
 from gateway.cli.models_cmd import models_group
 from gateway.cli.policy_cmd import policy_group
@@ -32,8 +38,7 @@ __all__ = ["main"]
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
     """Policy-enforced, audited Claude calls."""
-    ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
+    ctx.obj = CliState(debug=debug)
 
 
 for command in (

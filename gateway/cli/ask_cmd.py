@@ -14,7 +14,9 @@ import sys
 
 import click
 
-from gateway import Gateway, InputError, Settings
+from gateway import Gateway, InputError
+from gateway.cli._context import settings_of
+from gateway.cli._render import echo_json
 from gateway.logging import configure_logging
 
 
@@ -48,7 +50,9 @@ def _no_constant(name: str) -> object:
     "--offline", is_flag=True, help="Run on the local model instead of Claude (no network)."
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.pass_context
 def ask_command(
+    ctx: click.Context,
     task: str,
     prompt: str | None,
     caller: str | None,
@@ -63,10 +67,10 @@ def ask_command(
     if not prompt.strip():
         raise InputError("the prompt is empty.", hint="Pass PROMPT or pipe text on stdin.")
     parsed = dict(_parse_override(item) for item in overrides)
-    with Gateway(Settings.from_env(), offline=offline) as gw:
+    with Gateway(settings_of(ctx), offline=offline) as gw:
         result = gw.complete(task, prompt, caller=caller, overrides=parsed or None)
     if fmt == "json":
-        click.echo(json.dumps(result.as_dict(), ensure_ascii=False, indent=2))
+        echo_json(result.as_dict())
     else:
         click.echo(result.text)
         source = "replayed from the audit log" if result.cached else "recorded"

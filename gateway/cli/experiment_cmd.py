@@ -9,15 +9,13 @@ model cannot honour are skipped, each with the reason, on stderr (and in the JSO
 
 from __future__ import annotations
 
-import contextlib
-import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from gateway import InputError, Settings
+from gateway import InputError
+from gateway.cli._context import settings_of
+from gateway.cli._render import Progress, echo_json
 from gateway.experiment import (
     ExperimentReport,
     SamplingConfig,
@@ -26,9 +24,6 @@ from gateway.experiment import (
     run_experiment,
 )
 from gateway.logging import configure_logging
-
-if TYPE_CHECKING:  # click.progressbar's return type lives in a private module
-    from click._termui_impl import ProgressBar
 
 
 @click.command("experiment")
@@ -62,7 +57,9 @@ if TYPE_CHECKING:  # click.progressbar's return type lives in a private module
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also draw diversity and length against temperature into this PNG (needs matplotlib).",
 )
+@click.pass_context
 def experiment_command(
+    ctx: click.Context,
     task: str,
     prompts: tuple[str, ...],
     prompts_file: Path | None,
@@ -78,21 +75,10 @@ def experiment_command(
     all_prompts = list(prompts) + _read_prompts(prompts_file)
     if not all_prompts:
         raise InputError("no prompt was given.", hint="Pass --prompt TEXT or --prompts-file FILE.")
-    with contextlib.ExitStack() as stack:
-        # The total is known only once the skipped configurations are: open the bar then.
-        bars: list[ProgressBar[int]] = []
-
-        def progress(done: int, total: int) -> None:
-            if not bars:
-                bars.append(
-                    stack.enter_context(
-                        click.progressbar(length=total, label="sampling", file=sys.stderr)
-                    )
-                )
-            bars[0].update(1)
-
+    # The total is known only once the skipped configurations are: the bar opens then.
+    with Progress("sampling") as progress:
         report = run_experiment(
-            Settings.from_env(),
+            settings_of(ctx),
             task,
             all_prompts,
             n,
@@ -103,7 +89,7 @@ def experiment_command(
     if plot is not None:
         plot_report(report, plot)
     if fmt == "json":
-        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        echo_json(report.model_dump(mode="json"))
     else:
         _print_table(report)
     for skipped in report.skipped:

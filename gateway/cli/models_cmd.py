@@ -11,7 +11,6 @@ the API call fails.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from datetime import UTC, datetime
@@ -22,9 +21,10 @@ import click
 
 from gateway.catalog import Catalog, sync
 from gateway.catalog.sync import SyncReport
-from gateway.cli.policy_cmd import text_table
+from gateway.cli._boundary import CheckFailed
+from gateway.cli._context import settings_of
+from gateway.cli._render import echo_json, text_table
 from gateway.errors import ConfigurationError
-from gateway.settings import Settings
 
 DEFAULT_OVERRIDE = Path("models.override.toml")
 
@@ -38,11 +38,12 @@ def models_group() -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
-def list_command(fmt: str) -> None:
+@click.pass_context
+def list_command(ctx: click.Context, fmt: str) -> None:
     """List every model the gateway knows and what it honours."""
-    catalog = Catalog.load(Settings.from_env().catalog_override)
+    catalog = Catalog.load(settings_of(ctx).catalog_override)
     if fmt == "json":
-        click.echo(json.dumps([m.model_dump(mode="json") for m in catalog], indent=2))
+        echo_json([m.model_dump(mode="json") for m in catalog])
         return
     headers = [
         "ID",
@@ -99,7 +100,7 @@ def sync_command(ctx: click.Context, output: str, fmt: str) -> None:
     An existing override (GATEWAY_CATALOG_OVERRIDE, else the output file) is the baseline and
     its entries are kept.
     """
-    settings = Settings.from_env()
+    settings = settings_of(ctx)
     key = settings.anthropic_api_key
     if key is None or not key.get_secret_value():
         raise ConfigurationError(
@@ -129,11 +130,12 @@ def sync_command(ctx: click.Context, output: str, fmt: str) -> None:
             written = str(target)
     summary_to_stderr = target is None
     if fmt == "json":
-        click.echo(json.dumps(_as_json(report, written), indent=2), err=summary_to_stderr)
+        echo_json(_as_json(report, written), err=summary_to_stderr)
     else:
         for line in _summary(report, written):
             click.echo(line, err=summary_to_stderr)
-    ctx.exit(1 if report.changed else 0)
+    if report.changed:
+        raise CheckFailed()
 
 
 def _write_checked(target: Path, text: str) -> None:

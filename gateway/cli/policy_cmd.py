@@ -11,7 +11,6 @@ warnings only; 1 review errors (or, for diff, a side that does not load); 2 usag
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,9 @@ import click
 
 from audit.canonical import canonical_digest, digest
 from gateway.catalog import Catalog
+from gateway.cli._boundary import CheckFailed
+from gateway.cli._context import settings_of
+from gateway.cli._render import echo_json, text_table
 from gateway.errors import PolicyLoadError
 from gateway.policy import (
     Finding,
@@ -37,20 +39,6 @@ FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 DIR = click.Path(file_okay=False, path_type=Path)
-
-
-def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Plain aligned columns: readable in a terminal, a ticket or an e-mail."""
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
-    ]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
-
-
-def _echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _catalog(settings: Settings) -> Catalog:
@@ -113,13 +101,14 @@ def _finding_json(f: Finding) -> dict[str, str]:
 @policy_group.command("review")
 @click.argument("policy_dir", required=False, type=DIR)
 @FORMAT
-def review_command(policy_dir: Path | None, fmt: str) -> None:
+@click.pass_context
+def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> None:
     """Review every policy in POLICY_DIR: a table of tasks, then every finding."""
-    settings = Settings.from_env()
+    settings = settings_of(ctx)
     folder = _policy_dir(policy_dir, settings)
     report = review_policies(folder, _catalog(settings))
     if fmt == "json":
-        _echo_json(
+        echo_json(
             {
                 "policy_dir": str(folder),
                 "ok": report.ok,
@@ -157,7 +146,7 @@ def review_command(policy_dir: Path | None, fmt: str) -> None:
         else:
             click.echo("No findings: every policy loads.")
     if not report.ok:
-        raise click.exceptions.Exit(1)
+        raise CheckFailed()
 
 
 # --- show ------------------------------------------------------------------------------------
@@ -197,14 +186,15 @@ def _show_data(policy: Policy, catalog: Catalog) -> dict[str, Any]:
     "--policy-dir", type=DIR, default=None, help="Default: GATEWAY_POLICY_DIR or ./policies."
 )
 @FORMAT
-def show_command(task: str, policy_dir: Path | None, fmt: str) -> None:
+@click.pass_context
+def show_command(ctx: click.Context, task: str, policy_dir: Path | None, fmt: str) -> None:
     """Show TASK's effective settings, fingerprint and the exact request template."""
-    settings = Settings.from_env()
+    settings = settings_of(ctx)
     catalog = _catalog(settings)
     policy = PolicySet.load(_policy_dir(policy_dir, settings), catalog).get(task)
     data = _show_data(policy, catalog)
     if fmt == "json":
-        _echo_json(data)
+        echo_json(data)
         return
     rows = [
         ("task", data["task"]),
@@ -246,12 +236,13 @@ def _diff_json(d: TaskDiff) -> dict[str, Any]:
 @click.argument("old_dir", type=DIR)
 @click.argument("new_dir", type=DIR)
 @FORMAT
-def diff_command(old_dir: Path, new_dir: Path, fmt: str) -> None:
+@click.pass_context
+def diff_command(ctx: click.Context, old_dir: Path, new_dir: Path, fmt: str) -> None:
     """Compare the policies in OLD_DIR with NEW_DIR, field by field, with risk notes."""
-    catalog = _catalog(Settings.from_env())
+    catalog = _catalog(settings_of(ctx))
     diffs = diff_policy_sets(PolicySet.load(old_dir, catalog), PolicySet.load(new_dir, catalog))
     if fmt == "json":
-        _echo_json(
+        echo_json(
             {
                 "old_dir": str(old_dir),
                 "new_dir": str(new_dir),
@@ -270,4 +261,4 @@ def diff_command(old_dir: Path, new_dir: Path, fmt: str) -> None:
         if not diffs:
             click.echo("no tasks in either folder")
     if any(d.status == "not-loadable" for d in diffs):
-        raise click.exceptions.Exit(1)
+        raise CheckFailed()

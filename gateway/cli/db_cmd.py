@@ -1,0 +1,50 @@
+"""`gateway db`: create, upgrade and share the audit database's schema.
+
+$ gateway db upgrade
+$ gateway db current
+$ gateway db grant reviewer --read-only      # PostgreSQL only; prints the statements run
+"""
+
+from __future__ import annotations
+
+import click
+
+from gateway.auditing import grant_role, schema_status, upgrade_schema
+from gateway.cli._context import settings_of
+
+
+@click.group("db")
+def db_group() -> None:
+    """Create and upgrade the audit database schema."""
+
+
+@db_group.command("upgrade")
+@click.pass_context
+def db_upgrade(ctx: click.Context) -> None:
+    """Upgrade the audit database (GATEWAY_DATABASE_URL) to the current schema."""
+    revision = upgrade_schema(settings_of(ctx))
+    click.echo(f"audit database at schema revision {revision} (head).")
+
+
+@db_group.command("current")
+@click.pass_context
+def db_current(ctx: click.Context) -> None:
+    """Show the audit database's schema revision."""
+    status = schema_status(settings_of(ctx))
+    state = "up to date" if status.up_to_date else "behind: run `gateway db upgrade`"
+    click.echo(f"revision {status.current or 'none'} (this gateway needs {status.head}; {state})")
+
+
+@db_group.command("grant")
+@click.argument("role")
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="A reviewer: read everything (list, show, verify), append only export and "
+    "checkpoint records.",
+)
+@click.pass_context
+def db_grant(ctx: click.Context, role: str, read_only: bool) -> None:
+    """Give a PostgreSQL ROLE INSERT and SELECT on the audit tables, and nothing else."""
+    for statement in grant_role(settings_of(ctx), role, read_only=read_only):
+        click.echo(statement + ";")
