@@ -38,7 +38,7 @@ from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.chain import GENESIS, BodyTemplate, canonical_time, link_hash
 from audit.errors import AppendFailed, InvalidEvent
 from audit.models import Appended, EventDraft
-from audit.schema import metadata
+from audit.schema import column_names, metadata
 
 APPEND_HINT = (
     "Nothing was written. Check that the audit database is reachable, writable and has disk "
@@ -216,32 +216,16 @@ def interrupted(exc: BaseException) -> AppendFailed:
 # The hot path's statements, written once as driver SQL: building and compiling Core
 # constructs on every append cost more than the SQLite work itself. The SQL is the same on
 # both backends but for the placeholder; column values go through each column's own bind
-# processor (see _Columns), so the stored values are the ones Core would have written.
+# processor (see _Insert), so the stored values are the ones Core would have written.
 _HEAD_SQL = "SELECT seq, hash FROM events WHERE seq >= 1 ORDER BY seq DESC LIMIT 1"
-_EVENT_COLUMNS = (
-    "seq",
-    "event_id",
-    "request_id",
-    "kind",
-    "recorded_at",
-    "task",
-    "caller",
-    "policy_fingerprint",
-    "request_hash",
-    "body",
-    "prev_hash",
-    "hash",
-)
-_PAYLOAD_COLUMNS = ("digest", "size", "content")
-_POLICY_COLUMNS = ("fingerprint", "content")
 
 
 class _Insert:
-    """One INSERT as driver SQL, with the bind processors of the table's columns."""
+    """One INSERT of every column of ``table`` as driver SQL, with the columns' bind
+    processors; :meth:`params` takes each row's values by column name."""
 
-    def __init__(
-        self, table: Table, columns: tuple[str, ...], dialect: Dialect, *, ignore: bool
-    ) -> None:
+    def __init__(self, table: Table, dialect: Dialect, *, ignore: bool) -> None:
+        columns = column_names(table)
         mark = "?" if dialect.paramstyle == "qmark" else "%s"
         self.sql = (
             f"INSERT INTO {table.name} ({', '.join(columns)}) "
@@ -392,11 +376,9 @@ class Appender:
         event.listen(backend.writer, "connect", self._reconnected)
         self._durability = canonical_bytes(backend.durability)
         dialect = backend.writer.dialect
-        self._events = _Insert(metadata.tables["events"], _EVENT_COLUMNS, dialect, ignore=False)
-        self._payloads = _Insert(
-            metadata.tables["payloads"], _PAYLOAD_COLUMNS, dialect, ignore=True
-        )
-        self._policies = _Insert(metadata.tables["policies"], _POLICY_COLUMNS, dialect, ignore=True)
+        self._events = _Insert(metadata.tables["events"], dialect, ignore=False)
+        self._payloads = _Insert(metadata.tables["payloads"], dialect, ignore=True)
+        self._policies = _Insert(metadata.tables["policies"], dialect, ignore=True)
         self._writer: _SqliteWriter | _EngineWriter = (
             _SqliteWriter(backend.writer) if backend.dialect == "sqlite" else _EngineWriter(backend)
         )
@@ -420,7 +402,7 @@ class Appender:
             with self._writer.transaction() as run:
                 # A forged row below 1 is not part of the chain, so the head ignores it.
                 head = run(_HEAD_SQL, None)
-                seq, prev = (head[0][0], head[0][1]) if head else (0, GENESIS)
+                seq, prev = head[0] if head else (0, GENESIS)  # SELECT seq, hash
                 now = datetime.now(UTC)
                 fixed = (self._durability, canonical_time(now))
                 events: list[dict[str, Any]] = []

@@ -16,25 +16,25 @@ verifier that skipped the middle ones).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from sqlalchemy import Result
+
 from audit.canonical import canonical_bytes, digest
 from audit.models import Checkpoint, Defect, DefectKind, VerifyReport
+from audit.models import format_time as format_time  # one definition, beside StoredEvent
+from audit.schema import EVENT_COLUMNS
 
 BODY_VERSION = 1
 GENESIS = "sha256:" + "0" * 64
 MAX_DEFECTS = 1000
-# Columns that must equal the same-named field inside the hashed body.
-MIRRORED = (
-    "event_id",
-    "request_id",
-    "kind",
-    "task",
-    "caller",
-    "policy_fingerprint",
-    "request_hash",
+# Columns that must equal the same-named field inside the hashed body: all but the chain's
+# own (body, prev_hash, hash) and the two verify checks in their own way (seq; recorded_at,
+# held in the body as text). Migration 0005's trigger checks the same list on PostgreSQL.
+MIRRORED = tuple(
+    c for c in EVENT_COLUMNS if c not in {"seq", "recorded_at", "body", "prev_hash", "hash"}
 )
 
 
@@ -53,6 +53,10 @@ def as_bytes(value: object) -> bytes:
 
 
 class EventRow(NamedTuple):
+    """One ``events`` row as verify reads it. The fields are the table's columns in order
+    (:data:`audit.schema.EVENT_COLUMNS`; a test pins the two together): a tuple, because
+    verify's hot loop reads millions of them."""
+
     seq: int
     event_id: str
     request_id: str
@@ -67,13 +71,27 @@ class EventRow(NamedTuple):
     hash: str
 
     @classmethod
-    def from_db(cls, row: Sequence[Any]) -> EventRow:
-        """A row as stored, with the types a hand-edit may have changed put back (see
-        :func:`as_bytes`): verify must still read such a row and name it, not crash on it."""
-        fields = list(row)
-        fields[9] = as_bytes(fields[9])
-        fields[10], fields[11] = str(fields[10]), str(fields[11])
-        return cls._make(fields)
+    def from_result(cls, result: Result[Any]) -> list[EventRow]:
+        """Every row of ``result``, a select of the ``events`` columns, with the types a
+        hand-edit may have changed put back (see :func:`as_bytes`): verify must still read
+        such a row and name it, not crash on it.
+
+        The result's column names are checked once, then each row is zipped with them; a
+        lookup by name per value would cost more than the rest of verify's work on a row.
+        """
+        names = tuple(result.keys())
+        if names != cls._fields:
+            raise ValueError(f"not a select of the events columns: {', '.join(names)}")
+        return [
+            cls._make([v if fix is None else fix(v) for fix, v in zip(_RETYPE, row, strict=True)])
+            for row in result
+        ]
+
+
+# What EventRow.from_result applies to a column's value, by column name (SQLite keeps
+# whatever type a statement wrote), laid out in the columns' order.
+_RETYPES: dict[str, Callable[[Any], Any]] = {"body": as_bytes, "prev_hash": str, "hash": str}
+_RETYPE = tuple(_RETYPES.get(name) for name in EventRow._fields)
 
 
 class Census(NamedTuple):
@@ -84,11 +102,6 @@ class Census(NamedTuple):
     highest: int
     below_one: tuple[int, ...]
     below_one_count: int
-
-
-def format_time(moment: datetime) -> str:
-    """Fixed-width UTC with microseconds, so the same instant always has the same bytes."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(text: str) -> datetime:

@@ -15,29 +15,15 @@ import csv
 import json
 import uuid
 from datetime import datetime
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from audit.chain import format_time
-from audit.models import EventDraft, EventKind, StoredEvent
+from audit.models import EXPORT_COLUMNS, EventDraft, EventKind
 from audit.store import AuditStore
 
 ExportFormat = Literal["jsonl", "csv"]
-COLUMNS = (
-    "seq",
-    "event_id",
-    "request_id",
-    "kind",
-    "recorded_at",
-    "task",
-    "caller",
-    "policy_fingerprint",
-    "request_hash",
-    "prev_hash",
-    "hash",
-    "body",
-)
+COLUMNS = EXPORT_COLUMNS  # the record's keys, in order: a documented format
 
 
 class EventFilter(BaseModel):
@@ -56,23 +42,6 @@ class ExportSummary(BaseModel):
     events: int
     bytes: int
     export_seq: int  # the EXPORT event that records this read
-
-
-def export_record(event: StoredEvent) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "event_id": event.event_id,
-        "request_id": event.request_id,
-        "kind": event.kind.value,
-        "recorded_at": format_time(event.recorded_at),
-        "task": event.task,
-        "caller": event.caller,
-        "policy_fingerprint": event.policy_fingerprint,
-        "request_hash": event.request_hash,
-        "prev_hash": event.prev_hash,
-        "hash": event.hash,
-        "body": event.body.decode("utf-8"),
-    }
 
 
 def export_events(
@@ -97,7 +66,7 @@ def export_events(
         writer.writeheader()
     count = size = 0
     for event in store.iter_events(**filters.model_dump(), before_seq=recorded.seq):
-        record = export_record(event)
+        record = event.export_row()
         if writer is not None:
             writer.writerow(record)
         else:

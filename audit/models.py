@@ -5,6 +5,8 @@
     appended = store.append(draft)          # -> Appended(seq=1, hash="sha256:...", ...)
 
 Drafts are validated before they reach the chain lock, so a bad draft never holds up others.
+A :class:`StoredEvent` renders itself for readers: ``export_row()`` is one export record (CSV
+row or JSONL line), ``json_row()`` the event for a JSON view.
 """
 
 from __future__ import annotations
@@ -15,6 +17,17 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from audit.schema import EVENT_COLUMNS
+
+# The export's record (a documented format): the table's columns in order, with the long
+# body last.
+EXPORT_COLUMNS: tuple[str, ...] = (*(c for c in EVENT_COLUMNS if c != "body"), "body")
+
+
+def format_time(moment: datetime) -> str:
+    """Fixed-width UTC with microseconds, so the same instant always has the same bytes."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class EventKind(StrEnum):
@@ -56,6 +69,9 @@ class Appended(_Frozen):
 
 
 class StoredEvent(_Frozen):
+    """One event as read back: the ``events`` columns (:data:`audit.schema.EVENT_COLUMNS`),
+    then the body's ``data`` and payload digests parsed out of it."""
+
     seq: int
     event_id: str
     request_id: str
@@ -70,6 +86,28 @@ class StoredEvent(_Frozen):
     hash: str
     data: dict[str, Any]
     payload_digests: dict[str, str]
+
+    def export_row(self) -> dict[str, Any]:
+        """The event as one export record, keyed by :data:`EXPORT_COLUMNS` in that order.
+
+        Values are JSON-ready: the columns as stored, ``kind`` as its value, ``recorded_at``
+        in the fixed-width form the body hashes and ``body`` as the UTF-8 text of the hashed
+        bytes, so ``sha256(prev_hash || body) == hash`` can be checked from the record alone.
+        """
+        row = {name: getattr(self, name) for name in EXPORT_COLUMNS}
+        row["kind"] = self.kind.value
+        row["recorded_at"] = format_time(self.recorded_at)
+        row["body"] = self.body.decode("utf-8")
+        return row
+
+    def json_row(self) -> dict[str, Any]:
+        """The event for a JSON view: :meth:`export_row` without the body, then its ``data``
+        and ``payloads`` (name to digest) parsed out of the body."""
+        row = self.export_row()
+        del row["body"]
+        row["data"] = self.data
+        row["payloads"] = self.payload_digests
+        return row
 
 
 class DefectKind(StrEnum):
@@ -108,7 +146,7 @@ class Checkpoint(_Frozen):
             "store_id": self.store_id,
             "seq": self.seq,
             "hash": self.hash,
-            "created_at": self.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "created_at": format_time(self.created_at),
             "public_key": self.public_key,
         }
 

@@ -1,7 +1,8 @@
 """The audit database's tables, as typed SQLAlchemy 2.0 models.
 
-    from audit.schema import Base, Event
+    from audit.schema import EVENT_COLUMNS, Base, Event
     Base.metadata.create_all(engine)   # tests only: Alembic owns the real schema
+    EVENT_COLUMNS                      # ("seq", "event_id", ..., "hash"): the table's order
 
 ``events`` is the hash chain. ``payloads`` and ``policies`` are content-addressed side tables:
 each row is keyed by the digest of its bytes and is written once. ``audit_meta`` holds the
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     CheckConstraint,
     DateTime,
+    FromClause,
     Index,
     Integer,
     LargeBinary,
@@ -113,3 +115,11 @@ class AuditMeta(Base):
 
 
 metadata = Base.metadata
+
+
+def column_names(table: FromClause) -> tuple[str, ...]:
+    """A table's column names in definition order: the one source of a row's shape."""
+    return tuple(table.columns.keys())
+
+
+EVENT_COLUMNS = column_names(Event.__table__)

@@ -45,20 +45,7 @@ from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEven
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
 
 PAGE = 1000
-EVENT_COLUMNS = (
-    Event.seq,
-    Event.event_id,
-    Event.request_id,
-    Event.kind,
-    Event.recorded_at,
-    Event.task,
-    Event.caller,
-    Event.policy_fingerprint,
-    Event.request_hash,
-    Event.body,
-    Event.prev_hash,
-    Event.hash,
-)
+EVENTS = Event.__table__  # selected whole: EventRow.from_result checks the column names
 
 
 def _unavailable(exc: BaseException) -> DatabaseUnavailable:
@@ -160,10 +147,10 @@ class AuditStore:
 
     def event(self, seq: int) -> StoredEvent:
         with self._backend.reader.connect() as conn:
-            row = conn.execute(select(*EVENT_COLUMNS).where(Event.seq == seq)).first()
-        if row is None:
+            rows = EventRow.from_result(conn.execute(select(EVENTS).where(Event.seq == seq)))
+        if not rows:
             raise NotFound(f"there is no audit event with seq {seq}.")
-        return _stored(EventRow.from_db(row))
+        return _stored(rows[0])
 
     def events_for_request(self, request_id: str) -> list[StoredEvent]:
         return list(self._iter_where([Event.request_id == request_id]))
@@ -209,24 +196,25 @@ class AuditStore:
         last = after_seq
         while True:
             with self._backend.reader.connect() as conn:
-                rows = conn.execute(
-                    select(*EVENT_COLUMNS)
-                    .where(Event.seq > last, Event.seq >= 1, *where)  # chain rows only
-                    .order_by(Event.seq)
-                    .limit(page)
-                ).all()
-            for row in rows:
-                yield EventRow.from_db(row)
+                rows = EventRow.from_result(
+                    conn.execute(
+                        select(EVENTS)
+                        .where(Event.seq > last, Event.seq >= 1, *where)  # chain rows only
+                        .order_by(Event.seq)
+                        .limit(page)
+                    )
+                )
+            yield from rows
             if len(rows) < page:
                 return
-            last = rows[-1][0]
+            last = rows[-1].seq
 
     def find_response(self, request_hash: str) -> StoredEvent | None:
         """The newest RESPONSE for ``request_hash`` whose ``data["ok"]`` is true."""
         last: int | None = None
         while True:
             query = (
-                select(*EVENT_COLUMNS)
+                select(EVENTS)
                 .where(
                     Event.request_hash == request_hash,
                     Event.kind == EventKind.RESPONSE.value,
@@ -238,14 +226,14 @@ class AuditStore:
             if last is not None:
                 query = query.where(Event.seq < last)
             with self._backend.reader.connect() as conn:
-                rows = conn.execute(query).all()
+                rows = EventRow.from_result(conn.execute(query))
             for row in rows:
-                event = _stored(EventRow.from_db(row))
+                event = _stored(row)
                 if event.data.get("ok") is True:
                     return event
             if len(rows) < 50:
                 return None
-            last = rows[-1][0]
+            last = rows[-1].seq
 
     def payload(self, content_digest: str) -> bytes:
         """The stored bytes whose digest is ``content_digest``; :class:`ContentMismatch` if
@@ -280,7 +268,7 @@ class AuditStore:
                 .order_by(Event.seq.desc())
                 .limit(1)
             ).first()
-        return (row[0], row[1]) if row else (0, GENESIS)
+        return (row.seq, row.hash) if row else (0, GENESIS)
 
     def _census(self) -> Census:
         below = Event.seq < 1
