@@ -194,3 +194,28 @@ def test_every_audit_store_error_class_is_covered() -> None:
     for cls in classes:
         error = cls("sha256:aa", "sha256:bb") if cls is audit.ContentMismatch else cls("x")
         assert isinstance(audit_failure(error), GatewayError)
+
+
+def test_the_facade_exports_are_pinned() -> None:
+    import gateway.auditing
+
+    assert sorted(gateway.auditing.__all__) == [
+        "Auditing",
+        "Checkpoint",
+        "EventFilter",
+        "EventKind",
+        "ExportFormat",
+        "ExportSummary",
+        "RequestSummary",
+        "SchemaStatus",
+        "StoredEvent",
+        "VerifyReport",
+        "audit_failure",
+        "checkpoint_text",
+        "grant_role",
+        "schema_status",
+        "translated",
+        "upgrade_schema",
+    ]
+    for name in gateway.auditing.__all__:
+        assert hasattr(gateway.auditing, name), name
