@@ -20,7 +20,6 @@ from gateway.auditing import (
     Auditing,
     EventFilter,
     EventKind,
-    StoredEvent,
     VerifyReport,
     checkpoint_text,
 )
@@ -74,22 +73,6 @@ def audit_list(ctx: click.Context, /, limit: int, fmt: str, **filters: Any) -> N
             )
 
 
-def _event_json(event: StoredEvent) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "kind": event.kind.value,
-        "recorded_at": event.recorded_at.isoformat(),
-        "event_id": event.event_id,
-        "task": event.task,
-        "caller": event.caller,
-        "policy_fingerprint": event.policy_fingerprint,
-        "request_hash": event.request_hash,
-        "hash": event.hash,
-        "data": event.data,
-        "payloads": event.payload_digests,
-    }
-
-
 @audit_group.command("show")
 @click.argument("request_id")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
@@ -99,7 +82,7 @@ def audit_show(ctx: click.Context, request_id: str, fmt: str) -> None:
     with Auditing.open(settings_of(ctx)) as auditing:
         events = auditing.request_events(request_id)
     if fmt == "json":
-        echo_json({"request_id": request_id, "events": [_event_json(e) for e in events]})
+        echo_json({"request_id": request_id, "events": [e.json_row() for e in events]})
         return
     first = events[0]
     click.echo(f"request {request_id}  task {first.task or '-'}  caller {first.caller or '-'}")

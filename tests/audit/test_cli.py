@@ -165,3 +165,11 @@ def test_unopenable_database_is_one_line_exit_4(tmp_path: Path) -> None:
     assert result.exit_code == 4
     assert result.output.startswith("error: cannot open the audit database")
     assert result.output.count("\n") == 1
+
+
+def test_show_json_is_the_stored_events_json_row(db: tuple[str, Path]) -> None:
+    url, _ = db
+    shown = json.loads(run(url, "audit", "show", "r-failed", "--format", "json").output)
+    with AuditStore.open(url) as store:
+        stored = store.events_for_request("r-failed")
+    assert shown == {"request_id": "r-failed", "events": [e.json_row() for e in stored]}
