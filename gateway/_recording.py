@@ -7,29 +7,33 @@
                          intent=Intent(EventKind.REQUEST, {...}, policy.content()))
     sent.wire, sent.reply, sent.error        # the outcome is the caller's to record
 
+``send`` is ``begin`` (commit the intent) then ``call`` (send, recording each failed attempt);
+a caller that commits the intent in the same worker-thread hop as other audit work calls the
+two itself. ``asend``/``acall`` are the asyncio twins.
+
 A call is: an intent event with the exact wire bytes, committed before anything is sent
 (invariant 1); one ATTEMPT_FAILED event per failed attempt, committed before any retry; then
 a reply, or a typed :class:`UpstreamError` for whatever went wrong after the intent. Every
 append goes through :meth:`Recorder.append`, the one place where an audit-store error becomes
-the gateway's :class:`AuditWriteError`; when an intent or an attempt cannot be recorded the
-call stops there (fail closed) and that error propagates.
+the gateway's :class:`AuditWriteError` (reads translate through gateway._audit_errors); when
+an intent or an attempt cannot be recorded the call stops there (fail closed) and that error
+propagates.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
-from audit.errors import AuditStoreError, NotFound
+from audit.errors import AuditStoreError
+from gateway._audit_errors import translated
 from gateway.errors import (
     AuditError,
-    AuditUnavailable,
     AuditWriteError,
-    InputError,
     UpstreamError,
     UpstreamRejected,
 )
@@ -81,6 +85,14 @@ class Intent:
 
 
 @dataclass(frozen=True)
+class Begun:
+    """A committed intent: the exact bytes about to be sent, and the intent's seq."""
+
+    wire: bytes
+    intent_seq: int
+
+
+@dataclass(frozen=True)
 class Sent:
     """How a recorded call ended: a reply, or a typed error (``detail`` may quote the input:
     for the audit record only). ``cause`` is the exception behind ``error``."""
@@ -100,10 +112,8 @@ class Recorder:
     @classmethod
     def open(cls, settings: Settings) -> Recorder:
         """A recorder on the audit store ``settings`` names (created and migrated if new)."""
-        try:
+        with translated():
             store = AuditStore.open(settings.database_url, durability=settings.durability)
-        except AuditStoreError as exc:
-            raise AuditUnavailable(exc.message, hint=exc.hint) from exc
         return cls(store)
 
     # -- the one translation of audit-store errors --------------------------------------------
@@ -139,22 +149,17 @@ class Recorder:
                 hint="Run 'gateway audit verify'.",
             ) from exc
 
-    @contextmanager
-    def reading(self) -> Iterator[None]:
+    @staticmethod
+    def reading() -> AbstractContextManager[None]:
         """Reads of the log outside a call (replay selections, recorded payloads)."""
-        try:
-            yield
-        except NotFound as exc:
-            raise InputError(exc.message, hint=exc.hint) from exc
-        except AuditStoreError as exc:
-            raise AuditUnavailable(exc.message, hint=exc.hint) from exc
+        return translated()
 
     # -- one call: intent, attempts, reply or typed failure ---------------------------------
 
     def begin(
         self, call: CallLabels, provider: Provider, body: Mapping[str, Any], intent: Intent
-    ) -> tuple[bytes, int]:
-        """Commit the intent with the exact bytes about to be sent; return them and its seq."""
+    ) -> Begun:
+        """Commit the intent with the exact bytes about to be sent (nothing is sent before)."""
         wire = provider.wire_bytes(body)
         appended = self.append(
             call.draft(
@@ -164,7 +169,7 @@ class Recorder:
                 policy_content=intent.policy_content,
             )
         )
-        return wire, appended.seq
+        return Begun(wire=wire, intent_seq=appended.seq)
 
     def attempt_failed(self, call: CallLabels, failure: AttemptFailure) -> None:
         # upstream_message may quote the prompt: the audit log may hold that, logs and error
@@ -182,7 +187,35 @@ class Recorder:
         api_version: str,
         intent: Intent,
     ) -> Sent:
-        wire, seq = self.begin(call, provider, body, intent)
+        """The whole call: :meth:`begin`, then :meth:`call`."""
+        begun = self.begin(call, provider, body, intent)
+        return self.call(call, provider, body, api_version=api_version, begun=begun)
+
+    async def asend(
+        self,
+        call: CallLabels,
+        provider: Provider,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        intent: Intent,
+    ) -> Sent:
+        """:meth:`send` for asyncio: the intent is committed in a worker thread."""
+        begun = await asyncio.to_thread(self.begin, call, provider, body, intent)
+        return await self.acall(call, provider, body, api_version=api_version, begun=begun)
+
+    # The two I/O loops below mirror each other line for line; the decisions are _failed's.
+
+    def call(
+        self,
+        call: CallLabels,
+        provider: Provider,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        begun: Begun,
+    ) -> Sent:
+        """Send a body whose intent is committed, recording each failed attempt."""
 
         def on_attempt_failed(failure: AttemptFailure) -> None:
             self.attempt_failed(call, failure)
@@ -194,21 +227,20 @@ class Recorder:
         except AuditError:
             raise  # an attempt could not be recorded: the call already stopped, fail closed
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
-            return _failed(provider, wire, seq, exc)
-        return Sent(wire=wire, intent_seq=seq, reply=reply)
+            return _failed(provider, begun, exc)
+        return Sent(wire=begun.wire, intent_seq=begun.intent_seq, reply=reply)
 
-    async def asend(
+    async def acall(
         self,
         call: CallLabels,
         provider: Provider,
         body: Mapping[str, Any],
         *,
         api_version: str,
-        intent: Intent,
+        begun: Begun,
     ) -> Sent:
-        """:meth:`send` for asyncio: every append runs in a worker thread (an fsync never
-        blocks the event loop), and the provider awaits each attempt's record before a retry."""
-        wire, seq = await asyncio.to_thread(self.begin, call, provider, body, intent)
+        """:meth:`call` for asyncio: each attempt's record is written in a worker thread (an
+        fsync never blocks the event loop) and awaited by the provider before any retry."""
 
         async def on_attempt_failed(failure: AttemptFailure) -> None:
             await asyncio.to_thread(self.attempt_failed, call, failure)
@@ -220,11 +252,11 @@ class Recorder:
         except AuditError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
-            return _failed(provider, wire, seq, exc)
-        return Sent(wire=wire, intent_seq=seq, reply=reply)
+            return _failed(provider, begun, exc)
+        return Sent(wire=begun.wire, intent_seq=begun.intent_seq, reply=reply)
 
 
-def _failed(provider: Provider, wire: bytes, seq: int, exc: Exception) -> Sent:
+def _failed(provider: Provider, begun: Begun, exc: Exception) -> Sent:
     """Whatever went wrong after the intent, as a typed upstream error.
 
     A provider's error as itself; a body the provider could not honour as UpstreamRejected
@@ -248,4 +280,4 @@ def _failed(provider: Provider, wire: bytes, seq: int, exc: Exception) -> Sent:
             error_type="provider_error",
             hint="Run with 'gateway --debug' to see the cause.",
         )
-    return Sent(wire=wire, intent_seq=seq, error=error, detail=detail, cause=exc)
+    return Sent(wire=begun.wire, intent_seq=begun.intent_seq, error=error, detail=detail, cause=exc)

@@ -20,8 +20,7 @@ gateway's tree (:func:`audit_failure`), so a caller catches ``GatewayError`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TextIO
@@ -29,18 +28,13 @@ from typing import Self, TextIO
 from pydantic import BaseModel, ConfigDict
 
 from audit import (
-    AppendFailed,
     AuditStore,
-    AuditStoreError,
     Checkpoint,
     CheckpointError,
-    DatabaseUnavailable,
     EventFilter,
     EventKind,
     ExportSummary,
-    NotFound,
     RequestSummary,
-    SchemaMismatch,
     StoredEvent,
     VerifyReport,
     export_events,
@@ -50,12 +44,9 @@ from audit import (
 )
 from audit import checkpoint as checkpoints
 from audit.export import ExportFormat
+from gateway._audit_errors import audit_failure, translated
 from gateway.errors import (
-    AuditError,
-    AuditUnavailable,
-    AuditWriteError,
     ConfigurationError,
-    GatewayError,
     InputError,
 )
 from gateway.settings import Settings
@@ -80,31 +71,6 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int], None]
-
-# Most specific first: InvalidEvent is an AppendFailed, and the order decides.
-_TRANSLATION: tuple[tuple[type[AuditStoreError], type[GatewayError]], ...] = (
-    (NotFound, InputError),
-    (CheckpointError, InputError),
-    (DatabaseUnavailable, AuditUnavailable),
-    (SchemaMismatch, AuditUnavailable),
-    (AppendFailed, AuditWriteError),
-    (AuditStoreError, AuditError),
-)
-
-
-def audit_failure(exc: AuditStoreError) -> GatewayError:
-    """The gateway's error for an audit store's, with the same message and advice."""
-    gateway_error = next(ours for theirs, ours in _TRANSLATION if isinstance(exc, theirs))
-    return gateway_error(exc.message, hint=exc.hint)
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """Run a block against the audit store; its errors leave as the gateway's."""
-    try:
-        yield
-    except AuditStoreError as exc:
-        raise audit_failure(exc) from exc
 
 
 def checkpoint_text(head: Checkpoint) -> str:

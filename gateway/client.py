@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, RequestPipeline
-from gateway._recording import Recorder, Sent
+from gateway._recording import Begun, Recorder, Sent
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
 from gateway.offline import offline_policy
@@ -32,6 +33,20 @@ from gateway.providers.base import Provider
 from gateway.providers.registry import Providers
 from gateway.result import Result
 from gateway.settings import Settings
+
+
+@dataclass(frozen=True)
+class _Step:
+    """Where a request stands: served (``cached``), intent committed (``begun``: send now),
+    or neither (a replay miss, to be looked up again under its lock)."""
+
+    prepared: Prepared
+    cached: Result | None = None
+    begun: Begun | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.cached is None and self.begun is None
 
 
 class _Core:
@@ -67,32 +82,61 @@ class _Core:
                 names.add(model.provider)
         return names
 
-    def prepare_and_look(
+    # Each method below is one worker-thread hop for AsyncGateway: audit reads and writes
+    # block, so they are grouped to make as few hops per request as the locking allows.
+
+    def start(
         self,
         task: str,
         prompt: object,
         messages: object,
         caller: object,
         overrides: Mapping[str, object] | None,
-    ) -> tuple[Prepared, Result | None]:
+    ) -> _Step:
+        """Resolve, plan and key; then serve a recorded answer (replay) or commit the intent
+        (record). A replay miss is left pending: it is looked up again under its lock."""
         prepared = self.pipeline.prepare(
             task, prompt=prompt, messages=messages, caller=caller, overrides=overrides
         )
-        return prepared, self.pipeline.cached_result(prepared)
+        if prepared.plan.cache_mode == "replay":
+            return _Step(prepared, cached=self.pipeline.cached_result(prepared))
+        return _Step(prepared, begun=self.begin(prepared))
+
+    def look_or_begin(self, prepared: Prepared) -> _Step:
+        """Under the request's lock: an answer recorded meanwhile, or the intent committed."""
+        cached = self.pipeline.cached_result(prepared)
+        if cached is not None:
+            return _Step(prepared, cached=cached)
+        return _Step(prepared, begun=self.begin(prepared))
 
     def provider(self, prepared: Prepared) -> Provider:
         return self.providers.get(prepared.plan.provider)
 
-    def run(self, prepared: Prepared) -> Result:
-        """Intent, call, outcome: the whole miss path, synchronously."""
-        sent = self.recorder.send(
+    def begin(self, prepared: Prepared) -> Begun:
+        return self.recorder.begin(
+            prepared.labels,
+            self.provider(prepared),
+            prepared.plan.body,
+            self.pipeline.intent(prepared),
+        )
+
+    def call(self, prepared: Prepared, begun: Begun) -> Sent:
+        return self.recorder.call(
             prepared.labels,
             self.provider(prepared),
             prepared.plan.body,
             api_version=prepared.plan.api_version,
-            intent=self.pipeline.intent(prepared),
+            begun=begun,
         )
-        return self.finish(prepared, sent)
+
+    async def acall(self, prepared: Prepared, begun: Begun) -> Sent:
+        return await self.recorder.acall(
+            prepared.labels,
+            self.provider(prepared),
+            prepared.plan.body,
+            api_version=prepared.plan.api_version,
+            begun=begun,
+        )
 
     def finish(self, prepared: Prepared, sent: Sent) -> Result:
         """Record the call's outcome: RESPONSE, or FAILED and the typed error raised."""
@@ -179,16 +223,20 @@ class Gateway(_Client):
         overrides: Mapping[str, object] | None = None,
     ) -> Result:
         core = self._core
-        # Hits need no lock; a miss takes the per-request lock and looks again, so that
+        # Hits need no lock; a replay miss takes the per-request lock and looks again, so that
         # concurrent identical misses make one upstream call and the rest are served from it.
-        prepared, cached = core.prepare_and_look(task, prompt, messages, caller, overrides)
-        if cached is not None:
-            return cached
-        if prepared.plan.cache_mode != "replay":
-            return core.run(prepared)
-        with self._locks.hold(prepared.request_hash):
-            cached = core.pipeline.cached_result(prepared)
-            return cached if cached is not None else core.run(prepared)
+        step = core.start(task, prompt, messages, caller, overrides)
+        if step.pending:
+            with self._locks.hold(step.prepared.request_hash):
+                return self._complete(core.look_or_begin(step.prepared))
+        return self._complete(step)
+
+    def _complete(self, step: _Step) -> Result:
+        if step.cached is not None:
+            return step.cached
+        assert step.begun is not None
+        core = self._core
+        return core.finish(step.prepared, core.call(step.prepared, step.begun))
 
     def close(self) -> None:
         self._core.close()
@@ -224,29 +272,23 @@ class AsyncGateway(_Client):
         overrides: Mapping[str, object] | None = None,
     ) -> Result:
         core = self._core
-        # One hop to a worker thread for everything up to the cache lookup (audit reads and
-        # writes block), then the same locking as Gateway.complete.
-        prepared, cached = await asyncio.to_thread(
-            core.prepare_and_look, task, prompt, messages, caller, overrides
-        )
-        if cached is not None:
-            return cached
-        if prepared.plan.cache_mode != "replay":
-            return await self._call(prepared)
-        async with self._locks.hold(prepared.request_hash):
-            cached = await asyncio.to_thread(core.pipeline.cached_result, prepared)
-            return cached if cached is not None else await self._call(prepared)
+        # The same steps and locking as Gateway.complete, each step one worker-thread hop:
+        # a hit or a record-mode miss makes two hops in all, a replay miss three.
+        step = await asyncio.to_thread(core.start, task, prompt, messages, caller, overrides)
+        if step.pending:
+            async with self._locks.hold(step.prepared.request_hash):
+                return await self._complete(
+                    await asyncio.to_thread(core.look_or_begin, step.prepared)
+                )
+        return await self._complete(step)
 
-    async def _call(self, prepared: Prepared) -> Result:
+    async def _complete(self, step: _Step) -> Result:
+        if step.cached is not None:
+            return step.cached
+        assert step.begun is not None
         core = self._core
-        sent = await core.recorder.asend(
-            prepared.labels,
-            core.provider(prepared),
-            prepared.plan.body,
-            api_version=prepared.plan.api_version,
-            intent=core.pipeline.intent(prepared),
-        )
-        return await asyncio.to_thread(core.finish, prepared, sent)
+        sent = await core.acall(step.prepared, step.begun)
+        return await asyncio.to_thread(core.finish, step.prepared, sent)
 
     async def aclose(self) -> None:
         core = self._core

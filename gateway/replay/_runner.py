@@ -211,9 +211,7 @@ class Replayer:
         sent = self._send(call, body, row)
         row.fields = self._compare(recorded, sent)
         if sent.reply is not None:
-            current = self.providers.model_version(
-                call.provider, str(request.data.get("model_id"))
-            )
+            current = self.providers.model_version(call.provider, str(request.data.get("model_id")))
             if current != request.data.get("model_version"):
                 row.fields["reason"] = "the model's version changed since the recording."
         self._keep_sent(row, sent)

@@ -14,8 +14,8 @@ import pytest
 from audit import AuditStore, EventKind
 from audit.errors import AuditStoreError
 from gateway.catalog import Catalog
-from gateway.providers.anthropic import AnthropicProvider
 from gateway.errors import AuditWriteError
+from gateway.providers.anthropic import AnthropicProvider
 from gateway.providers.registry import Providers
 from gateway.replay import Outcome, Replayer, ReplayReport, Selection
 from gateway.settings import Settings
