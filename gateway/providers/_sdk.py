@@ -17,11 +17,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
+from anthropic.lib.streaming import MessageStream
 from anthropic.resources.messages import Messages
+from anthropic.types import RawMessageStreamEvent
 
 from gateway.providers._retry import is_retryable, parse_retry_after
 
@@ -443,3 +445,41 @@ def parse_message(response: httpx2.Response, content: bytes) -> dict[str, Any]:
     if not isinstance(parsed, dict) or parsed.get("type") != "message":
         raise MalformedResponse(response)
     return parsed
+
+
+# Headers about the body's encoding on the wire; the in-memory copy holds the decoded bytes.
+_WIRE_ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def assemble_stream(
+    client: anthropic.Anthropic, response: httpx2.Response, content: bytes
+) -> dict[str, Any]:
+    """The message a 200 event stream adds up to, from its already-read (decoded) ``content``.
+
+    The SDK does the work: its ``Stream`` decodes the events and raises an in-stream
+    ``error`` event as an ``APIStatusError`` (status 200, the event's error type), and its
+    ``MessageStream`` accumulates the rest. Anything else that stops the stream adding up to
+    a message (an event whose data is not JSON, no ``message_start``, events out of order) is
+    :class:`MalformedResponse`. The events are read from a copy of the response held in
+    memory, so a reply from the sync and from the async client take this one path.
+    """
+    in_memory = httpx2.Response(
+        response.status_code,
+        headers=[
+            (name, value)
+            for name, value in response.headers.multi_items()
+            if name.lower() not in _WIRE_ENCODING_HEADERS
+        ],
+        content=content,
+        request=response.request,
+    )
+    events: anthropic.Stream[Any] = anthropic.Stream(
+        cast_to=cast(Any, RawMessageStreamEvent), response=in_memory, client=client
+    )
+    try:
+        message = MessageStream(events, output_format=anthropic.NOT_GIVEN).get_final_message()
+        return message.to_dict()
+    except anthropic.APIError:  # an in-stream error event: a failed attempt of its own type
+        raise
+    except Exception:  # noqa: BLE001 - the bytes are all in memory: any failure is the body's
+        raise MalformedResponse(response) from None

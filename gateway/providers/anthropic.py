@@ -20,6 +20,11 @@ Long answers: every request carries an explicit timeout (``timeout_s``), so the 
 "streaming required above 21,333 max_tokens" check does not apply and a non-streaming call
 with a large ``max_tokens`` is sent as planned. A body with ``"stream": true`` is streamed;
 its ``response`` is the accumulated message and ``response_bytes`` the raw event stream.
+
+The shape is httpcore's: :class:`_Call` makes every decision of one call (what to send, how a
+read body becomes a reply, what a failure means, whether to wait or give up) and does no I/O;
+``send``/``asend``, ``_attempt``/``_aattempt`` and ``_report``/``_areport`` are twin loops
+around it that differ only by ``await``, so a change cannot land in one twin and miss the other.
 """
 
 from __future__ import annotations
@@ -28,24 +33,27 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import httpx2
-from anthropic.lib.streaming import AsyncMessageStream, MessageStream
 
 from gateway.errors import UpstreamRejected, UpstreamUnavailable
 from gateway.providers import _sdk
 from gateway.providers._retry import RetryPolicy
-from gateway.providers.base import AttemptFailure, ProviderReply
+from gateway.providers.base import (
+    AsyncOnAttemptFailed,
+    AttemptFailure,
+    OnAttemptFailed,
+    ProviderReply,
+)
+
+if TYPE_CHECKING:
+    from gateway.providers.base import Provider
 
 __all__ = ["AnthropicProvider", "AttemptFailure", "ProviderReply"]
 
 _RATE_LIMIT_PREFIX = "anthropic-ratelimit-"
-
-
-OnAttemptFailed = Callable[[AttemptFailure], None]
-AsyncOnAttemptFailed = Callable[[AttemptFailure], Awaitable[None]]
 
 
 def _ms(seconds: float) -> float:
@@ -85,22 +93,19 @@ class AnthropicProvider:
         self._base_url = base_url
         self._client = _sdk.build_client(api_key=api_key, base_url=base_url, timeout=self._timeout)
         # Built on first use: a sync-only service never creates an event-loop-bound client.
-        self._async_client: anthropic.AsyncAnthropic | None = None
+        self._async_sdk: anthropic.AsyncAnthropic | None = None
         self._capture = _sdk.build_capture_client()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self._base_url!r}, api_key=<hidden>)"
 
-    # -- the wire ---------------------------------------------------------------------------
-
     def wire_bytes(self, body: Mapping[str, Any]) -> bytes:
         """The exact body bytes ``send(body)`` puts on the wire."""
         return _sdk.wire_bytes(self._capture, body)
 
-    def _headers(self, api_version: str) -> dict[str, str]:
-        # Per-request headers are the SDK's last layer, so nothing from the environment
-        # (ANTHROPIC_CUSTOM_HEADERS) can replace the version or the credential.
-        return {"anthropic-version": api_version, "Authorization": f"Bearer {self._api_key}"}
+    def model_version(self, model_id: str) -> None:
+        """``None``: a Claude model id names one fixed model."""
+        return None
 
     # -- sync -------------------------------------------------------------------------------
 
@@ -108,45 +113,28 @@ class AnthropicProvider:
         self, body: Mapping[str, Any], *, api_version: str, on_attempt_failed: OnAttemptFailed
     ) -> ProviderReply:
         """Send ``body``; retry what is retryable; return the first success or raise."""
-        kwargs = _sdk.split_body(body)
-        headers = self._headers(api_version)
-        started = time.monotonic()
-        attempt = 0
+        call = self._call(body, api_version)
         while True:
-            attempt += 1
-            t0 = time.monotonic()
+            call.start()
             try:
-                return self._attempt(kwargs, headers, attempt, t0, started)
+                return call.reply(*self._attempt(call))
             except _sdk.UPSTREAM_FAILURES as exc:
-                delay = self._after_failure(exc, attempt, t0, on_attempt_failed)
-            self._sleep(delay)
+                report = call.failed(exc)
+            self._report(on_attempt_failed, report)
+            self._sleep(call.next_wait())
 
-    def _attempt(
-        self,
-        kwargs: dict[str, Any],
-        headers: dict[str, str],
-        attempt: int,
-        t0: float,
-        started: float,
-    ) -> ProviderReply:
+    def _attempt(self, call: _Call) -> tuple[httpx2.Response, bytes]:
         # A streaming-response context: the SDK hands over after the status line, so the body
         # is read here, where a body that breaks off after a 2xx can be told from a failed
         # connection (the SDK would report both as a connection error, and we would retry).
         with self._client.messages.with_streaming_response.create(
-            **kwargs, extra_headers=headers, timeout=self._timeout
+            **call.kwargs, extra_headers=call.headers, timeout=self._timeout
         ) as raw:
-            http = raw.http_response
-            content = _sdk.read_body(http)
-            if kwargs.get("stream") is True:
-                # The SDK parses the already-read events and raises an in-stream error event.
-                stream = MessageStream(raw.parse(), output_format=anthropic.NOT_GIVEN)
-                try:
-                    response = stream.get_final_message().to_dict()
-                except ValueError:  # an event whose data is not JSON
-                    raise _sdk.MalformedResponse(http) from None
-            else:
-                response = _sdk.parse_message(http, content)
-            return _reply(http, response, content, attempt, t0, started)
+            return raw.http_response, _sdk.read_body(raw.http_response)
+
+    @staticmethod
+    def _report(on_attempt_failed: OnAttemptFailed, report: AttemptFailure) -> None:
+        on_attempt_failed(report)
 
     # -- async ------------------------------------------------------------------------------
 
@@ -161,88 +149,143 @@ class AnthropicProvider:
 
         ``on_attempt_failed`` may be a coroutine function: it is awaited before any retry, so
         an audit write can run in a worker thread without the event loop waiting on it."""
-        if self._async_client is None:
-            self._async_client = _sdk.build_async_client(
-                api_key=self._api_key, base_url=self._base_url, timeout=self._timeout
-            )
-        client = self._async_client
-        kwargs = _sdk.split_body(body)
-        headers = self._headers(api_version)
-        started = time.monotonic()
-        attempt = 0
+        call = self._call(body, api_version)
         while True:
-            attempt += 1
-            t0 = time.monotonic()
+            call.start()
             try:
-                async with client.messages.with_streaming_response.create(
-                    **kwargs, extra_headers=headers, timeout=self._timeout
-                ) as raw:
-                    http = raw.http_response
-                    content = await _sdk.aread_body(http)
-                    if kwargs.get("stream") is True:
-                        stream = AsyncMessageStream(
-                            await raw.parse(), output_format=anthropic.NOT_GIVEN
-                        )
-                        try:
-                            response = (await stream.get_final_message()).to_dict()
-                        except ValueError:  # an event whose data is not JSON
-                            raise _sdk.MalformedResponse(http) from None
-                    else:
-                        response = _sdk.parse_message(http, content)
-                    return _reply(http, response, content, attempt, t0, started)
+                return call.reply(*await self._aattempt(call))
             except _sdk.UPSTREAM_FAILURES as exc:
-                delay = await self._after_failure_async(exc, attempt, t0, on_attempt_failed)
-            await self._async_sleep(delay)
+                report = call.failed(exc)
+            await self._areport(on_attempt_failed, report)
+            await self._async_sleep(call.next_wait())
 
-    # -- shared -----------------------------------------------------------------------------
+    async def _aattempt(self, call: _Call) -> tuple[httpx2.Response, bytes]:
+        async with self._async_client().messages.with_streaming_response.create(
+            **call.kwargs, extra_headers=call.headers, timeout=self._timeout
+        ) as raw:
+            return raw.http_response, await _sdk.aread_body(raw.http_response)
 
-    def _after_failure(
-        self,
-        exc: Exception,
-        attempt: int,
-        t0: float,
-        on_attempt_failed: OnAttemptFailed,
-    ) -> float:
-        """Report the failed attempt, then return the wait before the next one, or raise."""
-        report, failure = self._failed_attempt(exc, attempt, t0)
-        on_attempt_failed(report)
-        return self._delay_or_raise(exc, report, failure)
-
-    async def _after_failure_async(
-        self,
-        exc: Exception,
-        attempt: int,
-        t0: float,
-        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
-    ) -> float:
-        """``_after_failure`` for asend: the report may be awaited (recorded off the loop)."""
-        report, failure = self._failed_attempt(exc, attempt, t0)
+    @staticmethod
+    async def _areport(
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed, report: AttemptFailure
+    ) -> None:
         outcome = on_attempt_failed(report)
         if inspect.isawaitable(outcome):
             await outcome
-        return self._delay_or_raise(exc, report, failure)
 
-    def _failed_attempt(
-        self, exc: Exception, attempt: int, t0: float
-    ) -> tuple[AttemptFailure, _sdk.Failure]:
-        failure = _sdk.classify(exc, secrets=(self._api_key,))
-        will_retry = failure.retryable and attempt < self._retry.max_attempts
+    # -- shared -----------------------------------------------------------------------------
+
+    def _call(self, body: Mapping[str, Any], api_version: str) -> _Call:
+        return _Call(
+            body,
+            api_version=api_version,
+            api_key=self._api_key,
+            retry=self._retry,
+            stream_client=self._client,
+        )
+
+    def _async_client(self) -> anthropic.AsyncAnthropic:
+        if self._async_sdk is None:
+            self._async_sdk = _sdk.build_async_client(
+                api_key=self._api_key, base_url=self._base_url, timeout=self._timeout
+            )
+        return self._async_sdk
+
+    def close(self) -> None:
+        self._client.close()
+        self._capture.close()
+
+    async def aclose(self) -> None:
+        if self._async_sdk is not None:
+            await self._async_sdk.close()
+            self._async_sdk = None
+        self.close()
+
+
+if TYPE_CHECKING:
+
+    def _is_a_provider(provider: AnthropicProvider) -> Provider:
+        return provider  # mypy proves AnthropicProvider satisfies the Provider protocol
+
+
+class _Call:
+    """The decisions of one ``send``/``asend`` call; it never touches a socket or a clock's wait.
+
+    The twin loops drive it: ``start()`` before each attempt; ``reply(http, content)`` once a
+    body is read (it parses the message or assembles the stream, and raises as a failed
+    attempt when the body is not one); ``failed(exc)`` for a failed attempt, giving the report;
+    then ``next_wait()``, the wait before the next attempt, or the final error, raised.
+    """
+
+    def __init__(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        api_key: str,
+        retry: RetryPolicy,
+        stream_client: anthropic.Anthropic,
+    ) -> None:
+        self.kwargs = _sdk.split_body(body)
+        # Per-request headers are the SDK's last layer, so nothing from the environment
+        # (ANTHROPIC_CUSTOM_HEADERS) can replace the version or the credential.
+        self.headers = {"anthropic-version": api_version, "Authorization": f"Bearer {api_key}"}
+        self._secrets = (api_key,)
+        self._retry = retry
+        self._stream_client = stream_client  # the SDK's event decoding needs a (sync) client
+        self._started = time.monotonic()
+        self._attempt_started = self._started
+        self.attempt = 0
+        self._last_failure: tuple[Exception, _sdk.Failure, AttemptFailure] | None = None
+
+    def start(self) -> None:
+        self.attempt += 1
+        self._attempt_started = time.monotonic()
+
+    def reply(self, http: httpx2.Response, content: bytes) -> ProviderReply:
+        """The reply for a read body, or :class:`_sdk.MalformedResponse` (or an in-stream
+        error event's ``APIStatusError``) to be handled as a failed attempt."""
+        if self.kwargs.get("stream") is True:
+            response = _sdk.assemble_stream(self._stream_client, http, content)
+        else:
+            response = _sdk.parse_message(http, content)
+        now = time.monotonic()
+        headers = http.headers
+        return ProviderReply(
+            status=http.status_code,
+            response=response,
+            response_bytes=content,
+            request_bytes=http.request.content,
+            upstream_request_id=headers.get("request-id"),
+            latency_ms=_ms(now - self._attempt_started),
+            total_ms=_ms(now - self._started),
+            attempts=self.attempt,
+            rate_limits={
+                k: v for k, v in headers.items() if k.lower().startswith(_RATE_LIMIT_PREFIX)
+            },
+        )
+
+    def failed(self, exc: Exception) -> AttemptFailure:
+        """The report of the failed attempt (``will_retry`` says what :meth:`next_wait` does)."""
+        failure = _sdk.classify(exc, secrets=self._secrets)
         report = AttemptFailure(
-            attempt=attempt,
+            attempt=self.attempt,
             status=failure.status,
             error_type=failure.error_type,
             message=failure.message,
             upstream_request_id=failure.upstream_request_id,
             retry_after_s=failure.retry_after_s,
-            will_retry=will_retry,
-            latency_ms=_ms(time.monotonic() - t0),
+            will_retry=failure.retryable and self.attempt < self._retry.max_attempts,
+            latency_ms=_ms(time.monotonic() - self._attempt_started),
             upstream_message=failure.upstream_message,
         )
-        return report, failure
+        self._last_failure = (exc, failure, report)
+        return report
 
-    def _delay_or_raise(
-        self, exc: Exception, report: AttemptFailure, failure: _sdk.Failure
-    ) -> float:
+    def next_wait(self) -> float:
+        """Seconds to wait before the next attempt; or, when there is none, the final error."""
+        assert self._last_failure is not None, "next_wait() follows failed()"
+        exc, failure, report = self._last_failure
         attempt = report.attempt
         if report.will_retry:
             return self._retry.delay_s(attempt=attempt, retry_after_s=failure.retry_after_s)
@@ -265,16 +308,6 @@ class AnthropicProvider:
             **fields,
         ) from exc
 
-    def close(self) -> None:
-        self._client.close()
-        self._capture.close()
-
-    async def aclose(self) -> None:
-        if self._async_client is not None:
-            await self._async_client.close()
-            self._async_client = None
-        self.close()
-
 
 def _hint_for(error_type: str) -> str:
     hints = {
@@ -290,26 +323,3 @@ def _hint_for(error_type: str) -> str:
         ),
     }
     return hints.get(error_type, "Fix the request or the policy; retrying will not help.")
-
-
-def _reply(
-    http: httpx2.Response,
-    response: dict[str, Any],
-    content: bytes,
-    attempt: int,
-    t0: float,
-    started: float,
-) -> ProviderReply:
-    now = time.monotonic()
-    headers = http.headers
-    return ProviderReply(
-        status=http.status_code,
-        response=response,
-        response_bytes=content,
-        request_bytes=http.request.content,
-        upstream_request_id=headers.get("request-id"),
-        latency_ms=_ms(now - t0),
-        total_ms=_ms(now - started),
-        attempts=attempt,
-        rate_limits={k: v for k, v in headers.items() if k.lower().startswith(_RATE_LIMIT_PREFIX)},
-    )
