@@ -94,14 +94,14 @@ class AnthropicProvider:
         self._client = _sdk.build_client(api_key=api_key, base_url=base_url, timeout=self._timeout)
         # Built on first use: a sync-only service never creates an event-loop-bound client.
         self._async_sdk: anthropic.AsyncAnthropic | None = None
-        self._capture = _sdk.build_capture_client()
+        self._capture = _sdk.WireCapture()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self._base_url!r}, api_key=<hidden>)"
 
     def wire_bytes(self, body: Mapping[str, Any]) -> bytes:
         """The exact body bytes ``send(body)`` puts on the wire."""
-        return _sdk.wire_bytes(self._capture, body)
+        return self._capture.wire_bytes(body)
 
     def model_version(self, model_id: str) -> None:
         """``None``: a Claude model id names one fixed model."""
