@@ -122,7 +122,7 @@ def _refuse_unhonoured(
     # model): first the policy as written, then with the caller's overrides applied, so an
     # error that only the overrides cause is the caller's. Lifecycle warnings do not stop it.
     today = date.today()
-    own = _errors(Subject.of_policy(policy, model, today=today))
+    own = _policy_errors(policy, model, today)
     if own:
         raise PolicyLoadError(
             f"the policy for task {policy.task!r} cannot be honoured by model {model.id!r}: "
@@ -130,6 +130,8 @@ def _refuse_unhonoured(
             findings=tuple(own),
             hint=own[0].advice,
         )
+    if not requested:
+        return  # no overrides: the generation is the policy's own, checked just above
     caused = _errors(Subject.of_policy(policy, model, today=today, generation=generation))
     if caused:
         finding = caused[0]
@@ -140,6 +142,25 @@ def _refuse_unhonoured(
             f"{finding.message} {finding.advice}",
             key=key,
         )
+
+
+# The rules' verdict on a policy as written, per (policy content, model, day): the same for
+# every request of a task, so it is worked out once rather than on each request. The model is
+# kept with the verdict and compared by identity, so another catalog's entry is checked anew.
+_VERDICTS: dict[tuple[str, str, date], tuple[ModelInfo, list[Finding]]] = {}
+_VERDICTS_MAX = 512
+
+
+def _policy_errors(policy: Policy, model: ModelInfo, today: date) -> list[Finding]:
+    key = (policy.fingerprint, model.id, today)
+    known = _VERDICTS.get(key)
+    if known is not None and known[0] is model:
+        return known[1]
+    errors = _errors(Subject.of_policy(policy, model, today=today))
+    if len(_VERDICTS) >= _VERDICTS_MAX:
+        _VERDICTS.clear()
+    _VERDICTS[key] = (model, errors)
+    return errors
 
 
 def _errors(subject: Subject) -> list[Finding]:

@@ -9,6 +9,7 @@ import pytest
 
 import gateway.policy
 from gateway.catalog import Catalog
+from gateway.cli._boundary import exit_code_for
 from gateway.errors import PolicyLoadError, UnknownTask
 from gateway.policy import PolicySet, review_policies
 from tests.policy.conftest import BROKEN, SHIPPED, TODAY, VALID, WriteFolder
@@ -52,7 +53,7 @@ def test_unknown_task_lists_the_known_ones(catalog: Catalog) -> None:
     with pytest.raises(UnknownTask) as caught:
         policies.get("no_such_task")
     assert "compliance_review" in str(caught.value)
-    assert caught.value.exit_code == 2
+    assert exit_code_for(caught.value) == 2
 
 
 def test_a_broken_task_raises_policy_load_error_with_its_findings(test_catalog: Catalog) -> None:
@@ -100,7 +101,7 @@ def test_retiring_warning_starts_90_days_before_retirement(
 def test_a_missing_folder_is_a_usage_error(tmp_path: Path, catalog: Catalog) -> None:
     with pytest.raises(PolicyLoadError, match="does not exist") as caught:
         PolicySet.load(tmp_path / "nope", catalog)
-    assert caught.value.exit_code == 2
+    assert exit_code_for(caught.value) == 2
 
 
 def test_public_names_are_pinned() -> None:
