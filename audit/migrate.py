@@ -26,9 +26,13 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "_migrations"
 UPGRADE_HINT = "Run `gateway db upgrade` (with the same GATEWAY_DATABASE_URL) and try again."
 
 
-def alembic_config(connection: Connection | None = None) -> Config:
+def alembic_config(
+    connection: Connection | None = None, *, script_location: Path = MIGRATIONS_DIR
+) -> Config:
+    """Alembic's configuration for the packaged migrations (or those at ``script_location``),
+    running on ``connection`` when one is given."""
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("script_location", str(script_location))
     config.set_main_option("path_separator", "os")
     if connection is not None:
         config.attributes["connection"] = connection
@@ -46,14 +50,37 @@ def current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-def upgrade_engine(engine: Engine, revision: str = "head") -> None:
-    with engine.begin() as conn:
-        command.upgrade(alembic_config(conn), revision)
+# The engine functions hand Alembic a connection that is not in a transaction yet. Given one
+# that is (``engine.begin()``), Alembic takes that transaction for the caller's and runs every
+# migration inside it, whatever ``transaction_per_migration`` says; given a fresh one, it
+# begins and commits a transaction per migration (SQLAlchemy's autobegin of its first query
+# joins the first one).
 
 
-def downgrade_engine(engine: Engine, revision: str) -> None:
-    with engine.begin() as conn:
-        command.downgrade(alembic_config(conn), revision)
+def upgrade_engine(
+    engine: Engine, revision: str = "head", *, script_location: Path = MIGRATIONS_DIR
+) -> None:
+    """Upgrade to ``revision``, each migration in its own transaction: if one fails, the
+    database is left at the revision before it. (On SQLite that needs an engine that really
+    begins, as the backend's does: pysqlite on its own runs DDL outside any transaction.)"""
+    with engine.connect() as conn:
+        command.upgrade(alembic_config(conn, script_location=script_location), revision)
+
+
+def downgrade_engine(
+    engine: Engine, revision: str, *, script_location: Path = MIGRATIONS_DIR
+) -> None:
+    """Downgrade to ``revision``, each migration in its own transaction."""
+    with engine.connect() as conn:
+        command.downgrade(alembic_config(conn, script_location=script_location), revision)
+
+
+def create_schema(connection: Connection) -> None:
+    """Migrate an empty database to head inside the transaction ``connection`` is in: the
+    schema is created whole or not at all, under whatever lock that transaction holds."""
+    if not connection.in_transaction():
+        raise RuntimeError("create_schema runs inside the caller's transaction")
+    command.upgrade(alembic_config(connection), "head")
 
 
 def _refuse_newer(current: str | None) -> None:

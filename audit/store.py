@@ -40,7 +40,7 @@ from audit.chain import (
     referenced,
 )
 from audit.errors import CheckpointError, ContentMismatch, DatabaseUnavailable, NotFound
-from audit.migrate import check_at_head, current_revision, upgrade_engine
+from audit.migrate import check_at_head, create_schema, current_revision
 from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
 
@@ -97,7 +97,9 @@ class AuditStore:
 
     @staticmethod
     def _create_sqlite_on_first_use(backend: Backend) -> None:
-        # BEGIN IMMEDIATE first, so two processes opening a new file do not both migrate it.
+        # One BEGIN IMMEDIATE from the check to head, so two processes opening a new file do
+        # not both migrate it: the second waits for the lock, then finds the schema. (With a
+        # transaction per migration it could start migrating between two of the first's.)
         with backend.writer.begin() as conn:
             if current_revision(conn) is not None:
                 return
@@ -106,7 +108,7 @@ class AuditStore:
                     "the SQLite file holds other tables and is not an audit database.",
                     hint="Point GATEWAY_DATABASE_URL at a new file or an audit database.",
                 )
-        upgrade_engine(backend.writer)
+            create_schema(conn)
 
     def close(self) -> None:
         self._appender.close()

@@ -23,7 +23,10 @@ def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
-        # Each migration commits on its own, so a failure leaves the database at a known revision.
+        # Each migration commits on its own, so a failure leaves the database at the revision
+        # before it. Alembic only does so on a connection not yet in a transaction: one handed
+        # over inside a transaction runs every migration in that transaction (the caller's
+        # choice; audit.migrate.create_schema makes a new database whole that way).
         transaction_per_migration=True,
         compare_type=True,
         render_as_batch=connection.dialect.name == "sqlite",
