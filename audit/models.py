@@ -40,6 +40,8 @@ class EventKind(StrEnum):
     REPLAY = "replay"
     EXPORT = "export"
     CHECKPOINT = "checkpoint"
+    # The gateway refused to use a recorded event that did not check out (what, which seq).
+    INTEGRITY_ALERT = "integrity_alert"
 
 
 class _Frozen(BaseModel):

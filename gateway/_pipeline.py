@@ -193,7 +193,7 @@ class RequestPipeline:
         return result
 
     def _find_served(self, prepared: Prepared) -> Served | None:
-        event = self.recorder.find_response(prepared.request_hash, prepared.request_id)
+        event = self.recorder.find_response(prepared.request_hash, prepared.labels)
         if event is None:
             return None
         raw = self.recorder.payload(event, "response_body", prepared.request_id)

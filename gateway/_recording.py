@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
+from audit.authenticity import SignatureCheck, check_outcome
 from audit.errors import AuditStoreError
 from gateway._audit_errors import translated
 from gateway.errors import (
     AuditError,
     AuditWriteError,
+    IntegrityAlert,
     UpstreamError,
     UpstreamRejected,
 )
@@ -106,8 +108,12 @@ class Sent:
 
 
 class Recorder:
-    def __init__(self, store: AuditStore) -> None:
+    """``signature`` checks a recorded event's signature under the trusted keys (None: no
+    keys configured, so the read path checks everything but authorship)."""
+
+    def __init__(self, store: AuditStore, *, signature: SignatureCheck | None = None) -> None:
         self.store = store
+        self.signature = signature
 
     @classmethod
     def open(cls, settings: Settings) -> Recorder:
@@ -130,14 +136,36 @@ class Recorder:
                 "and retry.",
             ) from exc
 
-    def find_response(self, request_hash: str, request_id: str) -> StoredEvent | None:
+    def find_response(self, request_hash: str, call: CallLabels) -> StoredEvent | None:
+        """The recorded answer for ``request_hash``, checked before it is used (invariant 8).
+
+        An answer that does not check out is never returned: an INTEGRITY_ALERT event is
+        recorded for ``call`` (what failed, which seq) and :class:`IntegrityAlert` raised.
+        """
         try:
-            return self.store.find_response(request_hash)
+            event = self.store.find_response(request_hash)
+            if event is None:
+                return None
+            problems = check_outcome(self.store, event, signature=self.signature)
         except AuditStoreError as exc:
             raise AuditWriteError(
                 f"the audit database could not be searched for a recorded answer: {exc}",
-                request_id=request_id,
+                request_id=call.request_id,
             ) from exc
+        if problems:
+            self.append(
+                call.draft(
+                    EventKind.INTEGRITY_ALERT,
+                    {"served_seq": event.seq, "check": "served_answer", "problems": problems},
+                )
+            )
+            raise IntegrityAlert(
+                f"the recorded answer at seq {event.seq} did not check out ({problems[0]}), "
+                "so it was not served.",
+                problems=tuple(problems),
+                request_id=call.request_id,
+            )
+        return event
 
     def payload(self, event: StoredEvent, name: str, request_id: str) -> bytes:
         try:

@@ -13,7 +13,8 @@ front end's own table (the CLI's is ``gateway/cli/_boundary.py``), not an attrib
     ├── InputError                the prompt or messages are unusable (empty, wrong type, too big)
     ├── AuditError
     │   ├── AuditUnavailable      the audit database cannot be opened or its schema is behind
-    │   └── AuditWriteError       an audit record could not be committed (fail closed)
+    │   └── AuditWriteError       an audit record could not be committed or used (fail closed)
+    │       └── IntegrityAlert    a recorded event did not check out, so it was not used
     ├── UpstreamError             the model provider failed (carries status, type, request ids)
     │   ├── UpstreamRejected      a non-retryable answer (400, 401, 403, 404, 413, ...)
     │   └── UpstreamUnavailable   retryable failures until the retry budget ran out
@@ -91,6 +92,23 @@ class AuditWriteError(AuditError):
     def __init__(self, message: str, *, request_id: str | None = None, hint: str | None = None):
         self.request_id = request_id
         super().__init__(message, hint=hint)
+
+
+class IntegrityAlert(AuditWriteError):
+    """A recorded event the gateway was about to use did not check out (hash, link, columns,
+    signature, preceding REQUEST or payload). It was not used; an INTEGRITY_ALERT event
+    records what failed. ``problems`` holds one line per failed check."""
+
+    def __init__(
+        self, message: str, *, problems: tuple[str, ...] = (), request_id: str | None = None
+    ) -> None:
+        self.problems = problems
+        super().__init__(
+            message,
+            request_id=request_id,
+            hint="Run 'gateway audit verify' and restore the audit database from a trusted "
+            "copy; until then this request is not answered from the log.",
+        )
 
 
 class UpstreamError(GatewayError):

@@ -17,6 +17,7 @@ def test_gateway_exports_are_pinned() -> None:
         "Gateway",
         "GatewayError",
         "InputError",
+        "IntegrityAlert",
         "OutputValidationError",
         "PolicyError",
         "PolicyLoadError",

@@ -53,6 +53,7 @@ EXIT_CODES: Mapping[type[errors.GatewayError], ExitCode] = MappingProxyType(
         errors.AuditError: ExitCode.AUDIT,
         errors.AuditUnavailable: ExitCode.AUDIT,
         errors.AuditWriteError: ExitCode.AUDIT,
+        errors.IntegrityAlert: ExitCode.AUDIT,
         errors.UpstreamError: ExitCode.UPSTREAM,
         errors.UpstreamRejected: ExitCode.UPSTREAM,
         errors.UpstreamUnavailable: ExitCode.UPSTREAM,
