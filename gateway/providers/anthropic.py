@@ -40,6 +40,7 @@ import httpx2
 
 from gateway.errors import UpstreamRejected, UpstreamUnavailable
 from gateway.providers import _sdk
+from gateway.providers._capture import WireCapture
 from gateway.providers._retry import RetryPolicy
 from gateway.providers.base import (
     AsyncOnAttemptFailed,
@@ -94,7 +95,7 @@ class AnthropicProvider:
         self._client = _sdk.build_client(api_key=api_key, base_url=base_url, timeout=self._timeout)
         # Built on first use: a sync-only service never creates an event-loop-bound client.
         self._async_sdk: anthropic.AsyncAnthropic | None = None
-        self._capture = _sdk.WireCapture()
+        self._capture = WireCapture()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self._base_url!r}, api_key=<hidden>)"

@@ -14,7 +14,7 @@ import anthropic
 import pytest
 
 from gateway.errors import ConfigurationError
-from gateway.providers._sdk import WireCapture, fast_path_supported
+from gateway.providers._capture import WireCapture, fast_path_supported
 from gateway.providers.anthropic import AnthropicProvider
 from tests.fakes.messages_api import FakeMessagesAPI
 
