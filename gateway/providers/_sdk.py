@@ -1,4 +1,4 @@
-"""The seam to the ``anthropic`` SDK: explicit clients, one error boundary.
+"""The seam to the ``anthropic`` SDK: explicit clients, quiet loggers, one error boundary.
 
     client = build_client(api_key="sk-...", base_url=None, timeout=timeout)
     kwargs = split_body({"model": "m", "max_tokens": 5, "messages": [...], "temperature": 0})
@@ -8,6 +8,11 @@
 Everything here exists so that the provider never guesses at what the SDK did: the client reads
 no ANTHROPIC_* setting it was not given, and each SDK exception becomes one plain
 :class:`Failure` in one place. The exact body bytes come from :mod:`gateway.providers._capture`.
+
+Every module that uses the SDK imports this one with it, so the SDK's loggers are held at
+WARNING (:func:`gateway.logging.hold_sdk_loggers`) as soon as the SDK's import-time logging
+set-up has run: ``ANTHROPIC_LOG=debug`` or a host's DEBUG root logger cannot make the SDK log
+the ``Authorization`` header or the prompt.
 """
 
 from __future__ import annotations
@@ -25,7 +30,12 @@ from anthropic.lib.streaming import MessageStream
 from anthropic.resources.messages import Messages
 from anthropic.types import RawMessageStreamEvent
 
+from gateway.logging import hold_sdk_loggers
 from gateway.providers._retry import is_retryable, parse_retry_after
+
+# The SDK's import just ran its logging set-up (ANTHROPIC_LOG=debug lowers its loggers to
+# DEBUG), so this is the first moment they can be held, and nothing has been sent yet.
+hold_sdk_loggers()
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 

@@ -39,6 +39,7 @@ import anthropic
 import httpx2
 
 from gateway.errors import UpstreamRejected, UpstreamUnavailable
+from gateway.logging import SdkLogGuard
 from gateway.providers import _sdk
 from gateway.providers._capture import WireCapture
 from gateway.providers._retry import RetryPolicy
@@ -96,6 +97,8 @@ class AnthropicProvider:
         # Built on first use: a sync-only service never creates an event-loop-bound client.
         self._async_sdk: anthropic.AsyncAnthropic | None = None
         self._capture = WireCapture()
+        # Until close(): no SDK log record below WARNING, and none at all that holds the key.
+        self._log_guard = SdkLogGuard(secrets=(api_key,)).attach()
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self._base_url!r}, api_key=<hidden>)"
@@ -195,6 +198,7 @@ class AnthropicProvider:
     def close(self) -> None:
         self._client.close()
         self._capture.close()
+        self._log_guard.detach()
 
     async def aclose(self) -> None:
         if self._async_sdk is not None:
