@@ -6,22 +6,38 @@
 An unusable value, from the environment or a keyword argument, raises ConfigurationError.
 
 Nothing else in the library reads the environment. The API key and checkpoint key are
-``SecretStr`` so that they never appear in a repr, a log line or an error message.
+``SecretStr`` so that they never appear in a repr, a log line or an error message. The
+database URL is a plain ``str`` for the code that opens the database, but every rendering of
+the settings (``repr``, ``str``, ``model_dump``, ``model_dump_json``) shows it with its
+password as ``***``, as does ``settings.database_url_masked``::
+
+    Settings(database_url="postgresql+psycopg://app:s3cret@db/audit").database_url_masked
+    # 'postgresql+psycopg://app:***@db/audit'
+
+A dump is for showing, not for building settings again (its URL has no password): copy
+settings with ``settings.model_copy(update={...})``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_serializer
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from gateway.errors import ConfigurationError
 
 DEFAULT_DATABASE_URL = "sqlite:///gateway-audit.db"
 DEFAULT_POLICY_DIR = Path("policies")
+MASK = "***"
+# libpq (and so psycopg) also takes the password as a query parameter: ?password=...
+_QUERY_PASSWORD = re.compile(r"([?&][^=&#]*(?:password|passwd|pwd)[^=&#]*=)[^&#]*", re.I)
 
 
 class Durability(StrEnum):
@@ -44,6 +60,20 @@ class Settings(BaseModel):
     max_attempts: int = Field(default=4, ge=1)
     retry_after_cap_s: float = Field(default=60.0, ge=0)
     retry_backoff_base_s: float = Field(default=0.5, ge=0)
+
+    @property
+    def database_url_masked(self) -> str:
+        """The database URL as it may be printed or logged: any password is ``***``."""
+        return mask_database_url(self.database_url)
+
+    @field_serializer("database_url")
+    def _dump_database_url(self, value: str) -> str:
+        return mask_database_url(value)
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # repr() and str() of a pydantic model are built from these pairs.
+        for name, value in super().__repr_args__():
+            yield name, (mask_database_url(value) if name == "database_url" else value)
 
     def __init__(self, **values: object) -> None:
         # Keyword settings (Settings(...), Gateway(durability=...)) are checked like the
@@ -71,6 +101,30 @@ class Settings(BaseModel):
                 values[field] = env[var]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def mask_database_url(url: str) -> str:
+    """``url`` with its password, in the user part or the query, shown as ``***``.
+
+    Parsed as the audit store parses it (SQLAlchemy's URL). A string that does not parse, or
+    has more than one ``@`` (a password with an unquoted ``@`` would show its tail), loses
+    everything between the scheme and its last ``@`` instead, the user name too.
+    """
+    shown = _rendered(url) if url.count("@") <= 1 else None
+    if shown is None:
+        head, at, host = url.rpartition("@")
+        scheme, sep, _credentials = head.rpartition("://")
+        shown = f"{scheme}{sep}{MASK}@{host}" if at else url
+    return _QUERY_PASSWORD.sub(rf"\g<1>{MASK}", shown)
+
+
+def _rendered(url: str) -> str | None:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    # Without a password the URL is shown as written (a SQLite path keeps its spelling).
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
 def _unusable(exc: ValidationError) -> ConfigurationError:
