@@ -33,6 +33,7 @@ def request_hash_for(plan: Plan, model_version: str | None) -> str:
             "provider": plan.provider,
             "api_version": plan.api_version,
             "body": plan.body,
+            **plan.key_scope,
             "model_version": model_version,
         }
     )

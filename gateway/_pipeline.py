@@ -107,7 +107,11 @@ class RequestPipeline:
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {policy.model_id!r} is not in the model catalog.")
             plan = plan_request(
-                policy, model, messages_from_input(prompt, messages), overrides=overrides
+                policy,
+                model,
+                messages_from_input(prompt, messages),
+                overrides=overrides,
+                caller=checked_caller,
             )
             model_version = self.providers.model_version(model.provider, model.id)
         except (PolicyError, InputError) as exc:
@@ -224,6 +228,7 @@ class RequestPipeline:
                 "requested": plan.requested,
                 "effective": plan.effective,
                 "cache_mode": plan.cache_mode,
+                "key_scope": plan.key_scope,
                 "output_format": plan.output_format,
                 "durability": self.durability,
                 "gateway_version": GATEWAY_VERSION,

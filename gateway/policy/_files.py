@@ -3,6 +3,9 @@
     data, findings = read_policy_file(Path("policies/risk_report.toml"), Path("policies"))
 
 Nothing here raises for bad content: a compliance officer gets one finding per problem.
+A policy folder is input too, so every read is bounded: a file larger than its kind ever
+needs is not read, and a policy or schema nested deeper than any real one is refused before
+anything walks it, each as that one file's finding while the other tasks still load.
 """
 
 from __future__ import annotations
@@ -16,19 +19,34 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
+from gateway._output_check import JSONLimitError, load_json
 from gateway.policy._findings import Finding, error
 from gateway.policy._schema import PolicyFile
+from gateway.policy.rules.patterns import schema_pattern_unsafe
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+KIB = 1024
+MAX_POLICY_CHARS = 256 * KIB  # a policy file is a few hundred bytes
+MAX_PROMPT_CHARS = 4 * KIB * KIB  # more than any model's context window holds
+MAX_SCHEMA_CHARS = 1 * KIB * KIB
+# A policy nests three levels ([caller] max_tokens = {min, max}); a JSON schema a few per
+# level of the answer. Both limits sit far above that and far below Python's recursion limit.
+MAX_POLICY_DEPTH = 16
+MAX_SCHEMA_DEPTH = 64
+_SHOWN_INPUT = 80  # how much of a refused value a finding quotes
 
 
 def read_policy_file(path: Path, name: str) -> tuple[PolicyFile | None, list[Finding]]:
     """Parse and validate the structure of one policy file (no catalog checks here)."""
-    text, problem = _read_text(path, name, "file")
+    text, problem = _read_text(path, name, "file", MAX_POLICY_CHARS)
     if text is None:
         return None, [problem] if problem else []
     try:
         raw = tomllib.loads(text)
+    except RecursionError:
+        # tomllib recurses once per nested array or inline table and has no limit of its own.
+        return None, [_too_deep(name, "file", path.name, MAX_POLICY_DEPTH)]
     except tomllib.TOMLDecodeError as exc:
         match = _TOML_POSITION.search(str(exc))
         where = f"line {match[1]}, column {match[2]}" if match else "file"
@@ -42,6 +60,8 @@ def read_policy_file(path: Path, name: str) -> tuple[PolicyFile | None, list[Fin
                 "Fix the syntax there; 'key = value' pairs, strings in double quotes.",
             )
         ]
+    if _depth(raw, MAX_POLICY_DEPTH) > MAX_POLICY_DEPTH:
+        return None, [_too_deep(name, "file", path.name, MAX_POLICY_DEPTH)]
     try:
         data = PolicyFile.model_validate(raw)
     except ValidationError as exc:
@@ -85,15 +105,53 @@ def _schema_finding(name: str, err: Any) -> Finding:
         "invalid-value",
         name,
         key,
-        f"The value of {key!r} is not usable: {err['msg']} (got {err.get('input')!r}).",
+        f"The value of {key!r} is not usable: {err['msg']} (got {_shown_input(err)}).",
         "Use the type and values docs/policies.md gives for this key.",
     )
 
 
-def _read_text(path: Path, name: str, key: str) -> tuple[str | None, Finding | None]:
+def _shown_input(err: Any) -> str:
+    shown = repr(err.get("input"))  # the value is bounded in depth: repr cannot recurse far
+    return shown if len(shown) <= _SHOWN_INPUT else shown[:_SHOWN_INPUT] + "..."
+
+
+def _depth(value: object, limit: int) -> int:
+    """How deeply ``value`` nests lists and dicts, counted up to ``limit + 1``; no recursion."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _too_deep(name: str, key: str, shown: str, limit: int) -> Finding:
+    return error(
+        "nesting-too-deep",
+        name,
+        key,
+        f"{shown!r} nests its values more than {limit} levels deep, far deeper than any "
+        "policy or schema needs, so it is not read.",
+        "Flatten the structure; docs/policies.md shows the shape each setting takes.",
+    )
+
+
+def _read_text(
+    path: Path, name: str, key: str, max_chars: int
+) -> tuple[str | None, Finding | None]:
     try:
         # Universal newlines: a CRLF checkout hashes the same as an LF one.
-        return path.read_text(encoding="utf-8"), None
+        with path.open(encoding="utf-8") as fh:
+            text = fh.read(max_chars + 1)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return None, error(
@@ -103,6 +161,16 @@ def _read_text(path: Path, name: str, key: str) -> tuple[str | None, Finding | N
             f"The file {path.name!r} cannot be read: {reason}.",
             "Check that it exists, is readable and is UTF-8 text.",
         )
+    if len(text) > max_chars:
+        return None, error(
+            "file-unreadable",
+            name,
+            key,
+            f"The file {path.name!r} is larger than {max_chars // KIB:,} KiB, far more than "
+            "such a file needs, so it is not read.",
+            "Check that the right file is named; shorten it if it really is that long.",
+        )
+    return text, None
 
 
 def resolve_inside(
@@ -130,7 +198,7 @@ def read_system_prompt(
     path, problem = resolve_inside(policy_dir, relative, name, key)
     if path is None:
         return None, [problem] if problem else []
-    text, problem = _read_text(path, name, key)
+    text, problem = _read_text(path, name, key, MAX_PROMPT_CHARS)
     return text, [problem] if problem else []
 
 
@@ -141,23 +209,31 @@ def read_output_schema(
     path, problem = resolve_inside(policy_dir, relative, name, key)
     if path is None:
         return None, [problem] if problem else []
-    text, problem = _read_text(path, name, key)
+    text, problem = _read_text(path, name, key, MAX_SCHEMA_CHARS)
     if text is None:
         return None, [problem] if problem else []
     try:
-        schema = json.loads(text)
+        schema = load_json(text, max_depth=MAX_SCHEMA_DEPTH, max_chars=MAX_SCHEMA_CHARS)
+    except JSONLimitError:
+        return None, [_too_deep(name, key, relative, MAX_SCHEMA_DEPTH)]
+    except ValueError as exc:
+        return None, [_invalid_schema(name, key, relative, str(exc))]
+    try:
         if not isinstance(schema, dict):
             raise ValueError("the top level must be a JSON object")
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except (ValueError, jsonschema.SchemaError) as exc:
         reason = exc.message if isinstance(exc, jsonschema.SchemaError) else str(exc)
-        return None, [
-            error(
-                "schema-file-invalid",
-                name,
-                key,
-                f"{relative!r} is not a valid JSON schema: {reason}.",
-                "Fix the schema file; it must be a JSON object that is a valid JSON Schema.",
-            )
-        ]
-    return schema, []
+        return None, [_invalid_schema(name, key, relative, reason)]
+    unsafe = list(schema_pattern_unsafe(schema, name))
+    return (None, unsafe) if unsafe else (schema, [])
+
+
+def _invalid_schema(name: str, key: str, relative: str, reason: str) -> Finding:
+    return error(
+        "schema-file-invalid",
+        name,
+        key,
+        f"{relative!r} is not a valid JSON schema: {reason}.",
+        "Fix the schema file; it must be a JSON object that is a valid JSON Schema.",
+    )

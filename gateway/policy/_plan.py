@@ -2,7 +2,11 @@
 
     plan = plan_request(policy, catalog.get(policy.model_id), [{"role": "user", "content": "..."}])
     plan.body          # exactly what the provider sends
-    plan.request_hash  # the replay-cache key: sha256(JCS({provider, api_version, body}))
+    plan.request_hash  # the replay-cache key: sha256(JCS({provider, api_version, body, scope}))
+
+The key's scope: under the default ``[cache] scope = "caller"`` the caller's identity is part
+of the key, so no caller is served (or learns of) another caller's recorded answer; a derived
+policy's label is part of it too, so an experiment never shares the task's replay cache.
 
 Nothing is dropped silently: a setting the model cannot honour raises PolicyLoadError, a
 caller override outside the policy's [caller] table raises PolicyViolation.
@@ -41,6 +45,7 @@ class Plan(BaseModel):
     requested: dict[str, Any]
     effective: dict[str, Any]
     policy_fingerprint: str
+    key_scope: dict[str, str]  # what besides the wire request keys it (caller, derivation)
     request_hash: str
 
 
@@ -50,6 +55,7 @@ def plan_request(
     messages: list[dict[str, Any]],
     *,
     overrides: Mapping[str, object] | None = None,
+    caller: str | None = None,
 ) -> Plan:
     requested = dict(overrides or {})
     generation = _apply_overrides(policy, requested)
@@ -57,6 +63,7 @@ def plan_request(
     clean = _check_messages(messages)
     _refuse_oversized(policy, model, clean)
     body = _body(policy, model, generation, clean)
+    scope = key_scope(policy, caller)
     return Plan(
         task=policy.task,
         provider=model.provider,
@@ -69,10 +76,23 @@ def plan_request(
         requested=requested,
         effective=generation.model_dump(mode="json", exclude_none=True),
         policy_fingerprint=policy.fingerprint,
+        key_scope=scope,
         request_hash=canonical_digest(
-            {"provider": model.provider, "api_version": model.api_version, "body": body}
+            {"provider": model.provider, "api_version": model.api_version, "body": body, **scope}
         ),
     )
+
+
+def key_scope(policy: Policy, caller: str | None) -> dict[str, str]:
+    """What keys a request besides its wire form: the caller under a caller-scoped cache,
+    the derivation's label for a derived policy. Empty for a task-wide reviewed policy, so
+    such keys are exactly those recorded before scopes existed."""
+    scope: dict[str, str] = {}
+    if policy.cache_scope == "caller" and caller is not None:
+        scope["caller"] = caller
+    if policy.derived is not None:
+        scope["derived"] = policy.derived.label
+    return scope
 
 
 def _apply_overrides(policy: Policy, requested: Mapping[str, object]) -> Generation:

@@ -128,6 +128,7 @@ def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> Po
             output_format=data.output.format,
             output_schema=output_schema,
             cache_mode=data.cache.mode,
+            cache_scope=data.cache.scope,
             caller=data.caller,
             source=str(path),
         )

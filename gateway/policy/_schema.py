@@ -23,6 +23,8 @@ Effort = Literal["low", "medium", "high", "xhigh", "max"]
 ThinkingType = Literal["enabled", "adaptive", "disabled", "between_tools"]
 OutputFormat = Literal["text", "json"]
 CacheMode = Literal["replay", "record"]
+# Who shares a task's recorded answers: one caller only (an information barrier) or the task.
+CacheScope = Literal["caller", "task"]
 
 # TOML arrays arrive as lists; a frozen model stores them as tuples (elements stay strict).
 StrTuple = Annotated[tuple[str, ...], Field(strict=False)]
@@ -110,6 +112,18 @@ class CacheTable(BaseModel):
     model_config = _STRICT
 
     mode: CacheMode = "record"
+    scope: CacheScope = "caller"
+
+
+class Derivation(BaseModel):
+    """Marks a policy derived from a reviewed one (an experiment, offline mode): what it is
+    called in the log, and the reviewed policy it came from. A derived policy never shares the
+    reviewed task's replay cache: its label is part of every request key."""
+
+    model_config = _STRICT
+
+    label: str
+    reviewed_fingerprint: str
 
 
 class PolicyFile(BaseModel):
@@ -146,13 +160,32 @@ class Policy(BaseModel):
     output_format: OutputFormat
     output_schema: dict[str, Any] | None
     cache_mode: CacheMode
+    # "task" is the default here only for policies recorded before scopes existed, which
+    # shared answers across callers; a policy file's own default is "caller".
+    cache_scope: CacheScope = "task"
+    derived: Derivation | None = None
     caller: Caller
     # Where it was loaded from: for messages only, never part of content or fingerprint.
     source: str | None = Field(default=None, exclude=True)
 
     def content(self) -> dict[str, Any]:
-        """The policy as JSON-safe data, prompt and schema inlined: what the fingerprint covers."""
-        return self.model_dump(mode="json")
+        """The policy as JSON-safe data, prompt and schema inlined: what the fingerprint covers.
+
+        A task-wide cache scope and the absence of a derivation are left out, so a policy
+        recorded before either existed keeps its fingerprint (and means the same).
+        """
+        content = self.model_dump(mode="json")
+        if content["cache_scope"] == "task":
+            del content["cache_scope"]
+        if content["derived"] is None:
+            del content["derived"]
+        return content
+
+    def derive(self, label: str, **update: Any) -> Policy:
+        """A derived policy (see :class:`Derivation`) with ``update`` applied."""
+        reviewed = self.derived.reviewed_fingerprint if self.derived else self.fingerprint
+        derivation = Derivation(label=label, reviewed_fingerprint=reviewed)
+        return self.model_copy(update={**update, "derived": derivation})
 
     @cached_property
     def fingerprint(self) -> str:  # cached: the model is frozen, and every record needs it

@@ -36,13 +36,14 @@ def plan_migration(
     messages: Any,
     requested: Mapping[str, Any],
     *,
+    caller: str | None = None,
     today: date | None = None,
 ) -> Migration:
     moved = policy.model_copy(update={"model_id": target.id})
     day = today or date.today()
     findings = tuple(f.line() for f in check(Subject.of_policy(moved, target, today=day)))
     try:
-        plan = plan_request(moved, target, messages, overrides=dict(requested))
+        plan = plan_request(moved, target, messages, overrides=dict(requested), caller=caller)
     except PolicyLoadError as exc:
         refused = tuple(f.line() for f in exc.findings if hasattr(f, "line"))
         return Migration(moved, None, findings or refused, refusal=exc.message)

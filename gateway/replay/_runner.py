@@ -226,6 +226,7 @@ class Replayer:
             target,
             body.get("messages"),
             request.data.get("requested") or {},
+            caller=request.caller,
             today=self.today,
         )
         row = _Row({"findings": migration.findings}, policy=migration.policy)

@@ -55,7 +55,13 @@ def _checks(
         return
     try:
         messages: Any = body.get("messages")  # plan_request validates the shape
-        plan = plan_request(policy, model, messages, overrides=request.data.get("requested") or {})
+        plan = plan_request(
+            policy,
+            model,
+            messages,
+            overrides=request.data.get("requested") or {},
+            caller=request.caller,
+        )
     except GatewayError as exc:
         yield Check(name="replan", ok=False, detail=f"re-planning failed: {exc.message}")
         return

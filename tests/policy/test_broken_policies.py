@@ -36,7 +36,7 @@ RULE_IDS = {
     "thinking-top-p", "thinking-budget", "effort-unsupported",
     "max-tokens-missing", "max-tokens-range", "max-tokens-streaming", "stop-sequence-blank",
     "json-without-schema", "json-unsupported-model", "schema-ignored",
-    "temperature-nondeterministic", "reproducible-needs-replay",
+    "temperature-nondeterministic", "reproducible-needs-replay", "cache-shared-across-callers",
     "caller-undefined-key", "caller-unbounded", "caller-out-of-range",
     "toml-syntax", "unknown-key", "missing-key", "invalid-value", "task-name-mismatch",
     "schema-file-invalid", "file-unreadable", "file-outside-folder",

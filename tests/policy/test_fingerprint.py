@@ -18,7 +18,12 @@ SCHEMA = {"type": "object", "properties": {"x": {"type": "string"}}}
 JSON_POLICY = VALID.replace('format = "text"', 'format = "json"\nschema_file = "schemas/s.json"')
 
 # Golden: if this changes, every fingerprint already recorded in an audit log stops matching.
+# VALID has the default caller-scoped cache; the same policy recorded before cache scopes
+# existed (task-wide sharing, no scope key in its content) keeps its recorded fingerprint.
 EXPECTED_VALID_FINGERPRINT = (
+    "sha256:3397cea54f0ec9fbf9e4766c53bc686ff2043b073e3184c57dfcd562bf172088"
+)
+RECORDED_BEFORE_SCOPES_FINGERPRINT = (
     "sha256:4b4b8bc53b5b9c9991facbd954d0a916bd81edf1c496dc1db03ac55f920643f6"
 )
 
@@ -45,6 +50,16 @@ def test_fingerprint_is_pinned_across_runs_and_machines(
 ) -> None:
     # Computed once from this exact policy; RFC 8785 makes it platform-independent.
     assert _load(write_folder, catalog).fingerprint == EXPECTED_VALID_FINGERPRINT
+
+
+def test_a_policy_recorded_before_cache_scopes_keeps_its_fingerprint(
+    write_folder: WriteFolder, catalog: Catalog
+) -> None:
+    recorded = _load(write_folder, catalog).content()
+    del recorded["cache_scope"]  # what a log written before scopes existed holds
+    legacy = Policy.from_content(recorded)
+    assert legacy.cache_scope == "task"  # and it meant task-wide sharing
+    assert legacy.fingerprint == RECORDED_BEFORE_SCOPES_FINGERPRINT
 
 
 REFORMATTED = """\

@@ -46,6 +46,9 @@ def _run(
                 "overlap": True,
                 "shuffle": True,
                 "task": "compliance_review",  # replay mode
+                # Every child is an instance of one calling service: under the caller-scoped
+                # cache they share its recorded answers (another caller would not).
+                "caller": "payments-svc",
                 "prompts": PROMPTS,
             },
             timeout=180,

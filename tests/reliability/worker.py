@@ -73,7 +73,7 @@ def child(cmd: dict[str, Any], index: int) -> None:
         def work(part: list[str]) -> None:
             for prompt in part:
                 try:
-                    r = gw.complete(cmd["task"], prompt, caller=name)
+                    r = gw.complete(cmd["task"], prompt, caller=cmd.get("caller", name))
                 except GatewayError as exc:
                     emit(event="error", child=name, error=type(exc).__name__)
                     continue

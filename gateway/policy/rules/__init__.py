@@ -12,6 +12,7 @@ from gateway.policy.rules._subject import Rule, Subject
 from gateway.policy.rules.caller import caller_out_of_range, caller_unbounded, caller_undefined_key
 from gateway.policy.rules.model import model_alias, model_retired, model_retiring, model_unknown
 from gateway.policy.rules.output import (
+    cache_shared_across_callers,
     json_unsupported_model,
     json_without_schema,
     reproducible_needs_replay,
@@ -65,6 +66,7 @@ RULES: tuple[Rule, ...] = (
     schema_ignored,
     temperature_nondeterministic,
     reproducible_needs_replay,
+    cache_shared_across_callers,
     caller_undefined_key,
     caller_unbounded,
     caller_out_of_range,

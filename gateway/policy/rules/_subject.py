@@ -26,6 +26,7 @@ class Subject:
     output_format: str
     has_schema: bool
     cache_mode: str
+    cache_scope: str
     caller: Caller
     today: date
 
@@ -42,6 +43,7 @@ class Subject:
             output_format=data.output.format,
             has_schema=data.output.schema_file is not None,
             cache_mode=data.cache.mode,
+            cache_scope=data.cache.scope,
             caller=data.caller,
             today=today,
         )
@@ -64,6 +66,7 @@ class Subject:
             output_format=policy.output_format,
             has_schema=policy.output_schema is not None,
             cache_mode=policy.cache_mode,
+            cache_scope=policy.cache_scope,
             caller=policy.caller,
             today=today,
         )

@@ -73,3 +73,17 @@ def reproducible_needs_replay(s: Subject) -> Iterator[Finding]:
             f"{s.cache_mode!r}: the model itself never guarantees the same answer twice.",
             "Set mode = 'replay' in [cache] so identical requests get the recorded answer.",
         )
+
+
+def cache_shared_across_callers(s: Subject) -> Iterator[Finding]:
+    if s.cache_mode == "replay" and s.cache_scope == "task":
+        yield warning(
+            "cache-shared-across-callers",
+            s.file,
+            "cache.scope",
+            "Recorded answers of this task are shared across callers: a desk is served, and "
+            "learns of, another desk's identical question. Behind an information barrier "
+            "(Chinese wall, MNPI) that is a leak.",
+            "Keep scope = 'caller' (the default) unless every caller of this task may see "
+            "every other caller's questions; record that approval with the policy.",
+        )
