@@ -6,7 +6,8 @@
 A request's status comes from its outcome event: RESPONSE → completed, FAILED → failed,
 REJECTED → rejected, CACHE_HIT → cache hit; a REQUEST with no outcome is incomplete (the
 process died or is still waiting upstream). Reviewer reads (export, checkpoint) and replays
-are listed under their own kind.
+are listed under their own kind. ``label`` names a request made under a derived policy (an
+experiment, offline mode): the ``derived.label`` its first event records.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class RequestSummary(BaseModel):
     status: str
     task: str | None
     caller: str | None
+    label: str | None = None
     started_at: datetime
     first_seq: int
     last_seq: int
@@ -69,6 +71,7 @@ class _Acc:
             status=self.status,
             task=self.first.task,
             caller=self.first.caller,
+            label=_label(self.first),
             started_at=self.first.recorded_at,
             first_seq=self.first.seq,
             last_seq=self.last_seq,
@@ -76,6 +79,12 @@ class _Acc:
             attempts_failed=self.attempts_failed,
             kinds=tuple(self.kinds),
         )
+
+
+def _label(first: StoredEvent) -> str | None:
+    derived = first.data.get("derived")
+    label = derived.get("label") if isinstance(derived, dict) else None
+    return label if isinstance(label, str) else None
 
 
 def list_requests(

@@ -229,6 +229,10 @@ class RequestPipeline:
                 "effective": plan.effective,
                 "cache_mode": plan.cache_mode,
                 "key_scope": plan.key_scope,
+                # A derived policy (experiment, offline) names itself and the reviewed one.
+                "derived": prepared.policy.derived.model_dump()
+                if prepared.policy.derived
+                else None,
                 "output_format": plan.output_format,
                 "durability": self.durability,
                 "gateway_version": GATEWAY_VERSION,

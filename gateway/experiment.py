@@ -14,6 +14,13 @@ fingerprint, so an experiment sample can never pass for an answer under the revi
 A configuration the model cannot honour is never sent with the value dropped: it is skipped,
 and the report says why (the same review rules that stop a policy loading). A model that
 honours no sampling parameter gets only ``MODEL_DEFAULT``.
+
+An experiment is a way around a mandate, so it is held to account: a configuration that
+changes a sampling value the reviewed policy mandates, on a model that leaves the machine,
+runs only with ``override_mandates=True`` (``--unsafe-override-mandate``). Every derived
+policy is labelled (``experiment:<config>``): the label is part of each request's key, so an
+experiment never serves nor is served from the task's replay cache, and the REQUEST records
+both the reviewed and the derived fingerprint.
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.catalog import Catalog, ModelInfo
 from gateway.client import Gateway
-from gateway.errors import ConfigurationError, InputError, PolicyLoadError
+from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyViolation
 from gateway.offline import offline_policy
 from gateway.policy import Caller, Policy, PolicySet, plan_request
+from gateway.providers.registry import runs_offline
 from gateway.sampling.processors import validate_parameters
 from gateway.settings import Settings
 
@@ -192,15 +200,44 @@ def derive_policy(policy: Policy, config: SamplingConfig) -> Policy:
     generation = policy.generation.model_copy(
         update={"temperature": config.temperature, "top_p": config.top_p, "top_k": config.top_k}
     )
-    return policy.model_copy(
-        update={
-            "generation": generation,
-            "cache_mode": "record",
-            "reproducible": False,
-            "caller": Caller(),
-            "description": f"{policy.description} [sampling experiment: {config.name}]",
-        }
+    return policy.derive(
+        f"experiment:{config.name}",
+        generation=generation,
+        cache_mode="record",
+        reproducible=False,
+        caller=Caller(),
+        description=f"{policy.description} [sampling experiment: {config.name}]",
     )
+
+
+SAMPLING_KEYS = ("temperature", "top_p", "top_k")
+
+
+def mandate_changes(policy: Policy, config: SamplingConfig) -> list[str]:
+    """The sampling values ``config`` sends that differ from what ``policy`` mandates (a value
+    the policy leaves to the model's default counts too), as ``key: old -> new``."""
+    return [
+        f"{key}: {getattr(policy.generation, key)!r} -> {getattr(config, key)!r}"
+        for key in SAMPLING_KEYS
+        if getattr(config, key) != getattr(policy.generation, key)
+    ]
+
+
+def _refuse_unreviewed(
+    policy: Policy, model: ModelInfo, run: Sequence[SamplingConfig], override: bool
+) -> None:
+    if override or runs_offline(model.provider):
+        return
+    for config in run:
+        changed = mandate_changes(policy, config)
+        if changed:
+            raise PolicyViolation(
+                f"configuration {config.name!r} changes what the reviewed policy of task "
+                f"{policy.task!r} mandates on {model.id} ({'; '.join(changed)}), so it is not "
+                "run. To run it as a labelled experiment, recorded apart from the task's "
+                "answers, pass --unsafe-override-mandate (override_mandates=True).",
+                key=f"generation.{changed[0].split(':')[0]}",
+            )
 
 
 def _skip_reason(policy: Policy, model: ModelInfo, config: SamplingConfig, prompt: str) -> str:
@@ -241,11 +278,13 @@ def run_experiment(
     configs: Sequence[SamplingConfig] | None = None,
     *,
     offline: bool = False,
+    override_mandates: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> ExperimentReport:
     """Draw ``n`` audited samples for every prompt x honoured configuration and measure them.
 
-    ``progress(done, total)`` is called after each sample.
+    ``progress(done, total)`` is called after each sample. A configuration that changes a
+    mandated value on a model off the machine needs ``override_mandates`` (see the module).
     """
     if n < 1:
         raise InputError("n must be at least 1.", hint="Pass -n 5 or more to measure diversity.")
@@ -258,6 +297,7 @@ def run_experiment(
     if model is None:  # review refuses such a policy; this guards an edited catalog
         raise ConfigurationError(f"model {base.model_id!r} is not in the model catalog.")
     run, skipped = plan_configs(base, model, configs, prompts[0])
+    _refuse_unreviewed(base, model, run, override_mandates)
     rows: list[CellReport] = []
     total, done = len(run) * len(prompts) * n, 0
     for config in run:

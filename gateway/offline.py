@@ -24,6 +24,4 @@ def offline_policy(policy: Policy) -> Policy:
         return policy
     generation = policy.generation.model_copy(update={"thinking": None, "effort": None})
     caller = policy.caller.model_copy(update={"effort": None})
-    return policy.model_copy(
-        update={"model_id": OFFLINE_MODEL, "generation": generation, "caller": caller}
-    )
+    return policy.derive("offline", model_id=OFFLINE_MODEL, generation=generation, caller=caller)

@@ -51,6 +51,13 @@ from gateway.logging import configure_logging
     "default: greedy and four temperature/top_p pairs.",
 )
 @click.option("--offline", is_flag=True, help="Run on the local model instead of Claude.")
+@click.option(
+    "--unsafe-override-mandate",
+    "override",
+    is_flag=True,
+    help="Run configurations that change the sampling values the reviewed policy mandates "
+    "on Claude (recorded as a labelled experiment, apart from the task's answers).",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.option(
     "--plot",
@@ -66,6 +73,7 @@ def experiment_command(
     n: int,
     configs: tuple[str, ...],
     offline: bool,
+    override: bool,
     fmt: str,
     plot: Path | None,
 ) -> None:
@@ -75,6 +83,12 @@ def experiment_command(
     all_prompts = list(prompts) + _read_prompts(prompts_file)
     if not all_prompts:
         raise InputError("no prompt was given.", hint="Pass --prompt TEXT or --prompts-file FILE.")
+    if override:
+        click.echo(
+            "warning: --unsafe-override-mandate: configurations may change what the reviewed "
+            "policy mandates; samples are recorded as a labelled experiment.",
+            err=True,
+        )
     # The total is known only once the skipped configurations are: the bar opens then.
     with Progress("sampling") as progress:
         report = run_experiment(
@@ -84,6 +98,7 @@ def experiment_command(
             n,
             parsed or None,
             offline=offline,
+            override_mandates=override,
             progress=progress,
         )
     if plot is not None:

@@ -26,7 +26,14 @@ from gateway.errors import ConfigurationError
 from gateway.providers.base import Provider
 from gateway.settings import Settings
 
-__all__ = ["PROVIDERS", "PROVIDER_NAMES", "ProviderFactory", "ProviderSpec", "Providers"]
+__all__ = [
+    "PROVIDERS",
+    "PROVIDER_NAMES",
+    "ProviderFactory",
+    "ProviderSpec",
+    "Providers",
+    "runs_offline",
+]
 
 ProviderFactory = Callable[[Settings], Provider]
 
@@ -44,6 +51,7 @@ class ProviderSpec:
     name: str
     build: ProviderFactory
     versioned_models: bool = False
+    offline: bool = False  # runs in-process, sends nothing off the machine
 
 
 def _build_anthropic(settings: Settings) -> Provider:
@@ -76,10 +84,15 @@ def _build_local(_settings: Settings) -> Provider:
 PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
     {
         "anthropic": ProviderSpec("anthropic", _build_anthropic),
-        "local": ProviderSpec("local", _build_local, versioned_models=True),
+        "local": ProviderSpec("local", _build_local, versioned_models=True, offline=True),
     }
 )
 PROVIDER_NAMES = frozenset(PROVIDERS)
+
+
+def runs_offline(name: str) -> bool:
+    """Whether the provider called ``name`` answers in-process (nothing leaves the machine)."""
+    return PROVIDERS[_known(name)].offline
 
 
 class Providers:

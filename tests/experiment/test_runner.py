@@ -110,7 +110,10 @@ def test_a_claude_model_gets_only_the_configurations_it_honours(
     solo = SamplingConfig(name="solo", temperature=0.5)
     too_hot = SamplingConfig(name="too hot", temperature=1.2)
     configs = [*DEFAULT_LOCAL_CONFIGS, solo, too_hot]
-    report = run_experiment(claude_settings, "compliance_review", PROMPTS[:1], 2, configs)
+    # compliance_review mandates temperature 0.0: "solo" changes it, so it must be asked for.
+    report = run_experiment(
+        claude_settings, "compliance_review", PROMPTS[:1], 2, configs, override_mandates=True
+    )
     assert [r.config for r in report.rows] == ["greedy", "solo"]
     reasons = {s.config: s.reason for s in report.skipped}
     assert "never both" in reasons["T0.7 top_p0.95"]
