@@ -89,6 +89,11 @@ class Event(Base):
     body: Mapped[bytes] = mapped_column(LargeBinary)
     prev_hash: Mapped[str] = mapped_column(String(80))
     hash: Mapped[str] = mapped_column(String(80))
+    # Outside the hashed body, which they sign (migration 0006; audit.signing): the writing
+    # gateway's Ed25519 signature of ``hash`` and the fingerprint of its public key. NULL on
+    # rows written before signatures existed.
+    signature: Mapped[str | None] = mapped_column(Text)
+    key_id: Mapped[str | None] = mapped_column(String(32))
 
 
 class Payload(Base):
