@@ -10,7 +10,6 @@ anything walks it, each as that one file's finding while the other tasks still l
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import jsonschema
 from pydantic import ValidationError
 
-from gateway._output_check import JSONLimitError, load_json
+from gateway._output_check import JSONLimitError, load_json, schema_loops
 from gateway.policy._findings import Finding, error
 from gateway.policy._schema import PolicyFile
 from gateway.policy.rules.patterns import schema_pattern_unsafe
@@ -35,6 +34,10 @@ MAX_SCHEMA_CHARS = 1 * KIB * KIB
 MAX_POLICY_DEPTH = 16
 MAX_SCHEMA_DEPTH = 64
 _SHOWN_INPUT = 80  # how much of a refused value a finding quotes
+# tomllib takes time quadratic in the parts of one dotted key (a.b.c...), so keys are
+# counted first: a line's dots outside strings and comments bound its key's parts.
+MAX_KEY_PARTS = 32
+_TOML_STRING = re.compile(r""""[^"\\\n]*(?:\\.[^"\\\n]*)*"?|'[^'\n]*'?""")
 
 
 def read_policy_file(path: Path, name: str) -> tuple[PolicyFile | None, list[Finding]]:
@@ -42,6 +45,8 @@ def read_policy_file(path: Path, name: str) -> tuple[PolicyFile | None, list[Fin
     text, problem = _read_text(path, name, "file", MAX_POLICY_CHARS)
     if text is None:
         return None, [problem] if problem else []
+    if _longest_key(text) > MAX_KEY_PARTS:
+        return None, [_too_deep(name, "file", path.name, MAX_KEY_PARTS)]
     try:
         raw = tomllib.loads(text)
     except RecursionError:
@@ -113,6 +118,18 @@ def _schema_finding(name: str, err: Any) -> Finding:
 def _shown_input(err: Any) -> str:
     shown = repr(err.get("input"))  # the value is bounded in depth: repr cannot recurse far
     return shown if len(shown) <= _SHOWN_INPUT else shown[:_SHOWN_INPUT] + "..."
+
+
+def _longest_key(text: str) -> int:
+    """At least the parts of the longest dotted key in ``text``, counted line by line."""
+    if text.count(".") <= MAX_KEY_PARTS:
+        return 0
+    longest = 0
+    for line in text.splitlines():
+        if line.count(".") > MAX_KEY_PARTS:
+            code = _TOML_STRING.sub("", line).partition("#")[0]
+            longest = max(longest, code.count(".") + 1)
+    return longest
 
 
 def _depth(value: object, limit: int) -> int:
@@ -225,6 +242,9 @@ def read_output_schema(
     except (ValueError, jsonschema.SchemaError) as exc:
         reason = exc.message if isinstance(exc, jsonschema.SchemaError) else str(exc)
         return None, [_invalid_schema(name, key, relative, reason)]
+    probes: tuple[object, ...] = (None, {}, [], "")
+    if any(schema_loops(schema, probe) for probe in probes):
+        return None, [_invalid_schema(name, key, relative, "its $ref references loop")]
     unsafe = list(schema_pattern_unsafe(schema, name))
     return (None, unsafe) if unsafe else (schema, [])
 

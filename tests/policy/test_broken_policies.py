@@ -40,6 +40,7 @@ RULE_IDS = {
     "caller-undefined-key", "caller-unbounded", "caller-out-of-range",
     "toml-syntax", "unknown-key", "missing-key", "invalid-value", "task-name-mismatch",
     "schema-file-invalid", "file-unreadable", "file-outside-folder",
+    "nesting-too-deep", "schema-pattern-unsafe",
 }  # fmt: skip
 
 
