@@ -2,17 +2,26 @@
 
     messages = messages_from_input("Transaction: ...", None)   # [{"role": "user", ...}]
     check_caller("payments-svc")
+    check_overrides({"temperature": 0.2})
 
-Every refusal is an InputError whose message never quotes the input itself.
+Every refusal is an InputError whose message never quotes the input itself. Nested input is
+bounded before anything walks it recursively (repr, canonical JSON, hashing): a value nested
+deeper than MAX_INPUT_DEPTH, or with more than MAX_INPUT_ITEMS containers and values, is
+refused as it is found, without recursion.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gateway.errors import InputError
 
 MAX_CALLER_LENGTH = 200
+# Messages are a list of {role, content} with content a string or a list of text blocks:
+# four levels. The limits leave room for what is legitimate and stop what is not.
+MAX_INPUT_DEPTH = 16
+MAX_INPUT_ITEMS = 100_000
 
 
 def messages_from_input(prompt: object, messages: object) -> list[dict[str, Any]]:
@@ -24,6 +33,7 @@ def messages_from_input(prompt: object, messages: object) -> list[dict[str, Any]
                 "messages must be a list of {'role', 'content'} objects.",
                 hint="Pass messages=[{'role': 'user', 'content': '...'}].",
             )
+        check_bounded(messages, "messages")
         return messages
     if not isinstance(prompt, str):
         raise InputError(
@@ -33,23 +43,98 @@ def messages_from_input(prompt: object, messages: object) -> list[dict[str, Any]
     return [{"role": "user", "content": prompt}]
 
 
+def check_overrides(overrides: object) -> Mapping[str, object] | None:
+    """The caller's overrides, checked to be a flat-enough mapping, or InputError."""
+    if overrides is None:
+        return None
+    if not isinstance(overrides, Mapping):
+        raise InputError("overrides must be a mapping of parameter name to value.")
+    check_bounded(overrides, "overrides")
+    return overrides
+
+
+def check_bounded(value: object, what: str) -> None:
+    """Refuse ``value`` if it nests deeper than MAX_INPUT_DEPTH or holds too many items.
+
+    Iterative, so a value nested a million deep is refused without a RecursionError; a
+    container that holds itself counts as too deep.
+    """
+    pending: list[tuple[object, int]] = [(value, 1)]
+    items = 0
+    while pending:
+        current, depth = pending.pop()
+        items += 1
+        if items > MAX_INPUT_ITEMS:
+            raise InputError(
+                f"{what} hold more than {MAX_INPUT_ITEMS:,} values.",
+                hint="Send less in one request.",
+            )
+        if isinstance(current, Mapping):
+            children: Any = list(current.values())
+        elif isinstance(current, list | tuple):
+            children = current
+        else:
+            continue
+        if depth >= MAX_INPUT_DEPTH and children:
+            raise InputError(
+                f"{what} are nested more than {MAX_INPUT_DEPTH} levels deep.",
+                hint="Messages are a list of {'role', 'content'} objects whose content is text "
+                "or a list of text blocks; overrides are parameter names with plain values.",
+            )
+        pending.extend((child, depth + 1) for child in children)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def safe_label(value: object) -> str:
-    """A task or caller name as it may be stored: valid UTF-8, bounded, never the raw object."""
-    text = value if isinstance(value, str) else repr(value)
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")[:MAX_CALLER_LENGTH]
+    """A task or caller name as it may be stored and shown: printable, bounded, escaped.
+
+    Every character ``str.isprintable`` refuses (NUL and other controls, zero-width and bidi
+    characters, lone surrogates, separators other than the space) is written as a visible
+    escape such as ``\\x00``, so any database accepts the text and no terminal acts on it.
+    """
+    text = value if isinstance(value, str) else _bounded_repr(value)
+    text = text[: MAX_CALLER_LENGTH * 2]  # enough to show; escaping only makes it longer
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else _escaped(c) for c in text)
+    return text[:MAX_CALLER_LENGTH]
+
+
+def _bounded_repr(value: object) -> str:
+    try:
+        check_bounded(value, "the value")
+        return repr(value)
+    except (InputError, RecursionError, ValueError):  # ValueError: int too long to show
+        return f"<{type(value).__name__}>"
 
 
 def check_caller(caller: object) -> str | None:
     """The caller name as recorded, or InputError. It is an opaque service id, not a person."""
-    if caller is None:
+    return check_name(caller, "caller", example="payments-svc")
+
+
+def check_name(value: object, what: str, *, example: str) -> str | None:
+    """A caller or task name: plain printable text without surrounding whitespace."""
+    if value is None:
         return None
-    if not isinstance(caller, str) or not caller.strip():
-        raise InputError("caller must be a non-empty string naming the calling service.")
-    if len(caller) > MAX_CALLER_LENGTH:
-        raise InputError(f"caller is longer than {MAX_CALLER_LENGTH} characters.")
-    if caller != safe_label(caller) or not caller.isprintable():
+    hint = f"Use a plain name such as {example!r}."
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{what} must be a non-empty string.", hint=hint)
+    if len(value) > MAX_CALLER_LENGTH:
+        raise InputError(f"{what} is longer than {MAX_CALLER_LENGTH} characters.", hint=hint)
+    if value != value.strip():
+        raise InputError(f"{what} starts or ends with whitespace.", hint=hint)
+    bad = next((i for i, c in enumerate(value) if not c.isprintable()), None)
+    if bad is not None:
+        code = ord(value[bad])
         raise InputError(
-            "caller must be printable text (no control characters or invalid Unicode).",
-            hint="Use a service name such as 'payments-svc'.",
+            f"{what} contains a control or invisible character (U+{code:04X} at position "
+            f"{bad + 1}); such characters can hide or fake text where the name is shown.",
+            hint=hint,
         )
-    return caller
+    return value
