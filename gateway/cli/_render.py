@@ -2,12 +2,19 @@
 
     @click.option("--since", callback=parse_when)              # ISO 8601, naive means UTC
     ...
-    echo_json(report.model_dump(mode="json"))
-    click.echo(text_table(["TASK", "MODEL"], rows))
+    echo_json(report.model_dump(mode="json"))                  # exact values
+    click.echo(text_table(["TASK", "MODEL"], rows))             # every cell made terminal-safe
+    click.echo(f"task {shown(event.task)}")                     # any other untrusted text
     with open_output(path) as out, Progress("verifying", threshold=20_000) as progress:
         ...
 
 Nothing here knows a command: a helper two commands need lives here, never in one of them.
+
+Text output goes to a person's terminal, so every value that came from outside (a caller or
+task name, a file name, a model id, a recorded reason) passes through :func:`shown` first: a
+control character, an escape sequence, a bidi override or a zero-width character would let
+a value hide or fake rows, so it is written visibly as ``\\x1b``, ``\\u202e``, ``\\u200b``.
+JSON output keeps the exact values; JSON's own escaping is what makes it safe.
 """
 
 from __future__ import annotations
@@ -28,7 +35,43 @@ from gateway.errors import InputError
 if TYPE_CHECKING:  # click.progressbar's return type lives in a private module
     from click._termui_impl import ProgressBar
 
-__all__ = ["Progress", "echo_json", "echo_jsonl", "open_output", "parse_when", "text_table"]
+__all__ = [
+    "Progress",
+    "echo_json",
+    "echo_jsonl",
+    "open_output",
+    "parse_when",
+    "shown",
+    "shown_lines",
+    "text_table",
+]
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def shown(value: object) -> str:
+    """``value`` as text a terminal cannot misread: no character in it can act or hide.
+
+    Escaped are exactly the characters ``str.isprintable`` refuses: controls (Cc, with ESC,
+    CR, LF, DEL and the C1 controls), format characters (Cf: zero-width, bidi overrides and
+    isolates), lone surrogates (Cs), private-use (Co) and unassigned (Cn) code points, line
+    and paragraph separators (Zl, Zp) and every space other than U+0020 (Zs).
+    """
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def shown_lines(text: str) -> str:
+    """Like :func:`shown`, but keeps the line breaks of text whose lines are its structure
+    (indented JSON, whose strings carry their own newlines escaped)."""
+    return "\n".join(shown(line) for line in text.split("\n"))
 
 
 def parse_when(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
@@ -65,8 +108,8 @@ def echo_jsonl(values: Iterable[Any]) -> None:
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Plain aligned columns: readable in a terminal, a ticket or an e-mail."""
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    """Plain aligned columns: readable in a terminal, a ticket or an e-mail; every cell shown."""
+    cells = [[shown(h) for h in headers], *[[shown(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells

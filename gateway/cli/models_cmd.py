@@ -23,7 +23,7 @@ from gateway.catalog import Catalog, sync
 from gateway.catalog.sync import SyncReport
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
-from gateway.cli._render import echo_json, text_table
+from gateway.cli._render import echo_json, shown, text_table
 from gateway.errors import ConfigurationError
 
 DEFAULT_OVERRIDE = Path("models.override.toml")
@@ -133,7 +133,7 @@ def sync_command(ctx: click.Context, output: str, fmt: str) -> None:
         echo_json(_as_json(report, written), err=summary_to_stderr)
     else:
         for line in _summary(report, written):
-            click.echo(line, err=summary_to_stderr)
+            click.echo(shown(line), err=summary_to_stderr)
     if report.changed:
         raise CheckFailed()
 

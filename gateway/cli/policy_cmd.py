@@ -20,7 +20,7 @@ from audit.canonical import canonical_digest, digest
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
-from gateway.cli._render import echo_json, text_table
+from gateway.cli._render import echo_json, shown, shown_lines, text_table
 from gateway.errors import PolicyLoadError
 from gateway.policy import (
     Finding,
@@ -134,15 +134,18 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         )
     else:
         headers = ["TASK", "MODEL", "REPRODUCIBLE", "CACHE", "OUTPUT", "MANDATED", "STATUS"]
-        click.echo(f"Policy review of {folder}")
+        click.echo(f"Policy review of {shown(folder)}")
         click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
         click.echo("")
         if report.findings:
             click.echo(f"Findings ({report.errors} errors, {report.warnings} warnings):")
             for f in report.findings:
-                click.echo(f"  {f.severity.value.upper():7}  {f.file}  [{f.key}]  ({f.rule})")
-                click.echo(f"           {f.message}")
-                click.echo(f"           What to do: {f.advice}")
+                click.echo(
+                    f"  {f.severity.value.upper():7}  {shown(f.file)}  [{shown(f.key)}]  "
+                    f"({shown(f.rule)})"
+                )
+                click.echo(f"           {shown(f.message)}")
+                click.echo(f"           What to do: {shown(f.advice)}")
         else:
             click.echo("No findings: every policy loads.")
     if not report.ok:
@@ -213,10 +216,11 @@ def show_command(ctx: click.Context, task: str, policy_dir: Path | None, fmt: st
     click.echo(text_table(["SETTING", "VALUE"], rows))
     click.echo("")
     click.echo(
-        f"Request template (anthropic-version {data['api_version']}; the user input is "
+        f"Request template (anthropic-version {shown(data['api_version'])}; the user input is "
         f"shown as {PLACEHOLDER_INPUT!r}):"
     )
-    click.echo(json.dumps(data["request_template"]["body"], indent=2, ensure_ascii=False))
+    body = json.dumps(data["request_template"]["body"], indent=2, ensure_ascii=False)
+    click.echo(shown_lines(body))
 
 
 # --- diff ------------------------------------------------------------------------------------
@@ -251,13 +255,13 @@ def diff_command(ctx: click.Context, old_dir: Path, new_dir: Path, fmt: str) -> 
         )
     else:
         for d in diffs:
-            click.echo(f"{d.task}: {d.status}")
+            click.echo(f"{shown(d.task)}: {shown(d.status)}")
             if d.status == "not-loadable":
                 click.echo("    one side does not pass review; run 'gateway policy review' on it")
             for c in d.changes:
-                click.echo(f"    {c.key}: {json.dumps(c.old)} -> {json.dumps(c.new)}")
+                click.echo(f"    {shown(c.key)}: {json.dumps(c.old)} -> {json.dumps(c.new)}")
                 if c.risk:
-                    click.echo(f"        risk: {c.risk}")
+                    click.echo(f"        risk: {shown(c.risk)}")
         if not diffs:
             click.echo("no tasks in either folder")
     if any(d.status == "not-loadable" for d in diffs):

@@ -18,7 +18,7 @@ import click
 
 from gateway.cli._boundary import CheckFailed, ExitCode
 from gateway.cli._context import settings_of
-from gateway.cli._render import Progress, echo_json, parse_when
+from gateway.cli._render import Progress, echo_json, parse_when, shown
 from gateway.errors import InputError
 from gateway.replay import (
     Mode,
@@ -98,7 +98,7 @@ def _print(report: ReplayReport, fmt: str) -> None:
         for row in report.requests:
             click.echo(json.dumps(row.model_dump(mode="json"), ensure_ascii=False))
         return
-    click.echo(report.summary.line())
+    click.echo(shown(report.summary.line()))
     click.echo(
         f"{'seq':>8}  {'outcome':9}  {'sim':>5}  {'task':22}  {'model':26}  request / reason"
     )
@@ -109,12 +109,13 @@ def _print(report: ReplayReport, fmt: str) -> None:
 def _table_row(row: RequestReplay) -> str:
     similarity = "" if row.similarity is None else f"{row.similarity:.2f}"
     model = row.target_model or row.model_id or "-"
+    task = shown(row.task or "-")[:22]
     line = (
-        f"{row.seq:>8}  {row.outcome.value:9}  {similarity:>5}  {(row.task or '-')[:22]:22}  "
-        f"{model[:26]:26}  {row.request_id}"
+        f"{row.seq:>8}  {shown(row.outcome.value):9}  {similarity:>5}  {task:22}  "
+        f"{shown(model)[:26]:26}  {shown(row.request_id)}"
     )
     if row.reason and row.outcome is not Outcome.IDENTICAL:
-        line += f"\n{'':>10}{row.reason}"
+        line += f"\n{'':>10}{shown(row.reason)}"
     return line
 
 
