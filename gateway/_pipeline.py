@@ -20,7 +20,13 @@ from typing import Any
 
 from audit import EventKind
 from audit.canonical import canonical_digest
-from gateway._inputs import check_caller, messages_from_input, safe_label
+from gateway._inputs import (
+    check_bounded,
+    check_caller,
+    check_overrides,
+    messages_from_input,
+    safe_label,
+)
 from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
@@ -36,7 +42,7 @@ from gateway.errors import (
 )
 from gateway.policy import Plan, Policy, PolicySet, plan_request
 from gateway.providers.base import ProviderReply
-from gateway.providers.registry import Providers
+from gateway.providers.registry import Providers, runs_offline
 from gateway.result import Result
 
 
@@ -73,6 +79,7 @@ class RequestPipeline:
         recorder: Recorder,
         providers: Providers,
         durability: str,
+        default_caller: str | None = None,
         policy_transform: Any = None,
     ) -> None:
         self.policies = policies
@@ -80,6 +87,7 @@ class RequestPipeline:
         self.recorder = recorder
         self.providers = providers
         self.durability = durability
+        self.default_caller = check_caller(default_caller)
         self._policy_transform = policy_transform
         self._served = ServedMemo()
 
@@ -98,14 +106,20 @@ class RequestPipeline:
         policy: Policy | None = None
         try:
             checked_caller = check_caller(caller)
-            if overrides is not None and not isinstance(overrides, Mapping):
-                raise InputError("overrides must be a mapping of parameter name to value.")
+            overrides = check_overrides(overrides)
             policy = self.policies.get(task)
             if self._policy_transform is not None:
                 policy = self._policy_transform(policy)
             model = self.catalog.get(policy.model_id)
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {policy.model_id!r} is not in the model catalog.")
+            checked_caller = checked_caller or self.default_caller
+            if checked_caller is None and not runs_offline(model.provider):
+                raise InputError(
+                    f"task {task!r} calls {model.id}, so the request must name its caller.",
+                    hint="Pass caller='<calling service>' (gateway ask --caller NAME), or set "
+                    "GATEWAY_DEFAULT_CALLER for a service with one identity.",
+                )
             plan = plan_request(
                 policy,
                 model,
@@ -383,6 +397,10 @@ def _json_safe_overrides(overrides: object) -> Any:
     """The caller's requested overrides as recordable JSON, or a note when they are not JSON."""
     if overrides is None:
         return {}
+    try:
+        check_bounded(overrides, "overrides")  # before repr or canonical form: both recurse
+    except InputError:
+        return {"unrecordable": "nested too deep or too large to record"}
     try:
         canonical_digest(overrides)
     except (ValueError, TypeError):

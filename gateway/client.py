@@ -68,6 +68,7 @@ class _Core:
             recorder=self.recorder,
             providers=self.providers,
             durability=str(settings.durability),
+            default_caller=settings.default_caller,
             policy_transform=transform,
         )
         # A service pays each provider's start-up (the SDK's import: about a second) now,

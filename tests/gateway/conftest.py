@@ -48,6 +48,8 @@ def make_gateway(
             "anthropic_base_url": fake_api.base_url,
             "durability": "os",
             "retry_backoff_base_s": 0.01,
+            # Requests to Claude must name a caller; tests that do not are one service.
+            "default_caller": "tests",
         }
         values.update(changes)
         gateway = Gateway(Settings(**values), offline=offline)

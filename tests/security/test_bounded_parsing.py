@@ -167,11 +167,6 @@ def test_deeply_nested_overrides_are_refused_by_the_input_check() -> None:
         check_bounded({"x": cycle}, "overrides")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason="the pipeline does not yet call gateway._inputs.check_overrides before recording",
-)
 def test_deeply_nested_overrides_raise_input_error_through_the_gateway(
     gw: Gateway, db_path: Path
 ) -> None:
