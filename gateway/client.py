@@ -186,6 +186,7 @@ class _Client:
         anthropic_api_key: str | None = None,
         base_url: str | None = None,
         durability: str | None = None,
+        default_caller: str | None = None,
         offline: bool = False,
         policy_transform: PolicyTransform | None = None,
     ) -> None:
@@ -196,6 +197,7 @@ class _Client:
             anthropic_api_key=anthropic_api_key,
             anthropic_base_url=base_url,
             durability=durability,
+            default_caller=default_caller,
         )
         self._core = _Core(self.settings, offline=offline, policy_transform=policy_transform)
         self._init_locks()

@@ -5,8 +5,8 @@
 
 An unusable value, from the environment or a keyword argument, raises ConfigurationError.
 
-Nothing else in the library reads the environment. The API key and checkpoint key are
-``SecretStr`` so that they never appear in a repr, a log line or an error message. The
+Nothing else in the library reads the environment. The API key, checkpoint key and record key
+are ``SecretStr`` so that they never appear in a repr, a log line or an error message. The
 database URL is a plain ``str`` for the code that opens the database, but every rendering of
 the settings (``repr``, ``str``, ``model_dump``, ``model_dump_json``) shows it with its
 password as ``***``, as does ``settings.database_url_masked``::
@@ -27,7 +27,15 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -55,6 +63,16 @@ class Settings(BaseModel):
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
     checkpoint_key: SecretStr | None = None
+    # The record key signs every audit event this gateway writes (Ed25519; 32 bytes as hex or
+    # base64): ``record_key`` itself, or a file holding it. Neither set and a SQLite database:
+    # ``gateway-record.key`` next to the database file, created (mode 0600) on first write.
+    # PostgreSQL needs one of the two. docs/security.md says where a bank keeps it.
+    record_key: SecretStr | None = None
+    record_key_file: Path | None = None
+    # Public keys (hex or base64) whose record signatures verify and the read path accept,
+    # besides this gateway's own: other instances', a previous key's.
+    trusted_keys: tuple[str, ...] = ()
+    trusted_keys_file: Path | None = None  # one public key a line; # comments
     catalog_override: Path | None = None
     request_timeout_s: float = Field(default=600.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
@@ -75,6 +93,13 @@ class Settings(BaseModel):
         for name, value in super().__repr_args__():
             yield name, (mask_database_url(value) if name == "database_url" else value)
 
+    @field_validator("trusted_keys", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):  # GATEWAY_TRUSTED_KEYS: comma-separated
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
     def __init__(self, **values: object) -> None:
         # Keyword settings (Settings(...), Gateway(durability=...)) are checked like the
         # environment's: an unusable value is a ConfigurationError, never pydantic's own.
@@ -92,6 +117,10 @@ class Settings(BaseModel):
             "GATEWAY_DATABASE_URL": "database_url",
             "GATEWAY_DURABILITY": "durability",
             "GATEWAY_CHECKPOINT_KEY": "checkpoint_key",
+            "GATEWAY_RECORD_KEY": "record_key",
+            "GATEWAY_RECORD_KEY_FILE": "record_key_file",
+            "GATEWAY_TRUSTED_KEYS": "trusted_keys",
+            "GATEWAY_TRUSTED_KEYS_FILE": "trusted_keys_file",
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",
             "ANTHROPIC_API_KEY": "anthropic_api_key",
             "ANTHROPIC_BASE_URL": "anthropic_base_url",

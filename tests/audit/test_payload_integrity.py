@@ -78,6 +78,7 @@ def test_gateway_never_serves_a_tampered_cached_answer(
         policy_dir=SHIPPED,
         database_url=f"sqlite:///{db}",
         anthropic_api_key="sk-ant-test-not-a-key",
+        default_caller="tests",
         anthropic_base_url=fake_api.base_url,
         durability="os",
         retry_backoff_base_s=0.01,

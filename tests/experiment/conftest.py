@@ -30,6 +30,7 @@ def claude_settings(db_url: str, fake_api: FakeMessagesAPI) -> Settings:
         database_url=db_url,
         durability="os",
         anthropic_api_key="sk-test",
+        default_caller="tests",
         anthropic_base_url=fake_api.base_url,
     )
 

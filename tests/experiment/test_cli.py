@@ -22,6 +22,7 @@ def env(db_url: str) -> dict[str, str]:
     return {
         "GATEWAY_DATABASE_URL": db_url,
         "GATEWAY_POLICY_DIR": str(SHIPPED),
+        "GATEWAY_DEFAULT_CALLER": "tests",
         "GATEWAY_DURABILITY": "os",
         "ANTHROPIC_API_KEY": "",
     }

@@ -15,6 +15,7 @@ def _settings(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> Set
         policy_dir=policy_dir,
         database_url=f"sqlite:///{db_path}",
         anthropic_api_key=API_KEY,
+        default_caller="tests",
         anthropic_base_url=fake_api.base_url,
         durability="os",
         retry_backoff_base_s=0.01,

@@ -17,6 +17,7 @@ from tests.gateway.conftest import API_KEY, kinds
 def env(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> dict[str, str]:
     return {
         "GATEWAY_POLICY_DIR": str(policy_dir),
+        "GATEWAY_DEFAULT_CALLER": "tests",
         "GATEWAY_DATABASE_URL": f"sqlite:///{db_path}",
         "GATEWAY_DURABILITY": "os",
         "ANTHROPIC_API_KEY": API_KEY,

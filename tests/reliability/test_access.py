@@ -60,6 +60,7 @@ def _cli(
         "GATEWAY_DATABASE_URL": url,
         "GATEWAY_CHECKPOINT_KEY": key or None,
         "GATEWAY_POLICY_DIR": str(policy_dir),
+        "GATEWAY_DEFAULT_CALLER": "tests",
         "ANTHROPIC_API_KEY": "sk-ant-access",
         "ANTHROPIC_BASE_URL": fake.base_url,
     }

@@ -59,6 +59,7 @@ def gw(fake_api: FakeMessagesAPI, policy_dir: Path, db_url: str) -> Iterator[Gat
         policy_dir=policy_dir,
         database_url=db_url,
         anthropic_api_key="sk-ant-bad-input",
+        default_caller="tests",
         anthropic_base_url=fake_api.base_url,
         durability="os",
     )
@@ -189,6 +190,7 @@ def test_damaged_policy_is_a_policy_load_error_and_one_cli_line(
         policy_dir=policy_dir,
         database_url=db_url,
         anthropic_api_key="sk-ant-x",
+        default_caller="tests",
         base_url=fake_api.base_url,
     ) as gw:
         with pytest.raises(PolicyLoadError):
@@ -259,6 +261,7 @@ def test_database_url_pointing_nowhere_is_one_clear_error(
 def _cli(args: list[str], policy_dir: Path, url: str, fake: FakeMessagesAPI, **kw: Any) -> Result:
     env = {
         "GATEWAY_POLICY_DIR": str(policy_dir),
+        "GATEWAY_DEFAULT_CALLER": "tests",
         "GATEWAY_DATABASE_URL": url,
         "ANTHROPIC_API_KEY": "sk-ant-bad-input",
         "ANTHROPIC_BASE_URL": fake.base_url,

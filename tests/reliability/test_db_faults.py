@@ -72,6 +72,7 @@ def _settings(url: str, fake: FakeMessagesAPI, policy_dir: Path) -> Settings:
         policy_dir=policy_dir,
         database_url=url,
         anthropic_api_key="sk-ant-db-faults",
+        default_caller="tests",
         anthropic_base_url=fake.base_url,
         durability="os",
         retry_backoff_base_s=0.01,

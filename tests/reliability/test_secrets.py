@@ -86,6 +86,7 @@ def test_no_secret_in_database_logs_exports_reports_or_errors(
     env = {
         "GATEWAY_DATABASE_URL": url,
         "GATEWAY_POLICY_DIR": str(policy_dir),
+        "GATEWAY_DEFAULT_CALLER": "tests",
         "GATEWAY_DURABILITY": "os",
         "GATEWAY_CHECKPOINT_KEY": CHECKPOINT_KEY,
         "ANTHROPIC_API_KEY": API_KEY,

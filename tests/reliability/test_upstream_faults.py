@@ -50,6 +50,7 @@ def test_mixed_fault_sequences_record_every_attempt_once(
         policy_dir=policy_dir,
         database_url=url,
         anthropic_api_key="sk-ant-upstream-faults",
+        default_caller="tests",
         anthropic_base_url=fake_api.base_url,
         durability="os",
         max_attempts=MAX_ATTEMPTS,

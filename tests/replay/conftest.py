@@ -57,7 +57,9 @@ def recorded(policy_dir: Path, sqlite_url: str, fake_api: FakeMessagesAPI) -> It
                 "compliance_review", "Pay 10 EUR to ACME.", caller="pay"
             ).request_id,
             "quant": gw.complete("quant_strategy", "FX ideas", caller="desk").request_id,
-            "json": gw.complete("json_extraction", "Buy 100 EUR from ACME").request_id,
+            "json": gw.complete(
+                "json_extraction", "Buy 100 EUR from ACME", caller="ops"
+            ).request_id,
             "local": gw.complete("offline_demo", "The reviewer reads the").request_id,
             "hit": gw.complete("compliance_review", "Pay 10 EUR to ACME.", caller="pay").request_id,
         }

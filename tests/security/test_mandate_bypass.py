@@ -26,6 +26,7 @@ def settings(tmp_path: Path, fake_api: FakeMessagesAPI) -> Settings:
         database_url=f"sqlite:///{tmp_path / 'audit.db'}",
         durability="os",
         anthropic_api_key="sk-ant-test-mandate",
+        default_caller="tests",
         anthropic_base_url=fake_api.base_url,
     )
 
@@ -39,6 +40,7 @@ def _cli(settings: Settings, *args: str) -> tuple[int, str]:
     env = {
         "GATEWAY_DATABASE_URL": settings.database_url,
         "GATEWAY_POLICY_DIR": str(SHIPPED),
+        "GATEWAY_DEFAULT_CALLER": "tests",
         "GATEWAY_DURABILITY": "os",
         "ANTHROPIC_API_KEY": "sk-ant-test-mandate",
         "ANTHROPIC_BASE_URL": str(settings.anthropic_base_url),

@@ -46,7 +46,7 @@ from gateway import Gateway
 logging.getLogger("host").debug("{HOST_MARK}")
 with Gateway(policy_dir=policy_dir, database_url=db_url, anthropic_api_key=api_key,
              base_url=base_url, durability="os") as gw:
-    print(gw.complete("compliance_review", prompt).text)
+    print(gw.complete("compliance_review", prompt, caller="payments-svc").text)
 """
 
 
@@ -116,6 +116,7 @@ def test_cli_with_anthropic_log_debug_shows_no_key_header_or_prompt(
         "ANTHROPIC_API_KEY": API_KEY,
         "ANTHROPIC_BASE_URL": fake_api.base_url,
         "GATEWAY_POLICY_DIR": str(policy_dir),
+        "GATEWAY_DEFAULT_CALLER": "tests",
         "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path / 'audit.db'}",
         "GATEWAY_DURABILITY": "os",
     }
