@@ -33,6 +33,7 @@ from sqlalchemy.exc import (
 from sqlalchemy.pool import PoolProxiedConnection
 
 from audit._backend import Backend, db_reason
+from audit._bounded import check_data_size, check_draft
 from audit._fork import abandon
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.chain import GENESIS, BodyTemplate, canonical_time, link_hash
@@ -155,11 +156,13 @@ def _policy(draft: EventDraft, known: Known | None) -> dict[str, Any] | None:
 
 def prepare(draft: EventDraft, known: Known | None = None) -> Prepared:
     """Validate ``draft`` and canonicalise everything of its body the chain lock does not set."""
+    check_draft(draft)  # NUL, depth: refused alike on every backend, before the lock
     event_id = uuid.uuid4().hex
     digests = {name: digest(b) for name, b in draft.payloads.items()}
     policy_ref = draft.policy_fingerprint if draft.policy_content is not None else None
     try:
         data_bytes = canonical_bytes(draft.data)  # fail here, before the lock, not in a batch
+        check_data_size(data_bytes)
         policy_row = _policy(draft, known)
         body = BodyTemplate.of(
             event_id=event_id,

@@ -15,13 +15,13 @@ verifier that skipped the middle ones).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import Result
 
+from audit._bounded import loads as bounded_loads
 from audit.canonical import canonical_bytes, digest
 from audit.models import Checkpoint, Defect, DefectKind, VerifyReport
 from audit.models import format_time as format_time  # one definition, beside StoredEvent
@@ -343,7 +343,7 @@ class Verifier:
 def parse_body(body: bytes) -> dict[str, Any] | str:
     """The parsed body (with its time under ``_time``), or why it is not an event body."""
     try:
-        parsed = json.loads(body)
+        parsed = bounded_loads(body)  # depth and size bounded: a stored body is untrusted
         if not isinstance(parsed, dict) or parsed.get("v") != BODY_VERSION:
             return "not a version 1 event body"
         parsed["_time"] = parse_time(parsed["recorded_at"])

@@ -4,8 +4,11 @@ AuditStoreError
 ├── DatabaseUnavailable     the URL cannot be opened, the file is not a database, ...
 ├── SchemaMismatch          the schema is behind (run `gateway db upgrade`) or newer than us
 ├── AppendFailed            an append could not be committed (nothing was written)
+│   ├── InvalidEvent        the draft cannot be recorded as given (checked before the lock)
+│   └── ContentConflict     another row is already stored under a payload's or policy's digest
 ├── NotFound                no such seq or request id
 ├── ContentMismatch         stored payload bytes no longer hash to the digest they are keyed by
+├── UnreadableContent       stored content that no reader may parse (too deep, too large, ...)
 └── CheckpointError         a checkpoint file is unreadable or signed with another key
 """
 
@@ -64,3 +67,26 @@ class CheckpointError(AuditStoreError):
 class InvalidEvent(AppendFailed):
     """A draft that cannot be recorded as given (not JSON-canonical, policy content that does
     not match its fingerprint). Raised before the chain lock is taken; nothing is written."""
+
+
+class ContentConflict(AppendFailed):
+    """A payload or policy row is already stored under the digest of this event's content,
+    holding other bytes: someone wrote it ahead of the event (content rows are insert-once,
+    so the event would otherwise reference bytes that were never sent). The append is refused
+    and nothing is written; ``digests`` names the rows. The gateway should raise an integrity
+    alert: this never happens by accident."""
+
+    def __init__(self, table: str, digests: list[str]) -> None:
+        self.table = table
+        self.digests = tuple(digests)
+        super().__init__(
+            f"the {table} row(s) {', '.join(digests)} already stored under this event's "
+            "content digest hold other bytes: the content was written ahead of the event by "
+            "someone else, so the event is not recorded.",
+            hint="Nothing was written. Run `gateway audit verify` and find out who can write "
+            "the audit database.",
+        )
+
+
+class UnreadableContent(AuditStoreError):
+    """Stored content that cannot be parsed within the store's limits (see audit._bounded)."""

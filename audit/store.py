@@ -13,7 +13,6 @@ Reads stream in keyset pages, so nothing ever loads the whole log.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
@@ -26,6 +25,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from audit import checkpoint as cp
 from audit._append import Appender, Prepared, interrupted, item_specific, prepare
 from audit._backend import Backend, db_reason
+from audit._bounded import UnreadableJSON
+from audit._bounded import loads as bounded_loads
 from audit._fork import on_fork_child
 from audit._group import GroupCommitter
 from audit.canonical import digest
@@ -39,12 +40,21 @@ from audit.chain import (
     parse_body,
     referenced,
 )
-from audit.errors import CheckpointError, ContentMismatch, DatabaseUnavailable, NotFound
+from audit.errors import (
+    CheckpointError,
+    ContentMismatch,
+    DatabaseUnavailable,
+    NotFound,
+    UnreadableContent,
+)
 from audit.migrate import check_at_head, create_schema, current_revision
 from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
 
 PAGE = 1000
+# The one data key of an event read back from a body that cannot be parsed (damaged, or
+# nested deeper than a reader accepts): its value says why.
+UNREADABLE = "_unreadable"
 EVENTS = Event.__table__  # selected whole: EventRow.from_result checks the column names
 
 
@@ -259,7 +269,19 @@ class AuditStore:
             ).scalar_one_or_none()
         if content is None:
             return None
-        parsed: dict[str, Any] = json.loads(as_bytes(content))
+        data = as_bytes(content)
+        actual = digest(data)
+        if actual != fingerprint:  # a policy used to re-plan must be the one recorded
+            raise ContentMismatch(fingerprint, actual)
+        try:
+            parsed = bounded_loads(data)
+        except UnreadableJSON as exc:
+            raise UnreadableContent(
+                f"the stored policy {fingerprint} cannot be read: {exc}.",
+                hint="Run `gateway audit verify`; the row was not written by the gateway.",
+            ) from None
+        if not isinstance(parsed, dict):
+            raise UnreadableContent(f"the stored policy {fingerprint} is not a JSON object.")
         return parsed
 
     def head(self) -> tuple[int, str]:
@@ -361,9 +383,14 @@ def _content_digests(conn: Connection, refs: set[str]) -> Mapping[str, str | Non
 
 def _stored(row: EventRow) -> StoredEvent:
     try:
-        parsed = json.loads(row.body)
+        parsed = bounded_loads(row.body)  # depth and size bounded: a stored body is untrusted
         data = parsed.get("data") or {}
         payloads = parsed.get("payloads") or {}
-    except (ValueError, AttributeError):
-        data, payloads = {}, {}  # a damaged body still reads; verify names the defect
+        if not isinstance(data, dict) or not isinstance(payloads, dict):
+            raise ValueError("its data or payloads are not JSON objects")
+        if not all(isinstance(v, str) for v in payloads.values()):
+            raise ValueError("its payload digests are not strings")
+    except (ValueError, AttributeError) as exc:
+        # A damaged body still reads, its data marked unreadable; verify names the defect.
+        data, payloads = {UNREADABLE: f"the event body cannot be read: {exc}"}, {}
     return StoredEvent(**row._asdict(), data=data, payload_digests=payloads)
