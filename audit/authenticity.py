@@ -10,7 +10,8 @@ lookup at another request's answer). So this checks, for one outcome event:
 - its own hash (``sha256(prev_hash || body)``) and its link to the event before it;
 - that the searchable columns agree with the hashed body, and the body names this seq;
 - that the writing gateway's signature checks out under a trusted key (when keys are given);
-- that a REQUEST with the same request id and request hash comes before it, itself intact;
+- that a REQUEST with the same request id and request hash comes before it, itself intact,
+  and that the request had not already ended (a second RESPONSE is a forgery's tell);
 - that every payload it references is stored and hashes to its digest.
 
 A forged row that is well linked at the head of the chain passes the first two; the
@@ -20,17 +21,14 @@ cannot fake. Each problem is one line naming the seq and what failed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from audit.chain import GENESIS, MIRRORED, link_hash, parse_body
 from audit.errors import AuditStoreError
+from audit.lifecycle import TERMINAL
 from audit.models import EventKind, StoredEvent
+from audit.signing import SignatureCheck, signature_check
 from audit.store import AuditStore
 
-__all__ = ["SignatureCheck", "check_event", "check_outcome"]
-
-# Given an event, None when its signature checks out under a trusted key, else why not.
-SignatureCheck = Callable[[StoredEvent], str | None]
+__all__ = ["SignatureCheck", "check_event", "check_outcome", "signature_check"]
 
 
 def check_event(
@@ -71,18 +69,24 @@ def check_outcome(
 ) -> list[str]:
     """:func:`check_event` for an outcome, plus its preceding REQUEST and its payloads."""
     problems = check_event(store, event, signature)
-    requests = [
+    life = [
         e
         for e in store.events_for_request(event.request_id)
-        if e.kind == EventKind.REQUEST and e.seq < event.seq
+        if e.seq < event.seq and e.request_hash == event.request_hash
     ]
-    intent = next((e for e in requests if e.request_hash == event.request_hash), None)
+    intent = next((e for e in life if e.kind == EventKind.REQUEST), None)
     if intent is None:
         problems.append(
             f"seq {event.seq}: no REQUEST with its request id and request hash comes before it"
         )
     else:
         problems.extend(check_event(store, intent, signature))
+        ended = next((e for e in life if e.seq > intent.seq and e.kind.value in TERMINAL), None)
+        if ended is not None:
+            problems.append(
+                f"seq {event.seq}: its request already ended at seq {ended.seq} "
+                f"({ended.kind.value}), so it is a second outcome"
+            )
     for name, ref in sorted(event.payload_digests.items()):
         try:
             store.payload(ref)

@@ -23,18 +23,23 @@ from sqlalchemy import Result
 
 from audit._bounded import loads as bounded_loads
 from audit.canonical import canonical_bytes, digest
-from audit.models import Checkpoint, Defect, DefectKind, VerifyReport
+from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
+from audit.models import Checkpoint, Defect, DefectKind, TrustedKeyInfo, VerifyReport
 from audit.models import format_time as format_time  # one definition, beside StoredEvent
 from audit.schema import EVENT_COLUMNS
+from audit.signing import Trust
 
 BODY_VERSION = 1
 GENESIS = "sha256:" + "0" * 64
 MAX_DEFECTS = 1000
 # Columns that must equal the same-named field inside the hashed body: all but the chain's
-# own (body, prev_hash, hash) and the two verify checks in their own way (seq; recorded_at,
-# held in the body as text). Migration 0005's trigger checks the same list on PostgreSQL.
+# own (body, prev_hash, hash), the two verify checks in their own way (seq; recorded_at,
+# held in the body as text) and the record signature, which signs the hash from outside it
+# (audit.signing). Migration 0005's trigger checks the same list on PostgreSQL.
 MIRRORED = tuple(
-    c for c in EVENT_COLUMNS if c not in {"seq", "recorded_at", "body", "prev_hash", "hash"}
+    c
+    for c in EVENT_COLUMNS
+    if c not in {"seq", "recorded_at", "body", "prev_hash", "hash", "signature", "key_id"}
 )
 
 
@@ -69,6 +74,8 @@ class EventRow(NamedTuple):
     body: bytes
     prev_hash: str
     hash: str
+    signature: str | None = None
+    key_id: str | None = None
 
     @classmethod
     def from_result(cls, result: Result[Any]) -> list[EventRow]:
@@ -236,14 +243,35 @@ class Verifier:
     in batches.
     """
 
-    def __init__(self, checkpoint: Checkpoint | None = None) -> None:
+    def __init__(self, checkpoint: Checkpoint | None = None, trust: Trust | None = None) -> None:
         self.checkpoint = checkpoint
+        self.trust = trust
         self.expected = 1
         self.prev_hash = GENESIS
         self.count = 0
         self.bytes = 0
         self.defects: list[Defect] = []
         self.checkpoint_seen = False
+        self.unsigned_allowed = 0
+        self.life = Lifecycle()
+        self._page_from = 0
+
+    # What an event names by seq, and the lives of requests with an unmatched outcome, are
+    # looked up once per page (audit.lifecycle): the caller feeds a page, asks what is wanted,
+    # looks it up and settles.
+    wanted_kinds = INTENT_KINDS
+
+    def wanted(self) -> tuple[set[int], set[str]]:
+        return self.life.wanted()
+
+    def settle(self, targets: Mapping[int, Target], lives: Iterable[Target]) -> None:
+        for seq, kind, detail in self.life.settle(targets, lives):
+            self._defect(seq, kind, detail)
+        # The page's defects in seq order, as if each had been found at its event.
+        page = self.defects[self._page_from :]
+        page.sort(key=lambda d: d.seq if d.seq is not None else 0)
+        self.defects[self._page_from :] = page
+        self._page_from = len(self.defects)
 
     def _defect(self, seq: int | None, kind: DefectKind, detail: str) -> None:
         if len(self.defects) < MAX_DEFECTS:
@@ -266,6 +294,8 @@ class Verifier:
             self._defect(seq, DefectKind.BROKEN_LINK, "prev_hash is not the previous event's hash")
         if link_hash(row.prev_hash, row.body) != row.hash:
             self._defect(seq, DefectKind.HASH_MISMATCH, "stored hash != sha256(prev_hash || body)")
+        if self.trust is not None:
+            self._check_signature(row, self.trust)
         if isinstance(parsed, str):
             self._defect(seq, DefectKind.BAD_BODY, f"body does not parse: {parsed}")
         else:
@@ -280,10 +310,27 @@ class Verifier:
         self.expected = seq + 1
         self.prev_hash = row.hash
 
+    def _check_signature(self, row: EventRow, trust: Trust) -> None:
+        signature = row.signature
+        if signature is None and row.seq < trust.allow_unsigned_before:
+            self.unsigned_allowed += 1  # a legacy row the caller said predates signing
+            return
+        reason = trust.keys.check(row.key_id, signature, row.hash)
+        if reason is None:
+            return
+        if signature is None:
+            kind = DefectKind.UNSIGNED
+        elif trust.keys.knows(row.key_id):
+            kind = DefectKind.BAD_SIGNATURE
+        else:
+            kind = DefectKind.UNTRUSTED_SIGNER
+        self._defect(row.seq, kind, reason)
+
     def _check_body(
         self, row: EventRow, parsed: dict[str, Any], contents: Mapping[str, str | None]
     ) -> None:
         seq = row.seq
+        self.life.feed(seq, parsed)
         if parsed.get("seq") != seq:
             self._defect(seq, DefectKind.SEQUENCE, f"row holds the body of seq {parsed.get('seq')}")
         wrong = [c for c in MIRRORED if getattr(row, c) != parsed.get(c)]
@@ -337,6 +384,17 @@ class Verifier:
             bytes_checked=self.bytes,
             defects=tuple(self.defects),
             checkpoint_seq=cp.seq if cp is not None else None,
+            signatures_checked=self.trust is not None,
+            trusted_keys=tuple(
+                TrustedKeyInfo(key_id=k.key_id, public_key=k.public_key)
+                for k in (self.trust.keys if self.trust is not None else ())
+            ),
+            unsigned_allowed_before=(
+                self.trust.allow_unsigned_before
+                if self.trust is not None and self.trust.allow_unsigned_before > 1
+                else None
+            ),
+            unsigned_allowed=self.unsigned_allowed,
         )
 
 

@@ -13,6 +13,7 @@ verifier can never mint one. docs/audit.md says more.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import datetime
 
 from cryptography.exceptions import InvalidSignature
@@ -103,3 +104,34 @@ def loads(text: str, *, trusted_public_key: str | None = None) -> Checkpoint:
             hint="Use an unaltered copy of the checkpoint.",
         ) from None
     return checkpoint
+
+
+def pinned(
+    checkpoint: Checkpoint, trusted: Collection[str], *, unsafe_accept_unpinned: bool = False
+) -> bool:
+    """Whether the checkpoint's signer is one of ``trusted`` (hex public keys).
+
+    :func:`loads` proves only that the file is unaltered since *someone* signed it, with the
+    key the file itself names; a checkpoint is evidence only when that key is one the verifier
+    trusts. An unpinned checkpoint (another key, or none) is refused with
+    :class:`CheckpointError`, unless ``unsafe_accept_unpinned`` - then this returns False and
+    the caller must say so.
+    """
+    signer = checkpoint.public_key
+    if signer is not None and signer in trusted:
+        return True
+    if unsafe_accept_unpinned:
+        return False
+    if signer is None:
+        raise CheckpointError(
+            "the checkpoint is not signed, so no trusted key vouches for it.",
+            hint="Verify against a checkpoint signed with GATEWAY_CHECKPOINT_KEY "
+            "(or pass --unsafe-accept-unpinned-checkpoint to accept it anyway).",
+        )
+    raise CheckpointError(
+        f"the checkpoint was signed with another key ({signer[:16]}...), not one this verify "
+        "trusts.",
+        hint="Pass the signer's public key with --public-key FILE (or set "
+        "GATEWAY_CHECKPOINT_KEY) if you trust it; --unsafe-accept-unpinned-checkpoint accepts "
+        "it anyway.",
+    )

@@ -22,7 +22,13 @@ from audit.schema import EVENT_COLUMNS
 
 # The export's record (a documented format): the table's columns in order, with the long
 # body last.
-EXPORT_COLUMNS: tuple[str, ...] = (*(c for c in EVENT_COLUMNS if c != "body"), "body")
+# The record signature columns are not in it (yet): the export's format is documented and
+# reviewers' tools read it; verify and the read path check signatures in the database.
+SIGNATURE_COLUMNS = ("signature", "key_id")
+EXPORT_COLUMNS: tuple[str, ...] = (
+    *(c for c in EVENT_COLUMNS if c != "body" and c not in SIGNATURE_COLUMNS),
+    "body",
+)
 
 
 def format_time(moment: datetime) -> str:
@@ -86,6 +92,10 @@ class StoredEvent(_Frozen):
     body: bytes  # the RFC 8785 bytes exactly as hashed
     prev_hash: str
     hash: str
+    # The writing gateway's signature of ``hash`` and its key's fingerprint (audit.signing);
+    # None on an event written before signatures existed, or by a store without a signer.
+    signature: str | None = None
+    key_id: str | None = None
     data: dict[str, Any]
     payload_digests: dict[str, str]
 
@@ -123,6 +133,14 @@ class DefectKind(StrEnum):
     CONTENT_MISMATCH = "content_mismatch"  # a payload or policy row does not hash to its key
     CHECKPOINT = "checkpoint"  # the log does not contain or extend the checkpointed head
     OUTSIDE_CHAIN = "outside_chain"  # a row verify's walk cannot reach (seq < 1), or a count off
+    # Authorship (audit.signing): checked against the keys verify was told to trust.
+    UNSIGNED = "unsigned"  # no record signature where one is required
+    UNTRUSTED_SIGNER = "untrusted_signer"  # signed, but by a key verify does not trust
+    BAD_SIGNATURE = "bad_signature"  # the signature is not the named key's signature of hash
+    # A request's life: an outcome follows its REQUEST, and ends it once.
+    ORPHAN_OUTCOME = "orphan_outcome"  # an outcome with no open REQUEST (same id and hash)
+    DUPLICATE_OUTCOME = "duplicate_outcome"  # a second terminal outcome of one request
+    BAD_REFERENCE = "bad_reference"  # a CACHE_HIT, REPLAY or alert names an event wrongly
 
 
 class Defect(_Frozen):
@@ -153,6 +171,11 @@ class Checkpoint(_Frozen):
         }
 
 
+class TrustedKeyInfo(_Frozen):
+    key_id: str
+    public_key: str  # hex of the raw Ed25519 public key
+
+
 class VerifyReport(_Frozen):
     ok: bool
     events_checked: int
@@ -161,6 +184,16 @@ class VerifyReport(_Frozen):
     bytes_checked: int
     defects: tuple[Defect, ...]
     checkpoint_seq: int | None = None
+    # Which keys the record signatures were checked against; ``signatures_checked`` is False
+    # only for a library call that gave no keys to a store without a signer.
+    signatures_checked: bool = False
+    trusted_keys: tuple[TrustedKeyInfo, ...] = ()
+    unsigned_allowed_before: int | None = None  # events below this seq may be unsigned
+    unsigned_allowed: int = 0  # how many such legacy events were found
+    # The checkpoint's signer (hex public key, None if unsigned) and whether it was a trusted
+    # key; False only when the caller passed the unsafe flag to accept it anyway.
+    checkpoint_signer: str | None = None
+    checkpoint_pinned: bool | None = None
 
     @property
     def first_bad_seq(self) -> int | None:

@@ -14,13 +14,15 @@ Reads stream in keyset pages, so nothing ever loads the whole log.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from sqlalchemy import ColumnElement, Connection, case, func, inspect, select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from audit import checkpoint as cp
 from audit._append import Appender, Prepared, interrupted, item_specific, prepare
@@ -47,9 +49,11 @@ from audit.errors import (
     NotFound,
     UnreadableContent,
 )
+from audit.lifecycle import Target
 from audit.migrate import check_at_head, create_schema, current_revision
 from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
+from audit.signing import Signer, Trust, TrustedKeys
 
 PAGE = 1000
 # The one data key of an event read back from a body that cannot be parsed (damaged, or
@@ -67,11 +71,35 @@ def _unavailable(exc: BaseException) -> DatabaseUnavailable:
     )
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file a SQLite URL names (None for any other URL, or one that does not parse)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def missing_database(url: str) -> DatabaseUnavailable | None:
+    """The error for a SQLite URL whose file does not exist (None if it exists, or for any
+    other backend): what a read-only open raises instead of creating an empty database."""
+    path = sqlite_path(url)
+    if path is None or path.exists():
+        return None
+    return DatabaseUnavailable(
+        f"no audit database at {str(path)!r}.",
+        hint="Check GATEWAY_DATABASE_URL: this command reads an existing audit database and "
+        "creates none.",
+    )
+
+
 class AuditStore:
-    def __init__(self, backend: Backend, store_id: str) -> None:
+    def __init__(self, backend: Backend, store_id: str, signer: Signer | None = None) -> None:
         self._backend = backend
         self.store_id = store_id
-        self._appender = Appender(backend)
+        self._appender = Appender(backend, signer)
         self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
             self._appender.commit, retry_alone=item_specific, interrupted=interrupted
         )
@@ -87,10 +115,26 @@ class AuditStore:
     # -- opening ------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, url: str, durability: str = "fsync") -> AuditStore:
+    def open(
+        cls,
+        url: str,
+        durability: str = "fsync",
+        *,
+        signer: Signer | None = None,
+        create: bool = True,
+    ) -> AuditStore:
+        """Open the audit database at ``url``.
+
+        ``signer`` signs every event this store appends (audit.signing); without one events
+        are written unsigned. ``create``: a SQLite file that does not exist is created and
+        migrated (the default); with ``create=False`` it is :class:`DatabaseUnavailable`
+        ("no audit database at PATH") and nothing is created, as read-only commands need.
+        """
+        if not create and (missing := missing_database(url)) is not None:
+            raise missing
         backend = Backend.connect(url, durability)
         try:
-            if backend.dialect == "sqlite":
+            if backend.dialect == "sqlite" and create:
                 cls._create_sqlite_on_first_use(backend)
             with backend.reader.connect() as conn:
                 check_at_head(conn)
@@ -103,7 +147,7 @@ class AuditStore:
         except BaseException:
             backend.dispose()
             raise
-        return cls(backend, store_id)
+        return cls(backend, store_id, signer)
 
     @staticmethod
     def _create_sqlite_on_first_use(backend: Backend) -> None:
@@ -138,6 +182,11 @@ class AuditStore:
     @property
     def durability(self) -> str:
         return self._backend.durability
+
+    @property
+    def signer(self) -> Signer | None:
+        """The record key this store signs its appends with (None: it writes them unsigned)."""
+        return self._appender.signer
 
     @property
     def group_commits(self) -> int:
@@ -315,19 +364,25 @@ class AuditStore:
         self,
         progress: Callable[[int, int], None] | None = None,
         checkpoint: Checkpoint | None = None,
+        *,
+        trust: Trust | None = None,
     ) -> VerifyReport:
-        """Recompute every link; ``progress(events_done, events_total)`` after each page."""
-        if checkpoint is not None and checkpoint.store_id != self.store_id:
-            raise CheckpointError(
-                f"the checkpoint is for audit database {checkpoint.store_id}, "
-                f"not this one ({self.store_id}).",
-                hint="Verify against the database the checkpoint was taken from.",
-            )
+        """Recompute every link, check each request's life and, against ``trust``, every
+        record signature; ``progress(events_done, events_total)`` after each page.
+
+        Without ``trust`` a store with a signer trusts its own key only; a store without one
+        checks no signatures, and the report says so (``signatures_checked`` is False). The
+        gateway's facade always passes the keys it trusts (gateway.auditing).
+        """
+        if trust is None and self.signer is not None:
+            trust = Trust(TrustedKeys.of([self.signer.public_key]))
+        if checkpoint is not None:
+            self.check_checkpoint(checkpoint)
         # Counted first, and the walk stops at the highest seq counted, so appends made while
         # verify runs are neither walked nor miscounted.
         census = self._census()
         total = census.highest
-        verifier = Verifier(checkpoint)
+        verifier = Verifier(checkpoint, trust)
         page: list[EventRow] = []
         for row in self._rows([Event.seq <= census.highest]):
             page.append(row)
@@ -337,6 +392,15 @@ class AuditStore:
         self._verify_page(verifier, page, progress, total)
         verifier.account(census)
         return verifier.report()
+
+    def check_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """:class:`CheckpointError` unless the checkpoint is of this database."""
+        if checkpoint.store_id != self.store_id:
+            raise CheckpointError(
+                f"the checkpoint is for audit database {checkpoint.store_id}, "
+                f"not this one ({self.store_id}).",
+                hint="Verify against the database the checkpoint was taken from.",
+            )
 
     def _verify_page(
         self,
@@ -353,6 +417,14 @@ class AuditStore:
                 contents.update(_content_digests(conn, refs))
         for row, body in zip(page, parsed, strict=True):
             verifier.feed(row, body, contents)
+        targets, request_ids = verifier.wanted()
+        found: dict[int, Target] = {}
+        lives: list[Target] = []
+        if (targets or request_ids) and page:
+            with self._backend.reader.connect() as conn:
+                found = _targets(conn, targets)
+                lives = _lives(conn, request_ids, page[-1].seq, verifier.wanted_kinds)
+        verifier.settle(found, lives)
         if progress is not None:
             progress(verifier.count, max(total, verifier.count))
 
@@ -369,6 +441,39 @@ class AuditStore:
             )
         )
         return cp.sign(self.store_id, appended.seq, appended.hash, appended.recorded_at, key)
+
+
+_TARGET_COLUMNS = (Event.seq, Event.kind, Event.request_id, Event.request_hash, Event.hash)
+
+
+def _targets(conn: Connection, seqs: set[int]) -> dict[int, Target]:
+    """The rows at the seqs a page's events name (CACHE_HIT, REPLAY, INTEGRITY_ALERT)."""
+    found: dict[int, Target] = {}
+    wanted = sorted(seqs)
+    for start in range(0, len(wanted), PAGE):
+        chunk = wanted[start : start + PAGE]
+        for row in conn.execute(select(*_TARGET_COLUMNS).where(Event.seq.in_(chunk))):
+            found[row.seq] = Target(*row)
+    return found
+
+
+def _lives(
+    conn: Connection, request_ids: set[str], upto: int, kinds: Iterable[str]
+) -> list[Target]:
+    """The REQUEST and terminal events of requests with an unmatched outcome, up to ``upto``."""
+    if not request_ids:
+        return []
+    query = (
+        select(*_TARGET_COLUMNS)
+        .where(
+            Event.request_id.in_(sorted(request_ids)),
+            Event.kind.in_(list(kinds)),
+            Event.seq >= 1,
+            Event.seq <= upto,
+        )
+        .order_by(Event.seq)
+    )
+    return [Target(*row) for row in conn.execute(query)]
 
 
 def _content_digests(conn: Connection, refs: set[str]) -> Mapping[str, str | None]:

@@ -31,7 +31,10 @@ from typing import Any
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
 from audit.authenticity import SignatureCheck, check_outcome
 from audit.errors import AuditStoreError
+from audit.signing import signature_check
+from audit.store import missing_database
 from gateway._audit_errors import translated
+from gateway.auditing import record_signer, trusted_record_keys
 from gateway.errors import (
     AuditError,
     AuditWriteError,
@@ -116,11 +119,25 @@ class Recorder:
         self.signature = signature
 
     @classmethod
-    def open(cls, settings: Settings) -> Recorder:
-        """A recorder on the audit store ``settings`` names (created and migrated if new)."""
+    def open(cls, settings: Settings, *, create: bool = True) -> Recorder:
+        """A recorder on the audit store ``settings`` names (created and migrated if new;
+        with ``create=False`` a missing SQLite file is :class:`AuditUnavailable`).
+
+        Every event it appends is signed with the record key (``record_signer``), and the
+        read path trusts that key and the configured trusted keys, nothing else.
+        """
+        if not create:
+            with translated():
+                missing = missing_database(settings.database_url)
+                if missing is not None:
+                    raise missing
+        signer = record_signer(settings, create=True)
+        trusted = trusted_record_keys(settings, signer)
         with translated():
-            store = AuditStore.open(settings.database_url, durability=settings.durability)
-        return cls(store)
+            store = AuditStore.open(
+                settings.database_url, durability=settings.durability, signer=signer, create=create
+            )
+        return cls(store, signature=signature_check(trusted))
 
     # -- the one translation of audit-store errors --------------------------------------------
 

@@ -20,7 +20,7 @@ gateway's tree (:func:`audit_failure`), so a caller catches ``GatewayError`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TextIO
@@ -44,6 +44,8 @@ from audit import (
 )
 from audit import checkpoint as checkpoints
 from audit.export import ExportFormat
+from audit.signing import KEY_HINT, Signer, Trust, TrustedKeys, UnusableKey, create_key_file
+from audit.store import sqlite_path
 from gateway._audit_errors import audit_failure, translated
 from gateway.errors import (
     ConfigurationError,
@@ -71,6 +73,122 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int], None]
+
+# The embedded default's record key: next to the SQLite database, never inside it.
+RECORD_KEY_FILE = "gateway-record.key"
+
+
+def record_key_path(settings: Settings) -> Path | None:
+    """Where the record key file is: ``record_key_file``, else ``gateway-record.key`` next to
+    a SQLite database; None for another database without one (it must be configured)."""
+    if settings.record_key_file is not None:
+        return settings.record_key_file
+    database = sqlite_path(settings.database_url)
+    return database.parent / RECORD_KEY_FILE if database is not None else None
+
+
+def record_signer(settings: Settings, *, create: bool) -> Signer | None:
+    """The record key that signs this gateway's audit events (never logged or stored).
+
+    ``record_key`` wins, then ``record_key_file`` (which must exist), then the embedded
+    default, ``gateway-record.key`` next to the SQLite database: read if it is there, made
+    (mode 0600) if not and ``create`` - a writer's first use. Without ``create`` a missing
+    default file is None: read-only commands create nothing. A database that is not SQLite
+    needs a configured key before anything is written (:class:`ConfigurationError`).
+    """
+    if settings.record_key is not None:
+        try:
+            return Signer.from_text(settings.record_key.get_secret_value())
+        except UnusableKey:
+            raise ConfigurationError(
+                "the record key (GATEWAY_RECORD_KEY) is not usable.", hint=KEY_HINT
+            ) from None
+    path = record_key_path(settings)
+    if path is None:
+        if not create:
+            return None
+        raise ConfigurationError(
+            "no record key is configured, and every audit event must be signed.",
+            hint="Set GATEWAY_RECORD_KEY_FILE (or GATEWAY_RECORD_KEY) to the gateway's "
+            "Ed25519 record key, kept outside the database (docs/security.md).",
+        )
+    try:
+        return Signer.from_file(path)
+    except FileNotFoundError:
+        if settings.record_key_file is not None:
+            raise ConfigurationError(
+                f"the record key file {str(path)!r} does not exist.",
+                hint="Point GATEWAY_RECORD_KEY_FILE at the gateway's record key.",
+            ) from None
+        if not create or not path.parent.is_dir():
+            return None  # nothing to sign yet; a missing folder is the database's error
+    except UnusableKey:
+        raise ConfigurationError(
+            f"the record key file {str(path)!r} does not hold a usable key.", hint=KEY_HINT
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _unreadable_key(path, exc) from None
+    try:
+        return create_key_file(path)
+    except FileExistsError:
+        return Signer.from_file(path)  # another process made it first
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot create the record key file {str(path)!r}: {exc.strerror}.",
+            hint="Make the folder writable, or set GATEWAY_RECORD_KEY_FILE.",
+        ) from None
+
+
+def _unreadable_key(path: Path, exc: OSError | UnicodeDecodeError) -> ConfigurationError:
+    reason = exc.strerror if isinstance(exc, OSError) else "it is not text"
+    return ConfigurationError(f"cannot read the key file {str(path)!r}: {reason}.")
+
+
+def read_public_keys(path: Path) -> list[str]:
+    """The public keys in a file: one a line (hex or base64), blank lines and ``#`` comments
+    skipped. :class:`InputError` names the file and line of anything that is not a key."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise InputError(f"cannot read the public key file {str(path)!r}: {reason}.") from None
+    keys = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            TrustedKeys.of([text])
+        except UnusableKey:
+            raise InputError(
+                f"line {number} of {str(path)!r} is not an Ed25519 public key.",
+                hint="A public key is 32 bytes as 64 hex characters (or base64), one a line.",
+            ) from None
+        keys.append(text)
+    return keys
+
+
+def trusted_record_keys(
+    settings: Settings, signer: Signer | None, extra: Iterable[str] = ()
+) -> TrustedKeys:
+    """The public keys whose record signatures are accepted: this gateway's own (its
+    ``signer``), ``trusted_keys``, the keys in ``trusted_keys_file`` and ``extra``."""
+    texts = list(settings.trusted_keys)
+    if settings.trusted_keys_file is not None:
+        try:
+            texts += read_public_keys(settings.trusted_keys_file)
+        except InputError as exc:
+            raise ConfigurationError(exc.message, hint=exc.hint) from None
+    texts += extra
+    if signer is not None:
+        texts.append(signer.public_key)
+    try:
+        return TrustedKeys.of(texts)
+    except UnusableKey as exc:
+        raise ConfigurationError(
+            f"GATEWAY_TRUSTED_KEYS is not usable: {exc}",
+            hint="List public keys (64 hex characters each), comma-separated.",
+        ) from None
 
 
 def checkpoint_text(head: Checkpoint) -> str:
@@ -118,9 +236,29 @@ class Auditing:
 
     @classmethod
     def open(cls, settings: Settings) -> Auditing:
+        """Open an existing audit database: a SQLite file that is not there is
+        :class:`AuditUnavailable` ("no audit database at PATH"), and nothing is created."""
+        signer = record_signer(settings, create=False)
         with translated():
-            store = AuditStore.open(settings.database_url, settings.durability.value)
+            store = AuditStore.open(
+                settings.database_url, settings.durability.value, signer=signer, create=False
+            )
         return cls(store, settings)
+
+    def _writing(self) -> AuditStore:
+        """The store, able to sign: an export and a checkpoint record themselves."""
+        if self._store.signer is None:
+            signer = record_signer(self._settings, create=True)
+            with translated():
+                store = AuditStore.open(
+                    self._settings.database_url,
+                    self._settings.durability.value,
+                    signer=signer,
+                    create=False,
+                )
+            self._store.close()
+            self._store = store
+        return self._store
 
     def close(self) -> None:
         self._store.close()
@@ -158,15 +296,46 @@ class Auditing:
         self,
         *,
         checkpoint: Path | None = None,
-        public_key: str | None = None,
+        trusted_keys: Sequence[str] = (),
+        allow_unsigned_before: int | None = None,
+        unsafe_accept_unpinned_checkpoint: bool = False,
         progress: Progress | None = None,
     ) -> VerifyReport:
-        """Recompute every hash and link; with ``checkpoint``, also prove the log still holds
-        and extends it. The checkpoint must be signed by ``public_key`` (hex Ed25519), else
-        by the key of ``GATEWAY_CHECKPOINT_KEY`` when one is set."""
-        head = self._load_checkpoint(checkpoint, public_key) if checkpoint is not None else None
+        """Recompute every hash and link, check each request's life and every record
+        signature; with ``checkpoint``, also prove the log still holds and extends it.
+
+        Trusted keys (the report lists them): this gateway's own record key, the configured
+        ``trusted_keys`` and ``trusted_keys`` given here (public keys, hex). An event signed
+        by none of them, or unsigned, is a defect; ``allow_unsigned_before=SEQ`` accepts
+        unsigned events below SEQ (a log that predates signing; the report counts them).
+
+        The checkpoint's signer must be pinned: a trusted key, or the public key of
+        ``GATEWAY_CHECKPOINT_KEY``. Else it is refused (:class:`InputError`), unless
+        ``unsafe_accept_unpinned_checkpoint`` - then the report's ``checkpoint_pinned`` is
+        False, and whoever shows it must say so.
+        """
+        keys = trusted_record_keys(self._settings, self._store.signer, trusted_keys)
+        head = None
+        pinned = None
+        if checkpoint is not None:
+            head = self._load_checkpoint(checkpoint)
+            pins = {k.public_key for k in keys}
+            own = self._signing_key()
+            if own is not None:
+                pins.add(checkpoints.public_key(own))
+            with translated():
+                self._store.check_checkpoint(head)  # another database's: say that first
+                pinned = checkpoints.pinned(
+                    head, pins, unsafe_accept_unpinned=unsafe_accept_unpinned_checkpoint
+                )
+        trust = Trust(keys, allow_unsigned_before or 1)
         with translated():
-            return self._store.verify(progress, checkpoint=head)
+            report = self._store.verify(progress, checkpoint=head, trust=trust)
+        if head is None:
+            return report
+        return report.model_copy(
+            update={"checkpoint_signer": head.public_key, "checkpoint_pinned": pinned}
+        )
 
     def export(
         self,
@@ -178,8 +347,9 @@ class Auditing:
     ) -> ExportSummary:
         """Write the matching events (bodies exactly as hashed) to ``out``; the export is
         recorded first as an EXPORT event naming ``reviewer``."""
+        store = self._writing()
         with translated():
-            return export_events(self._store, out, fmt, filters, reviewer=reviewer)
+            return export_events(store, out, fmt, filters, reviewer=reviewer)
 
     def checkpoint(self, *, unsigned: bool = False) -> Checkpoint:
         """Record a CHECKPOINT event and return the head it made, signed with
@@ -190,8 +360,9 @@ class Auditing:
             raise ConfigurationError(
                 "no checkpoint signing key is configured.", hint=checkpoints.KEY_HINT
             )
+        store = self._writing()
         with translated():
-            return self._store.checkpoint(key)
+            return store.checkpoint(key)
 
     def _signing_key(self) -> bytes | None:
         secret = self._settings.checkpoint_key
@@ -202,12 +373,8 @@ class Auditing:
         except CheckpointError as exc:
             raise ConfigurationError(exc.message, hint=exc.hint) from exc
 
-    def _load_checkpoint(self, path: Path, public_key: str | None) -> Checkpoint:
-        if public_key is not None:
-            trusted: str | None = public_key.strip().lower()
-        else:
-            key = self._signing_key()
-            trusted = checkpoints.public_key(key) if key is not None else None
+    def _load_checkpoint(self, path: Path) -> Checkpoint:
+        """The checkpoint, unaltered since its signer signed it (who that is, is pinned)."""
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -217,4 +384,4 @@ class Auditing:
                 hint="Pass the file written by `gateway audit checkpoint`.",
             ) from exc
         with translated():
-            return checkpoints.loads(text, trusted_public_key=trusted)
+            return checkpoints.loads(text)

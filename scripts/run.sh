@@ -20,6 +20,9 @@ else
     trap 'rm -rf "$WORK"' EXIT
 fi
 export GATEWAY_DATABASE_URL="sqlite:///$WORK/gateway-audit.db"
+# The record key that signs every audit event is made on first use as $WORK/gateway-record.key
+# (mode 0600), beside the database and never in it. A bank sets GATEWAY_RECORD_KEY_FILE to a
+# key held in an HSM/KMS-backed secret store and gives auditors the public key.
 export GATEWAY_POLICY_DIR=policies
 export GATEWAY_DURABILITY=os # a throwaway demo log: survive a process crash, skip the fsyncs
 # The policy lets callers lower max_tokens to 256; the demo answer needs no more.

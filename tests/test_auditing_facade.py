@@ -28,6 +28,7 @@ from gateway.auditing import (
     audit_failure,
     checkpoint_text,
     grant_role,
+    record_signer,
     schema_status,
     upgrade_schema,
 )
@@ -42,7 +43,8 @@ def settings(url: str, key: str | None = KEY) -> Settings:
 
 @pytest.fixture
 def url(sqlite_url: str) -> str:
-    with AuditStore.open(sqlite_url) as store:
+    signer = record_signer(settings(sqlite_url), create=True)  # signed as the gateway signs
+    with AuditStore.open(sqlite_url, signer=signer) as store:
         for rid, task in [("r-1", "pricing"), ("r-2", "compliance_review")]:
             store.append(EventDraft(kind=EventKind.REQUEST, request_id=rid, task=task))
             store.append(EventDraft(kind=EventKind.RESPONSE, request_id=rid, task=task))
@@ -115,6 +117,7 @@ def test_a_checkpoint_signed_with_another_key_is_input_error(url: str, tmp_path:
 
 def test_a_checkpoint_of_another_database_is_input_error(url: str, tmp_path: Path) -> None:
     other_url = f"sqlite:///{tmp_path / 'other.db'}"
+    AuditStore.open(other_url).close()  # a checkpoint is of an existing log: it creates none
     head_file = tmp_path / "head.json"
     with Auditing.open(settings(other_url)) as auditing:
         head_file.write_text(checkpoint_text(auditing.checkpoint()), encoding="utf-8")

@@ -111,6 +111,7 @@ def test_a_missing_request_id_is_exit_2_never_70(url: str) -> None:
 
 def test_a_foreign_checkpoint_is_exit_2(url: str, tmp_path: Path) -> None:
     other = f"sqlite:///{tmp_path / 'other.db'}"
+    AuditStore.open(other).close()  # a checkpoint is of an existing log: it creates none
     head = tmp_path / "head.json"
     assert run(other, "audit", "checkpoint", "--unsigned", "-o", str(head)).exit_code == 0
     result = run(url, "audit", "verify", "--checkpoint", str(head))

@@ -22,6 +22,7 @@ from gateway.auditing import (
     EventKind,
     VerifyReport,
     checkpoint_text,
+    read_public_keys,
 )
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
@@ -110,7 +111,45 @@ def audit_show(ctx: click.Context, request_id: str, fmt: str) -> None:
             click.echo(f"      payload {shown(name)}: {shown(content)}")
 
 
+UNPINNED_WARNING = (
+    "WARNING: the checkpoint's signer {signer} is NOT a trusted key: it was accepted only "
+    "because --unsafe-accept-unpinned-checkpoint was given, so it proves nothing about who "
+    "made it."
+)
+
+
+def _unpinned(report: VerifyReport) -> str | None:
+    if report.checkpoint_pinned is not False:
+        return None
+    return UNPINNED_WARNING.format(signer=report.checkpoint_signer or "(none: unsigned)")
+
+
+def _trust_lines(report: VerifyReport) -> list[str]:
+    """What the verify trusted, always said: which keys, legacy rows, the checkpoint."""
+    if not report.signatures_checked:
+        lines = ["record signatures: NOT checked (no trusted keys were given)"]
+    elif report.trusted_keys:
+        keys = ", ".join(f"{k.key_id} ({k.public_key})" for k in report.trusted_keys)
+        lines = [f"record signatures checked against {len(report.trusted_keys)} key(s): {keys}"]
+    else:
+        lines = ["record signatures checked against NO trusted key: pass --public-key FILE"]
+    if report.unsigned_allowed_before is not None:
+        lines.append(
+            f"unsigned events below seq {report.unsigned_allowed_before} accepted "
+            f"(--allow-unsigned-before): {report.unsigned_allowed} found"
+        )
+    if report.checkpoint_seq is not None:
+        if report.checkpoint_pinned:
+            lines.append(f"checkpoint signed by trusted key {report.checkpoint_signer}")
+        elif (warning := _unpinned(report)) is not None:
+            lines.append(warning)
+    return lines
+
+
 def _print_report(report: VerifyReport, fmt: str) -> None:
+    warning = _unpinned(report)
+    if warning is not None:
+        click.echo(warning, err=True)
     if fmt == "json":
         echo_json(report.model_dump(mode="json"))
         return
@@ -120,14 +159,16 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
             f"intact: {report.events_checked} events, head seq {report.head_seq} "
             f"{shown(report.head_hash)}{tail}"
         )
-        return
-    click.echo(
-        f"DEFECTS: {len(report.defects)} found in {report.events_checked} events; "
-        f"first bad seq {report.first_bad_seq}"
-    )
-    for d in report.defects[:50]:
-        seq = d.seq if d.seq is not None else "-"
-        click.echo(f"  seq {seq}: {shown(d.kind.value)}: {shown(d.detail)}")
+    else:
+        click.echo(
+            f"DEFECTS: {len(report.defects)} found in {report.events_checked} events; "
+            f"first bad seq {report.first_bad_seq}"
+        )
+        for d in report.defects[:50]:
+            seq = d.seq if d.seq is not None else "-"
+            click.echo(f"  seq {seq}: {shown(d.kind.value)}: {shown(d.detail)}")
+    for line in _trust_lines(report):
+        click.echo(shown(line))
 
 
 @audit_group.command("verify")
@@ -137,19 +178,48 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Also prove the log still contains and extends this checkpoint.",
 )
-@click.option("--public-key", help="Hex Ed25519 key the checkpoint must be signed with.")
+@click.option(
+    "--public-key",
+    "public_key_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A file of Ed25519 public keys (hex, one a line) to trust for record signatures "
+    "and checkpoints, besides the gateway's own and GATEWAY_TRUSTED_KEYS. Repeatable.",
+)
+@click.option(
+    "--allow-unsigned-before",
+    type=click.IntRange(min=1),
+    metavar="SEQ",
+    help="Accept unsigned events below SEQ: a log written before record signatures existed.",
+)
+@click.option(
+    "--unsafe-accept-unpinned-checkpoint",
+    is_flag=True,
+    help="UNSAFE: accept a checkpoint signed by no trusted key (or unsigned); says so.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
 def audit_verify(
-    ctx: click.Context, checkpoint_file: Path | None, public_key: str | None, fmt: str
+    ctx: click.Context,
+    checkpoint_file: Path | None,
+    public_key_files: tuple[Path, ...],
+    allow_unsigned_before: int | None,
+    unsafe_accept_unpinned_checkpoint: bool,
+    fmt: str,
 ) -> None:
-    """Recompute every hash and link; exit 0 if intact, 1 on any defect."""
+    """Recompute every hash, link and record signature and check each request's life;
+    exit 0 if intact, 1 on any defect. Says which keys it trusted."""
+    keys = [key for path in public_key_files for key in read_public_keys(path)]
     with (
         Auditing.open(settings_of(ctx)) as auditing,
         Progress("verifying", threshold=PROGRESS_THRESHOLD) as progress,
     ):
         report = auditing.verify(
-            checkpoint=checkpoint_file, public_key=public_key, progress=progress
+            checkpoint=checkpoint_file,
+            trusted_keys=keys,
+            allow_unsigned_before=allow_unsigned_before,
+            unsafe_accept_unpinned_checkpoint=unsafe_accept_unpinned_checkpoint,
+            progress=progress,
         )
     _print_report(report, fmt)
     if not report.ok:

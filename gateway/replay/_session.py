@@ -31,7 +31,7 @@ class ReplaySession:
     @classmethod
     def open(cls, settings: Settings, *, providers: Providers | None = None) -> ReplaySession:
         catalog = Catalog.load(settings.catalog_override)
-        return cls(Recorder.open(settings), catalog, providers or Providers(settings))
+        return cls(Recorder.open(settings, create=False), catalog, providers or Providers(settings))
 
     def prepare(
         self, selection: Selection, *, live: bool = False, model: str | None = None

@@ -12,6 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventDraft, EventKind
+from gateway import Settings
+from gateway.auditing import record_signer
 from gateway.cli import main
 
 KEY = "11" * 32
@@ -21,7 +23,11 @@ KEY = "11" * 32
 def db(tmp_path: Path) -> tuple[str, Path]:
     path = tmp_path / "audit.db"
     url = f"sqlite:///{path}"
-    with AuditStore.open(url) as store:
+    # Written as the gateway writes: signed with its record key (the file beside the
+    # database), each outcome after its REQUEST, the cache hit naming the RESPONSE it served.
+    signer = record_signer(Settings(database_url=url), create=True)
+    served = None
+    with AuditStore.open(url, signer=signer) as store:
         for rid, outcome in [
             ("r-done", EventKind.RESPONSE),
             ("r-failed", EventKind.FAILED),
@@ -30,10 +36,14 @@ def db(tmp_path: Path) -> tuple[str, Path]:
             ("r-open", None),
         ]:
             task = "pricing" if rid == "r-cached" else "compliance_review"
+            rhash = "sha256:" + "d" * 64 if rid in ("r-done", "r-cached") else None
             if outcome is not EventKind.CACHE_HIT and outcome is not EventKind.REJECTED:
                 store.append(
-                    EventDraft(kind=EventKind.REQUEST, request_id=rid, task=task, caller="svc")
-                )
+                    EventDraft(
+                        kind=EventKind.REQUEST, request_id=rid, task=task, caller="svc",
+                        request_hash=rhash,
+                    )
+                )  # fmt: skip
             if rid == "r-failed":
                 store.append(
                     EventDraft(
@@ -41,9 +51,18 @@ def db(tmp_path: Path) -> tuple[str, Path]:
                     )
                 )
             if outcome is not None:
-                store.append(
-                    EventDraft(kind=outcome, request_id=rid, task=task, caller="svc", data={})
-                )
+                data = {}
+                if outcome is EventKind.CACHE_HIT and served is not None:
+                    data = {"served_seq": served.seq, "served_hash": served.hash,
+                            "served_request_id": "r-done"}  # fmt: skip
+                appended = store.append(
+                    EventDraft(
+                        kind=outcome, request_id=rid, task=task, caller="svc", data=data,
+                        request_hash=rhash,
+                    )
+                )  # fmt: skip
+                if outcome is EventKind.RESPONSE:
+                    served = appended
     return url, path
 
 

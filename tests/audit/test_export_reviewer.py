@@ -11,6 +11,7 @@ from gateway.cli import main
 
 
 def test_the_export_event_names_the_reviewer(sqlite_url: str) -> None:
+    AuditStore.open(sqlite_url).close()  # export reads an existing log; it creates none
     env = {"GATEWAY_DATABASE_URL": sqlite_url}
     runner = CliRunner()
     named = runner.invoke(main, ["audit", "export", "--reviewer", "a.auditor"], env=env)

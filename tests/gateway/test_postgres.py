@@ -13,13 +13,14 @@ from tests.gateway.conftest import API_KEY, MakeGateway
 pytestmark = pytest.mark.postgres
 
 PROMPT = "Transaction: pay 42 CHF to Example AG"
+RECORD_KEY = "44" * 32  # PostgreSQL has no file beside it: the record key is configured
 
 
 def test_a_database_whose_schema_is_behind_is_refused_naming_the_command(
     make_gateway: MakeGateway, pg_url: str
 ) -> None:
     with pytest.raises(AuditUnavailable) as caught:
-        make_gateway(database_url=pg_url)
+        make_gateway(database_url=pg_url, record_key=RECORD_KEY)
     assert "gateway db upgrade" in str(caught.value)
 
 
@@ -27,10 +28,12 @@ def test_requests_hits_and_rejections_are_recorded_and_verify(
     make_gateway: MakeGateway, pg_url: str, fake_api: FakeMessagesAPI
 ) -> None:
     upgrade(pg_url)
-    gw = make_gateway(database_url=pg_url)
+    gw = make_gateway(database_url=pg_url, record_key=RECORD_KEY)
     fake_api.script(Reply.error(529), Reply.ok(text="No finding."))
     first = gw.complete("compliance_review", PROMPT, caller="payments-svc")
-    second = make_gateway(database_url=pg_url).complete("compliance_review", PROMPT)
+    second = make_gateway(database_url=pg_url, record_key=RECORD_KEY).complete(
+        "compliance_review", PROMPT
+    )
     with pytest.raises(PolicyViolation):
         gw.complete("compliance_review", PROMPT, overrides={"temperature": 1})
 
