@@ -12,6 +12,7 @@ payloads, policies and events in one transaction.
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -36,8 +37,8 @@ from audit._backend import Backend, db_reason
 from audit._bounded import check_data_size, check_draft
 from audit._fork import abandon
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
-from audit.chain import GENESIS, BodyTemplate, canonical_time, link_hash
-from audit.errors import AppendFailed, InvalidEvent
+from audit.chain import GENESIS, BodyTemplate, as_bytes, canonical_time, link_hash
+from audit.errors import AppendFailed, ContentConflict, InvalidEvent
 from audit.models import Appended, EventDraft
 from audit.schema import column_names, metadata
 from audit.signing import Signer
@@ -253,6 +254,77 @@ class _Insert:
         return out
 
 
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+class _ContentCheck:
+    """Insert-if-absent that compares: a content row already stored under one of the batch's
+    digests must hold the batch's bytes, or the append fails closed (:class:`ContentConflict`).
+
+    Content rows are written once, so a row put there ahead of time under the digest of a
+    future request body would otherwise stand in for the bytes that were sent. SQLite holds
+    the write lock for the whole transaction, so the rows found *before* the insert are the
+    only ones that can differ, and only those (rarely any) are read back and compared byte
+    for byte. PostgreSQL compares *after* the insert, in the server (``sha256`` of the stored
+    content against its key, so no content travels back): a row another session inserted
+    between a check and the insert is then compared too. Its content trigger (0007) refuses
+    such rows from every role already; this also covers rows from before it, and the owner.
+    """
+
+    def __init__(self, dialect: str) -> None:
+        self.first = dialect == "sqlite"  # compare before the insert, or after it
+
+    @staticmethod
+    def _keys(rows: dict[str, dict[str, Any]]) -> str:
+        for key in rows:  # inlined below: a digest is "sha256:" and hex, nothing else
+            if not _DIGEST.fullmatch(key):
+                raise InvalidEvent(f"{key!r} is not a content digest.")
+        return ", ".join(f"'{key}'" for key in rows)
+
+    def compare(
+        self, run: Run, payloads: dict[str, dict[str, Any]], policies: dict[str, dict[str, Any]]
+    ) -> None:
+        if not payloads and not policies:
+            return
+        parts = []
+        if self.first:
+            if payloads:
+                parts.append(
+                    "SELECT 'payloads', digest, size, content FROM payloads "
+                    f"WHERE digest IN ({self._keys(payloads)})"
+                )
+            if policies:
+                parts.append(
+                    "SELECT 'policies', fingerprint, NULL, content FROM policies "
+                    f"WHERE fingerprint IN ({self._keys(policies)})"
+                )
+        else:
+            hashed = "'sha256:' || encode(sha256(content), 'hex')"
+            if payloads:
+                parts.append(
+                    "SELECT 'payloads', digest FROM payloads "
+                    f"WHERE digest IN ({self._keys(payloads)}) "
+                    f"AND (digest <> {hashed} OR size <> length(content))"
+                )
+            if policies:
+                parts.append(
+                    "SELECT 'policies', fingerprint FROM policies "
+                    f"WHERE fingerprint IN ({self._keys(policies)}) AND fingerprint <> {hashed}"
+                )
+        conflicts: dict[str, list[str]] = {}
+        for found in run(" UNION ALL ".join(parts), None):
+            table, key = found[0], found[1]
+            if self.first:
+                ours = (payloads if table == "payloads" else policies)[key]
+                content = as_bytes(found[3])
+                size_ok = table == "policies" or found[2] == len(content)
+                if content == bytes(ours["content"]) and size_ok:
+                    continue
+            conflicts.setdefault(table, []).append(key)
+        for table, keys in conflicts.items():
+            raise ContentConflict(table, sorted(keys))
+
+
 # Runs one statement inside the append transaction: with params, executemany and no rows back;
 # without, execute and every row back.
 Run = Callable[[str, "list[tuple[Any, ...]] | None"], list[Any]]
@@ -390,6 +462,7 @@ class Appender:
         self._events = _Insert(metadata.tables["events"], dialect, ignore=False)
         self._payloads = _Insert(metadata.tables["payloads"], dialect, ignore=True)
         self._policies = _Insert(metadata.tables["policies"], dialect, ignore=True)
+        self._content = _ContentCheck(backend.dialect)
         self._writer: _SqliteWriter | _EngineWriter = (
             _SqliteWriter(backend.writer) if backend.dialect == "sqlite" else _EngineWriter(backend)
         )
@@ -440,10 +513,14 @@ class Appender:
                     policy = item.policy_row
                     if policy and policy["fingerprint"] not in known.policies:
                         policies[policy["fingerprint"]] = policy
+                if self._content.first:
+                    self._content.compare(run, payloads, policies)
                 if payloads:
                     run(self._payloads.sql, self._payloads.params(list(payloads.values())))
                 if policies:
                     run(self._policies.sql, self._policies.params(list(policies.values())))
+                if not self._content.first:
+                    self._content.compare(run, payloads, policies)
                 run(self._events.sql, self._events.params(events))
         except BaseException as exc:
             # Whatever went wrong, the database may not hold what this process saw committed

@@ -2,14 +2,18 @@
 
     backend = Backend.connect("sqlite:///gateway-audit.db", "fsync")
     with backend.writer.begin() as conn:   # BEGIN IMMEDIATE on SQLite: holds the chain lock
-        backend.lock_chain(conn)           # advisory lock on PostgreSQL, no-op on SQLite
+        backend.lock_chain(conn)           # a row lock on PostgreSQL, no-op on SQLite
 
 SQLite: WAL, ``synchronous=FULL`` (fsync) or ``NORMAL`` (os), a busy timeout so processes
-queue for the write lock instead of failing: 60 s, or ``?lock_timeout=SECONDS`` in the URL
-(``sqlite:///audit.db?lock_timeout=5``; on PostgreSQL it sets ``lock_timeout`` for the chain
-lock). Past it an append fails closed with ``AppendFailed``. Writers and readers use
-separate engines so reads never take the write lock. PostgreSQL: ``synchronous_commit`` on
-or off per durability.
+queue for the write lock instead of failing. PostgreSQL: ``synchronous_commit`` on or off per
+durability, and ``lock_timeout`` for the session. Both wait 60 s, or ``?lock_timeout=SECONDS``
+from the URL (``sqlite:///audit.db?lock_timeout=5``); past it an append fails closed with
+``AppendFailed``, so no call waits on a lock for ever. Writers and readers use separate
+engines so reads never take the write lock.
+
+PostgreSQL's chain lock is the row lock that ``audit_chain_lock()`` takes (migration 0007):
+only a session that may INSERT into ``events`` can take it, unlike an advisory lock, which any
+role that can connect may take and hold.
 """
 
 from __future__ import annotations
@@ -18,18 +22,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from audit._fork import abandon
-from audit.errors import DatabaseUnavailable
+from audit.errors import AppendFailed, DatabaseUnavailable
 
 DURABILITIES = ("fsync", "os")
 BUSY_TIMEOUT_MS = 60_000
 LOCK_TIMEOUT_PARAM = "lock_timeout"  # URL query parameter, seconds; ours, not the driver's
-# pg_advisory_xact_lock key: one chain per database. Any constant works; this is "AUDT".
-CHAIN_LOCK_KEY = 0x41554454
+# The PostgreSQL chain lock (migration 0007), held to the end of the transaction.
+CHAIN_LOCK_SQL = "SELECT audit_chain_lock()"
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE when lock_timeout expires
 URL_HINT = "Set GATEWAY_DATABASE_URL to sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB."
 
 
@@ -85,6 +90,7 @@ class Backend:
     durability: str
     writer: Engine
     reader: Engine
+    lock_timeout_ms: int = BUSY_TIMEOUT_MS
 
     @classmethod
     def connect(cls, url: str, durability: str) -> Backend:
@@ -106,7 +112,7 @@ class Backend:
         if name == "postgresql":
             if parsed.drivername == "postgresql":
                 parsed = parsed.set(drivername="postgresql+psycopg")
-            return cls._postgres(parsed, durability, lock_ms)
+            return cls._postgres(parsed, durability, lock_ms or BUSY_TIMEOUT_MS)
         raise DatabaseUnavailable(f"the audit store does not support {name!r}.", hint=URL_HINT)
 
     @classmethod
@@ -143,14 +149,16 @@ class Backend:
 
             return engine
 
-        return cls(shown(url), "sqlite", durability, make("BEGIN IMMEDIATE"), make("BEGIN"))
+        return cls(
+            shown(url), "sqlite", durability, make("BEGIN IMMEDIATE"), make("BEGIN"), busy_ms
+        )
 
     @classmethod
-    def _postgres(cls, url: URL, durability: str, lock_ms: int | None) -> Backend:
+    def _postgres(cls, url: URL, durability: str, lock_ms: int) -> Backend:
         commit = "on" if durability == "fsync" else "off"
-        options = f"-c synchronous_commit={commit}"
-        if lock_ms is not None:
-            options += f" -c lock_timeout={lock_ms}"
+        # Always a lock_timeout: a session holding the chain lock (or a row an append needs)
+        # makes appends fail closed after it, never hang.
+        options = f"-c synchronous_commit={commit} -c lock_timeout={lock_ms}"
         engine = _engine(
             url,
             # No pre-ping: it costs a round trip per append. After a server restart the
@@ -160,12 +168,28 @@ class Backend:
             max_overflow=32,
             connect_args={"options": options, "connect_timeout": 10},
         )
-        return cls(shown(url), "postgresql", durability, engine, engine)
+        return cls(shown(url), "postgresql", durability, engine, engine, lock_ms)
 
     def lock_chain(self, conn: Connection) -> None:
-        if self.dialect == "postgresql":
-            # Held to the end of the transaction; instances queue here, then read the head.
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": CHAIN_LOCK_KEY})
+        """Take the chain lock (PostgreSQL; SQLite's BEGIN IMMEDIATE took it already).
+
+        Held to the end of the transaction; instances queue here, then read the head. Past
+        ``lock_timeout`` the append fails with an :class:`AppendFailed` that names the lock.
+        """
+        if self.dialect != "postgresql":
+            return
+        try:
+            conn.exec_driver_sql(CHAIN_LOCK_SQL)
+        except OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            raise AppendFailed(
+                f"the audit chain lock was not granted within {self.lock_timeout_ms / 1000:g} s: "
+                "another session holds it (an append in progress, or a session that keeps a "
+                "transaction open).",
+                hint="Nothing was written. Retry; if it persists, find the session holding the "
+                "lock (pg_stat_activity, state 'idle in transaction') and end it.",
+            ) from exc
 
     def after_fork(self) -> None:
         """In a forked child: new, empty pools, so the child opens its own connections.

@@ -24,7 +24,7 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
-from audit._backend import CHAIN_LOCK_KEY
+from audit._backend import CHAIN_LOCK_SQL
 
 
 def _draft(rid: str) -> EventDraft:
@@ -41,7 +41,7 @@ def _hold_chain_lock(url: str) -> None:
         conn = psycopg.connect(
             host=parsed.host, port=parsed.port, dbname=parsed.database, user=parsed.username
         )
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (CHAIN_LOCK_KEY,))
+        conn.execute(CHAIN_LOCK_SQL)
     print("locked", flush=True)
     sys.stdin.readline()
     conn.rollback()
@@ -98,7 +98,7 @@ def main(url: str, mode: str) -> None:
     thread.start()
     while store.group_commits == before:  # the thread leads a group: it is inside commit
         time.sleep(0.01)
-    time.sleep(0.3)  # and now waits for the lock (busy handler / advisory lock)
+    time.sleep(0.3)  # and now waits for the lock (busy handler / chain row lock)
     report_r, report_w = os.pipe()
     go_r, go_w = os.pipe()
     pid = os.fork()

@@ -15,7 +15,7 @@ import pytest
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
 from audit._append import Appender, Prepared, item_specific, prepare
-from audit._backend import CHAIN_LOCK_KEY, Backend
+from audit._backend import CHAIN_LOCK_SQL, Backend
 from audit._group import GroupCommitter
 from audit.models import Appended
 from tests.audit.conftest import Raw
@@ -35,14 +35,12 @@ class ChainLockHolder:
         if self.raw.dialect == "sqlite":
             self.raw.execute("BEGIN IMMEDIATE")
         else:
-            self.raw.execute("SELECT pg_advisory_lock(?)", (CHAIN_LOCK_KEY,))
+            self.raw.execute("BEGIN")  # the row lock is held to the end of the transaction
+            self.raw.execute(CHAIN_LOCK_SQL)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.raw.dialect == "sqlite":
-            self.raw.execute("ROLLBACK")
-        else:
-            self.raw.execute("SELECT pg_advisory_unlock(?)", (CHAIN_LOCK_KEY,))
+        self.raw.execute("ROLLBACK")
         self.raw.close()
 
 
