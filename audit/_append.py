@@ -33,7 +33,7 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.pool import PoolProxiedConnection
 
-from audit._backend import Backend, db_reason
+from audit._backend import CONTENT_CONFLICT, Backend, db_reason
 from audit._bounded import check_data_size, check_draft
 from audit._fork import abandon
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
@@ -262,17 +262,20 @@ class _ContentCheck:
     digests must hold the batch's bytes, or the append fails closed (:class:`ContentConflict`).
 
     Content rows are written once, so a row put there ahead of time under the digest of a
-    future request body would otherwise stand in for the bytes that were sent. SQLite holds
-    the write lock for the whole transaction, so the rows found *before* the insert are the
-    only ones that can differ, and only those (rarely any) are read back and compared byte
-    for byte. PostgreSQL compares *after* the insert, in the server (``sha256`` of the stored
-    content against its key, so no content travels back): a row another session inserted
-    between a check and the insert is then compared too. Its content trigger (0007) refuses
-    such rows from every role already; this also covers rows from before it, and the owner.
+    future request body would otherwise stand in for the bytes that were sent.
+
+    - SQLite (``enabled``): the transaction holds the write lock throughout, so the rows found
+      *before* the insert are the only ones that can differ; only those (rarely any) are read
+      back and compared byte for byte.
+    - PostgreSQL: the database checks it in the same statements, at no extra round trip. Its
+      content trigger (0007) refuses a row that does not hash to its key from every role, and
+      the chain guard refuses an event that references such a row (one stored earlier, or by
+      the owner with the triggers off) with SQLSTATE :data:`CONTENT_CONFLICT`, which
+      :func:`conflict_of` turns into the same error.
     """
 
     def __init__(self, dialect: str) -> None:
-        self.first = dialect == "sqlite"  # compare before the insert, or after it
+        self.enabled = dialect == "sqlite"
 
     @staticmethod
     def _keys(rows: dict[str, dict[str, Any]]) -> str:
@@ -284,45 +287,38 @@ class _ContentCheck:
     def compare(
         self, run: Run, payloads: dict[str, dict[str, Any]], policies: dict[str, dict[str, Any]]
     ) -> None:
-        if not payloads and not policies:
+        if not self.enabled or (not payloads and not policies):
             return
         parts = []
-        if self.first:
-            if payloads:
-                parts.append(
-                    "SELECT 'payloads', digest, size, content FROM payloads "
-                    f"WHERE digest IN ({self._keys(payloads)})"
-                )
-            if policies:
-                parts.append(
-                    "SELECT 'policies', fingerprint, NULL, content FROM policies "
-                    f"WHERE fingerprint IN ({self._keys(policies)})"
-                )
-        else:
-            hashed = "'sha256:' || encode(sha256(content), 'hex')"
-            if payloads:
-                parts.append(
-                    "SELECT 'payloads', digest FROM payloads "
-                    f"WHERE digest IN ({self._keys(payloads)}) "
-                    f"AND (digest <> {hashed} OR size <> length(content))"
-                )
-            if policies:
-                parts.append(
-                    "SELECT 'policies', fingerprint FROM policies "
-                    f"WHERE fingerprint IN ({self._keys(policies)}) AND fingerprint <> {hashed}"
-                )
+        if payloads:
+            parts.append(
+                "SELECT 'payloads', digest, size, content FROM payloads "
+                f"WHERE digest IN ({self._keys(payloads)})"
+            )
+        if policies:
+            parts.append(
+                "SELECT 'policies', fingerprint, NULL, content FROM policies "
+                f"WHERE fingerprint IN ({self._keys(policies)})"
+            )
         conflicts: dict[str, list[str]] = {}
-        for found in run(" UNION ALL ".join(parts), None):
-            table, key = found[0], found[1]
-            if self.first:
-                ours = (payloads if table == "payloads" else policies)[key]
-                content = as_bytes(found[3])
-                size_ok = table == "policies" or found[2] == len(content)
-                if content == bytes(ours["content"]) and size_ok:
-                    continue
-            conflicts.setdefault(table, []).append(key)
+        for table, key, size, stored in run(" UNION ALL ".join(parts), None):
+            ours = (payloads if table == "payloads" else policies)[key]
+            content = as_bytes(stored)
+            if content != bytes(ours["content"]) or (table == "payloads" and size != len(content)):
+                conflicts.setdefault(table, []).append(key)
         for table, keys in conflicts.items():
             raise ContentConflict(table, sorted(keys))
+
+
+def conflict_of(exc: SQLAlchemyError) -> ContentConflict | None:
+    """The :class:`ContentConflict` a PostgreSQL refusal stands for (the chain guard's
+    SQLSTATE :data:`CONTENT_CONFLICT`, DETAIL ``"TABLE DIGEST"``), else None."""
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "sqlstate", None) != CONTENT_CONFLICT:
+        return None
+    detail = str(getattr(getattr(orig, "diag", None), "message_detail", None) or "")
+    table, _, key = detail.partition(" ")
+    return ContentConflict(table or "content", [key] if key else [])
 
 
 # Runs one statement inside the append transaction: with params, executemany and no rows back;
@@ -513,14 +509,11 @@ class Appender:
                     policy = item.policy_row
                     if policy and policy["fingerprint"] not in known.policies:
                         policies[policy["fingerprint"]] = policy
-                if self._content.first:
-                    self._content.compare(run, payloads, policies)
+                self._content.compare(run, payloads, policies)
                 if payloads:
                     run(self._payloads.sql, self._payloads.params(list(payloads.values())))
                 if policies:
                     run(self._policies.sql, self._policies.params(list(policies.values())))
-                if not self._content.first:
-                    self._content.compare(run, payloads, policies)
                 run(self._events.sql, self._events.params(events))
         except BaseException as exc:
             # Whatever went wrong, the database may not hold what this process saw committed
@@ -528,6 +521,9 @@ class Appender:
             known.forget()
             if not isinstance(exc, SQLAlchemyError):
                 raise
+            conflict = conflict_of(exc)
+            if conflict is not None:
+                raise conflict from exc
             reason = db_reason(exc)
             raise AppendFailed(
                 f"the audit record could not be committed ({reason}).", hint=APPEND_HINT

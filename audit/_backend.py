@@ -35,6 +35,9 @@ LOCK_TIMEOUT_PARAM = "lock_timeout"  # URL query parameter, seconds; ours, not t
 # The PostgreSQL chain lock (migration 0007), held to the end of the transaction.
 CHAIN_LOCK_SQL = "SELECT audit_chain_lock()"
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE when lock_timeout expires
+# The chain guard's SQLSTATE (migration 0007) for an event whose content row under its digest
+# holds other bytes: reported as ContentConflict.
+CONTENT_CONFLICT = "23A01"
 URL_HINT = "Set GATEWAY_DATABASE_URL to sqlite:///PATH or postgresql+psycopg://USER@HOST:PORT/DB."
 
 

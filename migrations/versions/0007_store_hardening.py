@@ -33,7 +33,10 @@ PostgreSQL:
   row at the next seq does the same); the store's default ``lock_timeout`` turns that into a
   prompt ``AppendFailed`` rather than a hang.
 - The chain guard of 0005 takes the same lock through ``audit_chain_lock()`` instead of the
-  advisory lock (re-entry for the store, which holds it already).
+  advisory lock (re-entry for the store, which holds it already), and refuses an event that
+  references a payload or policy row whose bytes do not hash to its key (SQLSTATE 23A01,
+  which the store reports as ``ContentConflict``): a row stored before this revision, or by
+  the owner with the triggers off, cannot stand in for the content an event was sent with.
 
 Downgrading restores the advisory lock in the chain guard and drops the rest; the
 ``chain_lock`` row of ``audit_meta`` stays (audit_meta is append-only) and is harmless.
@@ -98,7 +101,29 @@ BEGIN
 END
 """
 
-# 0005's chain guard, verbatim but for the lock statement ({lock}).
+# The referenced content must be intact, too: a row stored before this revision (or by the
+# owner with the triggers off) under the digest of an event's content, holding other bytes,
+# refuses the event. CONTENT_CONFLICT tells the store which refusal this is (ContentConflict);
+# DETAIL names the row as "TABLE DIGEST".
+CONTENT_CONFLICT = "23A01"  # audit._backend.CONTENT_CONFLICT; class 23, integrity
+PAYLOAD_INTACT = """
+      PERFORM 1 FROM {schema}.payloads p WHERE p.digest = ref
+        AND p.size = length(p.content) AND p.digest = 'sha256:' || encode(sha256(p.content), 'hex');
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'audit content: seq % references payload % whose stored bytes are not it',
+          NEW.seq, ref
+          USING ERRCODE = '{code}', DETAIL = 'payloads ' || ref;
+      END IF;"""
+POLICY_INTACT = """
+    PERFORM 1 FROM {schema}.policies p WHERE p.fingerprint = b->>'policy_ref'
+      AND p.fingerprint = 'sha256:' || encode(sha256(p.content), 'hex');
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'audit content: seq % references policy % whose stored bytes are not it',
+        NEW.seq, b->>'policy_ref'
+        USING ERRCODE = '{code}', DETAIL = 'policies ' || (b->>'policy_ref');
+    END IF;"""
+
+# 0005's chain guard, verbatim but for the lock statement ({lock}) and the content checks.
 GUARD_BODY = """
 DECLARE
   head_seq integer;
@@ -172,7 +197,7 @@ BEGIN
       IF NOT FOUND THEN
         RAISE EXCEPTION 'audit chain: seq % references payload % that is not stored', NEW.seq, ref
           USING ERRCODE = 'foreign_key_violation';
-      END IF;
+      END IF;{payload_intact}
     END LOOP;
   END IF;
   IF jsonb_typeof(b->'policy_ref') = 'string' THEN
@@ -181,7 +206,7 @@ BEGIN
       RAISE EXCEPTION 'audit chain: seq % references policy % that is not stored',
         NEW.seq, b->>'policy_ref'
         USING ERRCODE = 'foreign_key_violation';
-    END IF;
+    END IF;{policy_intact}
   END IF;
   RETURN NEW;
 END
@@ -209,8 +234,14 @@ def _run_raw(statements: list[str]) -> None:
         cursor.close()
 
 
-def _guard(schema: str, lock: str) -> str:
-    body = GUARD_BODY.format(schema=schema, lock=lock, genesis=GENESIS, time_format=TIME_FORMAT)
+def _guard(schema: str, lock: str, *, intact: bool) -> str:
+    checks = {
+        name: text.format(schema=schema, code=CONTENT_CONFLICT) if intact else ""
+        for name, text in (("payload_intact", PAYLOAD_INTACT), ("policy_intact", POLICY_INTACT))
+    }
+    body = GUARD_BODY.format(
+        schema=schema, lock=lock, genesis=GENESIS, time_format=TIME_FORMAT, **checks
+    )
     return (
         f"CREATE OR REPLACE FUNCTION {schema}.{GUARD_FUNCTION}() RETURNS trigger "
         f"LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $guard${body}$guard$"
@@ -240,7 +271,7 @@ def upgrade() -> None:
                 f"FOR EACH ROW EXECUTE FUNCTION {schema}.{CONTENT_FUNCTION}()"
                 for table in CONTENT_TABLES
             ),
-            _guard(schema, f"PERFORM {schema}.{LOCK_FUNCTION}();"),
+            _guard(schema, f"PERFORM {schema}.{LOCK_FUNCTION}();", intact=True),
         ]
     )
 
@@ -251,7 +282,7 @@ def downgrade() -> None:
         op.execute("DROP TRIGGER IF EXISTS events_no_event_id_reuse")
         return
     schema = _schema()
-    _run_raw([_guard(schema, f"PERFORM pg_advisory_xact_lock({ADVISORY_KEY});")])
+    _run_raw([_guard(schema, f"PERFORM pg_advisory_xact_lock({ADVISORY_KEY});", intact=False)])
     for table in CONTENT_TABLES:
         conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {table}_digest_guard ON {table}")
     conn.exec_driver_sql(f"DROP FUNCTION IF EXISTS {schema}.{CONTENT_FUNCTION}()")
