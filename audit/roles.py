@@ -6,6 +6,9 @@
 A reviewer (``read_only``) reads every table and may INSERT into ``events`` only, because its
 exports and checkpoints record themselves; the row-level security policies of migration 0003
 let a role without INSERT on ``payloads`` append only ``export`` and ``checkpoint`` events.
+The chain lock needs no grant of its own: ``audit_chain_lock()`` (migration 0007) takes it for
+any session that may INSERT into ``events`` and for no other, so a role granted here can hold
+appends up only while it keeps a transaction open, and then only for their ``lock_timeout``.
 Run as the owner of the tables (the role that ran `gateway db upgrade`). The owner and
 superusers can still drop the triggers; checkpoints exist for that (docs/audit.md).
 """
