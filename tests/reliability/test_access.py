@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
-from gateway import Gateway
+from audit.signing import Signer
+from gateway import Gateway, Settings
 from gateway.cli import main
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.support.postgres import PostgresServer
@@ -53,6 +54,11 @@ REVIEWER_FORBIDDEN = (
 )
 
 
+# PostgreSQL has no file beside it for a record key: each gateway is given its own.
+APP_KEY = Signer.generate()
+REVIEWER_KEY = Signer.generate()
+
+
 def _cli(
     args: list[str], url: str, policy_dir: Path, fake: FakeMessagesAPI, key: str = ""
 ) -> Result:
@@ -63,6 +69,9 @@ def _cli(
         "GATEWAY_DEFAULT_CALLER": "tests",
         "ANTHROPIC_API_KEY": "sk-ant-access",
         "ANTHROPIC_BASE_URL": fake.base_url,
+        # The reviewer signs its own reads' records and trusts the gateway's record key.
+        "GATEWAY_RECORD_KEY": REVIEWER_KEY.seed_hex(),
+        "GATEWAY_TRUSTED_KEYS": APP_KEY.public_key,
     }
     return CliRunner().invoke(main, args, env=env)
 
@@ -93,10 +102,13 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
 
     # The application role runs the gateway...
     with Gateway(
-        policy_dir=policy_dir,
-        database_url=app_url,
-        anthropic_api_key="sk-ant-access",
-        base_url=fake_api.base_url,
+        Settings(
+            policy_dir=policy_dir,
+            database_url=app_url,
+            anthropic_api_key="sk-ant-access",
+            anthropic_base_url=fake_api.base_url,
+            record_key=APP_KEY.seed_hex(),
+        )
     ) as gw:
         answered = gw.complete("quant_strategy", "an idea")
     # ...and can change nothing it wrote.
