@@ -32,7 +32,7 @@ def test_requests_hits_and_rejections_are_recorded_and_verify(
     fake_api.script(Reply.error(529), Reply.ok(text="No finding."))
     first = gw.complete("compliance_review", PROMPT, caller="payments-svc")
     second = make_gateway(database_url=pg_url, record_key=RECORD_KEY).complete(
-        "compliance_review", PROMPT
+        "compliance_review", PROMPT, caller="payments-svc"
     )
     with pytest.raises(PolicyViolation):
         gw.complete("compliance_review", PROMPT, overrides={"temperature": 1})

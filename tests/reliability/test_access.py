@@ -110,7 +110,7 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
             record_key=APP_KEY.seed_hex(),
         )
     ) as gw:
-        answered = gw.complete("quant_strategy", "an idea")
+        answered = gw.complete("quant_strategy", "an idea", caller="quant-desk")
     # ...and can change nothing it wrote.
     refused = 0
     for role in ("gateway_app", "gateway_reviewer"):
