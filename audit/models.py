@@ -48,6 +48,9 @@ class EventKind(StrEnum):
     CHECKPOINT = "checkpoint"
     # The gateway refused to use a recorded event that did not check out (what, which seq).
     INTEGRITY_ALERT = "integrity_alert"
+    # A caller key issued (its id, caller and sha256 hash; never the key) or revoked.
+    CALLER_KEY = "caller_key"
+    CALLER_KEY_REVOKED = "caller_key_revoked"
 
 
 class _Frozen(BaseModel):

@@ -78,6 +78,13 @@ class Settings(BaseModel):
     max_attempts: int = Field(default=4, ge=1)
     retry_after_cap_s: float = Field(default=60.0, ge=0)
     retry_backoff_base_s: float = Field(default=0.5, ge=0)
+    # `gateway serve`: the largest request body accepted (413 beyond), the time a request may
+    # take before the server answers 504, how long a shutdown waits for requests in flight,
+    # and how often each worker re-reads caller keys (so a revocation applies within it).
+    server_max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    server_request_timeout_s: float = Field(default=600.0, gt=0)
+    server_shutdown_grace_s: float = Field(default=30.0, ge=0)
+    server_key_refresh_s: float = Field(default=10.0, gt=0)
 
     @property
     def database_url_masked(self) -> str:
@@ -124,6 +131,10 @@ class Settings(BaseModel):
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",
             "ANTHROPIC_API_KEY": "anthropic_api_key",
             "ANTHROPIC_BASE_URL": "anthropic_base_url",
+            "GATEWAY_SERVER_MAX_BODY_BYTES": "server_max_body_bytes",
+            "GATEWAY_SERVER_REQUEST_TIMEOUT_S": "server_request_timeout_s",
+            "GATEWAY_SERVER_SHUTDOWN_GRACE_S": "server_shutdown_grace_s",
+            "GATEWAY_SERVER_KEY_REFRESH_S": "server_key_refresh_s",
         }
         for var, field in mapping.items():
             if env.get(var):

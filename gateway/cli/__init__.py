@@ -25,9 +25,11 @@ from gateway.cli.ask_cmd import ask_command
 from gateway.cli.audit_cmd import audit_group
 from gateway.cli.db_cmd import db_group
 from gateway.cli.experiment_cmd import experiment_command
+from gateway.cli.keys_cmd import keys_group
 from gateway.cli.models_cmd import models_group
 from gateway.cli.policy_cmd import policy_group
 from gateway.cli.replay_cmd import replay_command
+from gateway.cli.serve_cmd import serve_command
 
 __all__ = ["main"]
 
@@ -49,6 +51,8 @@ for command in (
     ask_command,
     replay_command,
     experiment_command,
+    keys_group,
+    serve_command,
 ):
     main.add_command(command)
 

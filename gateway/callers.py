@@ -1,0 +1,252 @@
+"""Caller keys: who may call the gateway over HTTP, issued and revoked on the audit record.
+
+    with CallerKeys.open(settings) as keys:
+        issued = keys.create("payments-svc")      # issued.key is shown once, never stored
+        keys.revoke(issued.key_id)
+        for record in keys.list(): ...
+
+    ring = KeyRing(keys)                          # what `gateway serve` authenticates against
+    ring.refresh()
+    ring.authenticate("gwk_...")                 # -> the CallerKey, or None
+
+A key is 32 random bytes (``gwk_`` and 43 URL-safe characters). Only its SHA-256 is kept: a
+key has 256 bits of entropy, so a plain hash cannot be searched and a keyed hash would add a
+secret to guard for nothing. Issuing and revoking are audit events (``CALLER_KEY``,
+``CALLER_KEY_REVOKED``), appended and signed like every other, so who could call as whom,
+and since when, is on the same tamper-evident record as the calls themselves. A key event
+whose hash, link or record signature does not check out is not trusted: its key does not
+authenticate (and a revocation that does not check out still revokes: refusing is safe).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Self
+
+from audit import EventDraft, EventKind, StoredEvent
+from audit.authenticity import check_event
+from gateway._audit_errors import translated
+from gateway._inputs import check_caller
+from gateway._keys import GATEWAY_VERSION
+from gateway._log import log
+from gateway._recording import Recorder
+from gateway.errors import InputError
+from gateway.settings import Settings
+
+__all__ = ["CallerKey", "CallerKeys", "IssuedKey", "KeyRing", "hash_key"]
+
+KEY_PREFIX = "gwk_"
+_KINDS = (EventKind.CALLER_KEY, EventKind.CALLER_KEY_REVOKED)
+
+
+def hash_key(key: str) -> str:
+    """The stored form of a key: ``sha256:<hex>`` of its UTF-8 bytes."""
+    return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CallerKey:
+    """A key as the log records it (never the key itself)."""
+
+    key_id: str
+    caller: str
+    key_hash: str
+    created_at: datetime
+    created_seq: int
+    revoked_at: datetime | None = None
+    revoked_seq: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_seq is None
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A key just issued: ``key`` exists only here; show it once."""
+
+    key_id: str
+    caller: str
+    key: str = ""
+    seq: int = 0
+
+    def __repr__(self) -> str:  # the key never reaches a log line or a traceback
+        return f"IssuedKey(key_id={self.key_id!r}, caller={self.caller!r}, seq={self.seq})"
+
+
+class CallerKeys:
+    """Issue, list and revoke caller keys on the audit database ``settings`` names."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+
+    @classmethod
+    def open(cls, settings: Settings, *, create: bool = True) -> CallerKeys:
+        return cls(Recorder.open(settings, create=create))
+
+    def close(self) -> None:
+        self._recorder.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def create(self, caller: str) -> IssuedKey:
+        """Issue a key for ``caller``; the CALLER_KEY event is committed before it is shown."""
+        name = check_caller(caller)
+        if name is None:
+            raise InputError("a caller key needs a caller name.", hint="Pass --caller NAME.")
+        key_id = "key_" + secrets.token_hex(8)
+        key = KEY_PREFIX + secrets.token_urlsafe(32)
+        appended = self._recorder.append(
+            EventDraft(
+                kind=EventKind.CALLER_KEY,
+                request_id=key_id,
+                caller=name,
+                data={
+                    "key_id": key_id,
+                    "caller": name,
+                    "key_hash": hash_key(key),
+                    "gateway_version": GATEWAY_VERSION,
+                },
+            )
+        )
+        log.info("caller_key_created", key_id=key_id, caller=name, seq=appended.seq)
+        return IssuedKey(key_id=key_id, caller=name, key=key, seq=appended.seq)
+
+    def revoke(self, key_id: str, *, reason: str | None = None) -> CallerKey:
+        """Revoke a key by id (a CALLER_KEY_REVOKED event); revoking twice is an InputError."""
+        found = {k.key_id: k for k in self.list()}.get(key_id)
+        if found is None:
+            raise InputError(
+                f"no caller key {key_id!r}.", hint="List key ids with `gateway keys list`."
+            )
+        if not found.active:
+            raise InputError(f"caller key {key_id!r} is already revoked (seq {found.revoked_seq}).")
+        data: dict[str, object] = {"key_id": key_id, "caller": found.caller}
+        if reason:
+            data["reason"] = reason[:500]
+        appended = self._recorder.append(
+            EventDraft(
+                kind=EventKind.CALLER_KEY_REVOKED,
+                request_id=key_id,
+                caller=found.caller,
+                data=data,
+            )
+        )
+        log.info("caller_key_revoked", key_id=key_id, caller=found.caller, seq=appended.seq)
+        return CallerKey(
+            key_id=found.key_id,
+            caller=found.caller,
+            key_hash=found.key_hash,
+            created_at=found.created_at,
+            created_seq=found.created_seq,
+            revoked_at=datetime.now().astimezone(),
+            revoked_seq=appended.seq,
+        )
+
+    def list(self) -> list[CallerKey]:
+        """Every key ever issued, oldest first, with its revocation if any."""
+        return _fold(self.events(after_seq=0), {})
+
+    def events(self, *, after_seq: int) -> Iterator[tuple[StoredEvent, bool]]:
+        """Key events after ``after_seq`` in seq order, each with whether it checks out."""
+        store = self._recorder.store
+        signature = self._recorder.signature
+        with translated():
+            found = [
+                e for kind in _KINDS for e in store.iter_events(kind=kind, after_seq=after_seq)
+            ]
+            found.sort(key=lambda e: e.seq)
+            for event in found:
+                problems = check_event(store, event, signature)
+                if problems:
+                    log.error("caller_key_event_untrusted", seq=event.seq, problem=problems[0])
+                yield event, not problems
+
+    def head_seq(self) -> int:
+        with translated():
+            return self._recorder.store.head()[0]
+
+
+def _fold(
+    events: Iterator[tuple[StoredEvent, bool]], keys: dict[str, CallerKey]
+) -> list[CallerKey]:
+    """Apply key events to ``keys`` (by id); return them in issue order."""
+    for event, trusted in events:
+        data = event.data
+        key_id = data.get("key_id")
+        if not isinstance(key_id, str):
+            continue
+        if event.kind == EventKind.CALLER_KEY:
+            key_hash, caller = data.get("key_hash"), data.get("caller")
+            if not trusted or not isinstance(key_hash, str) or not isinstance(caller, str):
+                continue
+            if key_id not in keys:
+                keys[key_id] = CallerKey(
+                    key_id=key_id,
+                    caller=caller,
+                    key_hash=key_hash,
+                    created_at=event.recorded_at,
+                    created_seq=event.seq,
+                )
+        elif (known := keys.get(key_id)) is not None and known.active:
+            keys[key_id] = CallerKey(
+                key_id=known.key_id,
+                caller=known.caller,
+                key_hash=known.key_hash,
+                created_at=known.created_at,
+                created_seq=known.created_seq,
+                revoked_at=event.recorded_at,
+                revoked_seq=event.seq,
+            )
+    return sorted(keys.values(), key=lambda k: k.created_seq)
+
+
+class KeyRing:
+    """The active keys by hash, read from the log and refreshed incrementally (thread-safe).
+
+    ``refresh`` reads only the key events after the last seq it saw; a revocation read from
+    the log removes the key at once.
+    """
+
+    def __init__(self, keys: CallerKeys) -> None:
+        self._keys = keys
+        self._lock = threading.Lock()
+        self._by_id: dict[str, CallerKey] = {}
+        self._by_hash: dict[str, CallerKey] = {}
+        self._seen = 0
+
+    def refresh(self) -> int:
+        """Read new key events; returns how many active keys there are."""
+        with self._lock:
+            head = self._keys.head_seq()
+            by_id = dict(self._by_id)
+            _fold(self._keys.events(after_seq=self._seen), by_id)
+            self._by_id = by_id
+            self._by_hash = {k.key_hash: k for k in by_id.values() if k.active}
+            self._seen = max(self._seen, head)
+            return len(self._by_hash)
+
+    def authenticate(self, presented: str) -> CallerKey | None:
+        """The active key ``presented`` is, or None."""
+        digest = hash_key(presented)
+        found = self._by_hash.get(digest)
+        # The dict lookup already matched; compare_digest keeps the final check constant-time.
+        if found is None or not hmac.compare_digest(found.key_hash, digest):
+            return None
+        return found

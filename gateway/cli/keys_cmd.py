@@ -1,0 +1,94 @@
+"""`gateway keys`: the caller keys `gateway serve` accepts, issued and revoked on the record.
+
+    $ gateway keys create --caller payments-svc       # prints the key once; stores its hash
+    $ gateway keys list [--format json]               # ids, callers, dates; never a key
+    $ gateway keys revoke key_0123456789abcdef
+
+Each create and revoke is an audit event (caller_key, caller_key_revoked), signed like the
+rest; a running server notices a new key at once and a revocation within
+GATEWAY_SERVER_KEY_REFRESH_S seconds (10 by default).
+"""
+
+from __future__ import annotations
+
+import click
+
+from gateway.callers import CallerKey, CallerKeys
+from gateway.cli._context import settings_of
+from gateway.cli._render import echo_json, shown, text_table
+
+
+@click.group("keys")
+def keys_group() -> None:
+    """Caller keys for `gateway serve`."""
+
+
+@keys_group.command("create")
+@click.option("--caller", required=True, help="The calling service the key speaks for.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.pass_context
+def create_command(ctx: click.Context, caller: str, fmt: str) -> None:
+    """Issue a key for CALLER; it is printed once and only its hash is kept."""
+    with CallerKeys.open(settings_of(ctx)) as keys:
+        issued = keys.create(caller)
+    if fmt == "json":
+        echo_json(
+            {"key_id": issued.key_id, "caller": issued.caller, "key": issued.key, "seq": issued.seq}
+        )
+        return
+    click.echo(issued.key)
+    click.echo(
+        f"[key {issued.key_id} for caller {shown(issued.caller)}, recorded at seq {issued.seq}; "
+        "shown once, store it now]",
+        err=True,
+    )
+
+
+@keys_group.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Include revoked keys.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.pass_context
+def list_command(ctx: click.Context, show_all: bool, fmt: str) -> None:
+    """The keys issued (active ones unless --all): id, caller, dates. Never a key."""
+    with CallerKeys.open(settings_of(ctx), create=False) as keys:
+        found = [k for k in keys.list() if show_all or k.active]
+    if fmt == "json":
+        echo_json([_json(k) for k in found])
+        return
+    rows = [
+        [
+            k.key_id,
+            k.caller,
+            f"{k.created_at:%Y-%m-%d %H:%M:%S} (seq {k.created_seq})",
+            "active"
+            if k.active
+            else f"revoked {k.revoked_at:%Y-%m-%d %H:%M:%S} (seq {k.revoked_seq})",
+        ]
+        for k in found
+    ]
+    click.echo(text_table(["KEY ID", "CALLER", "CREATED", "STATUS"], rows))
+
+
+@keys_group.command("revoke")
+@click.argument("key_id")
+@click.option("--reason", help="Why, recorded with the revocation.")
+@click.pass_context
+def revoke_command(ctx: click.Context, key_id: str, reason: str | None) -> None:
+    """Revoke KEY_ID: the server refuses it from its next key refresh on."""
+    with CallerKeys.open(settings_of(ctx), create=False) as keys:
+        revoked = keys.revoke(key_id, reason=reason)
+    click.echo(
+        f"revoked {revoked.key_id} (caller {shown(revoked.caller)}) at seq {revoked.revoked_seq}"
+    )
+
+
+def _json(key: CallerKey) -> dict[str, object]:
+    return {
+        "key_id": key.key_id,
+        "caller": key.caller,
+        "key_hash": key.key_hash,
+        "created_at": key.created_at.isoformat(),
+        "created_seq": key.created_seq,
+        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+        "revoked_seq": key.revoked_seq,
+    }

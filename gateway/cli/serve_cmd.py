@@ -1,0 +1,58 @@
+"""`gateway serve`: the Anthropic-compatible HTTP endpoint (docs/server.md).
+
+    $ gateway keys create --caller payments-svc
+    $ gateway serve --port 8080 --workers 2
+    $ ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_API_KEY=gwk_... python app.py
+
+Before anything listens, the policies are loaded and the audit database opened once, so a
+bad setting is one line and an exit code, not a traceback from a worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gateway.callers import CallerKeys
+from gateway.catalog import Catalog
+from gateway.cli._context import settings_of
+from gateway.errors import PolicyLoadError
+from gateway.logging import configure_logging
+from gateway.policy import PolicySet
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Worker processes sharing the port (each opens its own audit store).",
+)
+@click.option("--log-level", default="INFO", type=click.Choice(["DEBUG", "INFO", "WARNING"]))
+@click.pass_context
+def serve_command(ctx: click.Context, host: str, port: int, workers: int, log_level: str) -> None:
+    """Serve the Messages API on HOST:PORT; callers authenticate with caller keys."""
+    configure_logging(level=log_level)
+    settings = settings_of(ctx)
+    policies = PolicySet.load(Path(settings.policy_dir), Catalog.load(settings.catalog_override))
+    if not policies.policies():
+        raise PolicyLoadError(
+            f"no policy in {str(settings.policy_dir)!r} loads, so every request would be refused.",
+            hint="Run 'gateway policy review' on the folder.",
+        )
+    with CallerKeys.open(settings) as keys:  # creates a new SQLite file whole, once
+        active = sum(1 for k in keys.list() if k.active)
+    if active == 0:
+        click.echo(
+            "warning: no caller key is active, so every request will be refused; "
+            "issue one with 'gateway keys create --caller NAME'.",
+            err=True,
+        )
+    click.echo(f"gateway serving on http://{host}:{port} ({workers} worker(s))", err=True)
+    from gateway.server import serve  # the ASGI stack loads for this command only
+
+    serve(settings, host=host, port=port, workers=workers)

@@ -1,0 +1,107 @@
+"""The ASGI app: routes, one exception handler per error type, and the lifespan.
+
+    app = create_app(settings)          # Starlette; run it with uvicorn (see _run.py)
+
+The lifespan opens the process's :class:`ServerState` (gateway, caller keys, policies) and
+closes it after the last request; routes find it in ``request.state.server``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from gateway._log import log
+from gateway.errors import GatewayError
+from gateway.server import _routes
+from gateway.server._access import AccessLog
+from gateway.server._errors import ApiError, ErrorAnswer, answer_for, error_body
+from gateway.server._lifecycle import ServerState
+from gateway.settings import Settings
+
+__all__ = ["app_from_env", "create_app"]
+
+# The API's error type for a status the router answers itself (no such route, method).
+_ROUTER_TYPES = {404: "not_found_error", 405: "invalid_request_error"}
+
+
+def _respond(request: Request, answer: ErrorAnswer) -> Response:
+    headers = dict(answer.headers)
+    request_id = answer.request_id or getattr(request.state, "request_id", None)
+    if request_id:
+        headers["request-id"] = request_id
+        request.state.request_id = request_id
+    body = error_body(answer)
+    body["request_id"] = request_id
+    return JSONResponse(body, status_code=answer.status, headers=headers)
+
+
+async def _gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    return _respond(request, answer_for(exc))
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return _respond(request, exc.answer())
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error_type = _ROUTER_TYPES.get(exc.status_code, "invalid_request_error")
+    answer = ErrorAnswer(exc.status_code, error_type, str(exc.detail))
+    return _respond(request, answer)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.error("server_internal_error", error=type(exc).__name__, path=request.url.path)
+    answer = ErrorAnswer(500, "api_error", f"internal error ({type(exc).__name__}).")
+    return _respond(request, answer)
+
+
+ROUTES = [
+    Route("/v1/messages", _routes.messages, methods=["POST"]),
+    Route("/v1/messages/count_tokens", _routes.count_tokens, methods=["POST"]),
+    Route("/v1/models", _routes.models, methods=["GET"]),
+    Route("/v1/models/{model_id:path}", _routes.model, methods=["GET"]),
+    Route("/healthz", _routes.healthz, methods=["GET"]),
+    Route("/readyz", _routes.readyz, methods=["GET"]),
+]
+
+
+def create_app(settings: Settings) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        state = await ServerState.open(settings)
+        try:
+            yield {"server": state}
+        finally:
+            await state.close()
+
+    return Starlette(
+        routes=ROUTES,
+        middleware=[Middleware(AccessLog)],
+        exception_handlers={
+            GatewayError: _gateway_error,
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _internal_error,
+        },
+        lifespan=lifespan,
+    )
+
+
+def app_from_env() -> Starlette:
+    """The app for a uvicorn worker process: its settings read from the environment there."""
+    from gateway.logging import configure_logging
+
+    configure_logging()
+    return create_app(Settings.from_env())

@@ -1,0 +1,127 @@
+"""What one server process holds, opened in the lifespan and closed after the last request.
+
+    state = await ServerState.open(settings)     # gateway, caller keys, policies
+    task = state.track(coroutine)                # a request's gateway call, run to its end
+    await state.close()                          # waits for tracked calls (the grace period)
+
+Each worker process opens its own state after uvicorn started it (the audit store is
+fork-safe, and nothing is opened before the fork). A request's gateway call runs as a tracked
+task, shielded from the request's own cancellation (a time-out, a client gone): the call
+records its outcome whatever happens to the HTTP exchange, and a shutdown waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from audit.store import sqlite_path
+from gateway._log import log
+from gateway.callers import CallerKeys, KeyRing
+from gateway.catalog import Catalog
+from gateway.client import AsyncGateway
+from gateway.errors import AuditUnavailable, GatewayError
+from gateway.policy import PolicySet
+from gateway.server._auth import Authenticator
+from gateway.settings import Settings
+
+__all__ = ["ServerState"]
+
+T = TypeVar("T")
+
+
+@dataclass
+class ServerState:
+    settings: Settings
+    gateway: AsyncGateway
+    keys: CallerKeys
+    auth: Authenticator
+    # The policies the server lists and plans count_tokens with: the same folder and
+    # catalog the gateway loaded, loaded once more (the gateway keeps its own private).
+    policies: PolicySet
+    catalog: Catalog
+    started_at: datetime
+    inflight: set[asyncio.Task[Any]] = field(default_factory=set)
+    _refresher: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, settings: Settings) -> ServerState:
+        gateway = await asyncio.to_thread(AsyncGateway, settings)
+        try:
+            keys = await asyncio.to_thread(CallerKeys.open, settings)
+            ring = KeyRing(keys)
+            active = await asyncio.to_thread(ring.refresh)
+            catalog = Catalog.load(settings.catalog_override)
+            policies = PolicySet.load(Path(settings.policy_dir), catalog)
+        except BaseException:
+            await gateway.aclose()
+            raise
+        state = cls(
+            settings=settings,
+            gateway=gateway,
+            keys=keys,
+            auth=Authenticator(ring, refresh_s=settings.server_key_refresh_s),
+            policies=policies,
+            catalog=catalog,
+            started_at=datetime.now(UTC),
+        )
+        state._refresher = asyncio.create_task(state.auth.keep_fresh())
+        log.info(
+            "server_started",
+            pid=os.getpid(),
+            tasks=len(policies.policies()),
+            caller_keys=active,
+            database=settings.database_url_masked,
+        )
+        return state
+
+    def track(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        task = asyncio.create_task(work)
+        self.inflight.add(task)
+        task.add_done_callback(self.inflight.discard)
+        return task
+
+    async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+        pending = set(self.inflight)
+        if pending:
+            log.info("server_draining", inflight=len(pending))
+            _done, late = await asyncio.wait(pending, timeout=self.settings.server_shutdown_grace_s)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=5.0)
+        try:
+            await self.gateway.aclose()
+        finally:
+            await asyncio.to_thread(self.keys.close)
+        log.info("server_stopped", pid=os.getpid())
+
+    async def ready(self) -> list[str]:
+        """What keeps this process from serving; empty when it is ready."""
+        problems = []
+        if not self.policies.policies():
+            problems.append("no policy loaded")
+        try:
+            await asyncio.to_thread(self.keys.head_seq)
+        except GatewayError as exc:
+            problems.append(f"audit store: {exc.message}")
+        else:
+            path = sqlite_path(self.settings.database_url)
+            if path is not None and not _writable(path):
+                problems.append(f"audit store: {str(path)!r} is not writable")
+        return problems
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def unavailable(problems: list[str]) -> AuditUnavailable:
+    return AuditUnavailable("the gateway is not ready: " + "; ".join(problems) + ".")

@@ -1,0 +1,255 @@
+"""The endpoints, as plain functions of a request: parse, call the gateway, render.
+
+    POST /v1/messages               a message (plain or ``stream: true``), through the policy
+    POST /v1/messages/count_tokens  an estimate of the input tokens the policy would send
+    GET  /v1/models[/{id}]          the tasks callers may ask for, in the API's list shape
+    GET  /healthz                   the process is up
+    GET  /readyz                    the audit store is reachable and writable, policies loaded
+
+Everything under ``/v1`` needs a caller key. Errors are raised, not rendered here: the app's
+exception handlers answer them (``_errors.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from audit._bounded import UnreadableJSON
+from audit._bounded import loads as bounded_loads
+from gateway.callers import CallerKey
+from gateway.errors import GatewayError, UnknownTask
+from gateway.policy import plan_request
+from gateway.server._errors import ApiError, answer_for
+from gateway.server._lifecycle import ServerState
+from gateway.server._sse import SSE_HEADERS, error_frame, frame
+from gateway.server._wire import (
+    MessagesCall,
+    message_body,
+    parse_count_tokens,
+    parse_messages,
+    result_headers,
+)
+
+__all__ = ["count_tokens", "healthz", "messages", "model", "models", "readyz"]
+
+MAX_JSON_DEPTH = 64  # a Messages request is a few levels deep; this leaves room for tools
+BYTES_PER_TOKEN = 4  # count_tokens is an estimate, the same one the gateway sizes input by
+TASK_HEADER = "x-gateway-task"
+
+
+def state_of(request: Request) -> ServerState:
+    state: ServerState = request.state.server
+    return state
+
+
+async def _caller(request: Request, state: ServerState) -> CallerKey:
+    key = await state.auth.caller_of(request.headers)
+    request.state.caller = key.caller
+    request.state.key_id = key.key_id
+    return key
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The body as JSON, at most ``limit`` bytes and MAX_JSON_DEPTH levels deep."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    try:
+        return bounded_loads(b"".join(chunks), max_depth=MAX_JSON_DEPTH, max_bytes=limit)
+    except UnreadableJSON:
+        raise ApiError(
+            400,
+            "invalid_request_error",
+            f"the request body is not JSON (UTF-8, at most {MAX_JSON_DEPTH} levels deep).",
+        ) from None
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "request_too_large", f"the request body is larger than {limit:,} bytes.")
+
+
+async def messages(request: Request) -> Response:
+    state = state_of(request)
+    key = await _caller(request, state)
+    body = await read_json(request, state.settings.server_max_body_bytes)
+    call = parse_messages(
+        body, header_task=request.headers.get(TASK_HEADER), policies=state.policies
+    )
+    request.state.task = call.task
+    if call.stream:
+        return await _stream(request, state, key, call)
+    work = state.track(
+        state.gateway.complete(
+            call.task,
+            messages=call.messages,
+            caller=key.caller,
+            overrides=call.overrides or None,
+        )
+    )
+    try:
+        async with asyncio.timeout(state.settings.server_request_timeout_s):
+            result = await asyncio.shield(work)
+    except TimeoutError:
+        raise ApiError(
+            504,
+            "timeout_error",
+            f"the request took longer than {state.settings.server_request_timeout_s:g} s; "
+            "its outcome is still recorded in the audit log.",
+            retry=True,
+        ) from None
+    request.state.request_id = result.request_id
+    request.state.seq = result.seq
+    return JSONResponse(message_body(result), headers=result_headers(result))
+
+
+async def _stream(
+    request: Request, state: ServerState, key: CallerKey, call: MessagesCall
+) -> Response:
+    opener = getattr(state.gateway, "stream", None)
+    if opener is None:
+        raise ApiError(
+            400,
+            "invalid_request_error",
+            "this gateway does not stream yet: send the request without 'stream': true.",
+        )
+    deadline = asyncio.get_running_loop().time() + state.settings.server_request_timeout_s
+    opened = opener(
+        call.task, messages=call.messages, caller=key.caller, overrides=call.overrides or None
+    )
+    stream = await opened.__aenter__()
+    request.state.request_id = stream.request_id
+    events = aiter(stream)
+    try:
+        # The first event is awaited before the status is sent: a failure before anything
+        # streamed is still an HTTP error the SDKs raise as their typed exception.
+        async with asyncio.timeout_at(deadline):
+            first = await anext(events, None)
+    except BaseException:
+        await opened.__aexit__(*sys.exc_info())
+        raise
+
+    async def body() -> AsyncIterator[bytes]:
+        exc_info: tuple[Any, Any, Any] = (None, None, None)
+        try:
+            if first is not None:
+                yield frame(first)
+            async with asyncio.timeout_at(deadline):
+                async for event in events:
+                    yield frame(event)
+        except GatewayError as exc:  # recorded by the gateway (FAILED); told in the stream
+            yield error_frame(answer_for(exc))
+        except TimeoutError:
+            exc_info = sys.exc_info()
+            yield error_frame(ApiError(504, "timeout_error", "the stream took too long.").answer())
+        except BaseException:  # a client gone (cancelled): the gateway records CANCELLED
+            exc_info = sys.exc_info()
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await opened.__aexit__(*exc_info)
+                except Exception as exc:  # noqa: BLE001 - the outcome is already the gateway's
+                    request.state.stream_close_error = type(exc).__name__
+            request.state.seq = getattr(getattr(stream, "result", None), "seq", None)
+
+    headers = {"request-id": stream.request_id, **SSE_HEADERS}
+    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+
+
+async def count_tokens(request: Request) -> Response:
+    state = state_of(request)
+    await _caller(request, state)
+    body = await read_json(request, state.settings.server_max_body_bytes)
+    task, given = parse_count_tokens(body, header_task=request.headers.get(TASK_HEADER))
+    request.state.task = task
+    policy = state.policies.get(task)
+    model_info = state.catalog.get(policy.model_id)
+    if model_info is None:
+        raise UnknownTask(task, [p.task for p in state.policies.policies()])
+    if not isinstance(given, list):
+        raise ApiError(400, "invalid_request_error", "'messages' must be a list.")
+    plan = plan_request(policy, model_info, given)
+    return JSONResponse(
+        {"input_tokens": _estimate(plan.body)}, headers={"x-gateway-estimate": "bytes/4"}
+    )
+
+
+def _estimate(body: dict[str, Any]) -> int:
+    system = body.get("system")
+    total = len(system.encode()) if isinstance(system, str) else 0
+    for message in body["messages"]:
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [b["text"] for b in content]
+        total += sum(len(text.encode()) for text in texts)
+    return max(1, math.ceil(total / BYTES_PER_TOKEN))
+
+
+def _task_entry(state: ServerState, task: str) -> dict[str, Any]:
+    return {
+        "type": "model",
+        "id": task,
+        "display_name": task,
+        "created_at": state.started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+async def models(request: Request) -> Response:
+    state = state_of(request)
+    await _caller(request, state)
+    tasks = sorted(p.task for p in state.policies.policies())
+    query = request.query_params
+    try:
+        limit = min(max(int(query.get("limit", "20")), 1), 1000)
+    except ValueError:
+        raise ApiError(400, "invalid_request_error", "'limit' must be a number.") from None
+    if (after := query.get("after_id")) is not None:
+        tasks = [t for t in tasks if t > after]
+    if (before := query.get("before_id")) is not None:
+        kept = [t for t in tasks if t < before]
+        tasks, has_more = kept[-limit:], len(kept) > limit
+    else:
+        tasks, has_more = tasks[:limit], len(tasks) > limit
+    return JSONResponse(
+        {
+            "data": [_task_entry(state, t) for t in tasks],
+            "has_more": has_more,
+            "first_id": tasks[0] if tasks else None,
+            "last_id": tasks[-1] if tasks else None,
+        }
+    )
+
+
+async def model(request: Request) -> Response:
+    state = state_of(request)
+    await _caller(request, state)
+    task = request.path_params["model_id"]
+    known = [p.task for p in state.policies.policies()]
+    if task not in known:
+        raise UnknownTask(task, known)
+    return JSONResponse(_task_entry(state, task))
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    problems = await state_of(request).ready()
+    if problems:
+        return JSONResponse({"status": "not ready", "problems": problems}, status_code=503)
+    return JSONResponse({"status": "ready"})

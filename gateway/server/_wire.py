@@ -1,0 +1,128 @@
+"""The Messages API's request and response bodies, and the gateway's call they stand for.
+
+    call = parse_messages(body, header_task=None, policies=policies)
+    call.task, call.messages, call.overrides, call.stream
+    message_body(result)          # {"id": ..., "type": "message", "content": [...], ...}
+
+The request's ``model`` names the task (or the ``x-gateway-task`` header does; the body's
+``model`` is then not used): the policy decides the real model. ``messages`` is the input.
+Every other field is an override, checked by the gateway against the policy's ``[caller]``
+table, so a ``system`` prompt, a sampling value or ``tools`` the policy does not open is a
+PolicyViolation naming the key (and a REJECTED event), never dropped. Two mappings only:
+
+- ``max_tokens``, which the API and every SDK require, is a ceiling: when the policy does not
+  open ``max_tokens`` to callers, a value at or above the policy's own is satisfied by it and
+  not passed on; a lower one is passed, and refused. When the policy opens it, it is passed.
+- ``output_config.effort`` is the ``effort`` override (other ``output_config`` keys pass as
+  ``output_config.<key>``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.errors import GatewayError
+from gateway.policy import PolicySet
+from gateway.result import Result
+from gateway.server._errors import ApiError
+
+__all__ = ["MessagesCall", "message_body", "parse_count_tokens", "parse_messages", "result_headers"]
+
+_SELF = frozenset({"model", "messages", "stream"})
+
+
+@dataclass(frozen=True)
+class MessagesCall:
+    task: str
+    messages: list[dict[str, Any]]
+    overrides: dict[str, object] = field(default_factory=dict)
+    stream: bool = False
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "invalid_request_error", message)
+
+
+def parse_messages(body: object, *, header_task: str | None, policies: PolicySet) -> MessagesCall:
+    if not isinstance(body, dict):
+        raise _invalid("the request body must be a JSON object.")
+    task = header_task if header_task else body.get("model")
+    if not isinstance(task, str) or not task:
+        raise _invalid(
+            "'model' must name the gateway task (e.g. \"compliance_review\"), or send the "
+            "x-gateway-task header."
+        )
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise _invalid("'messages' must be a list of {'role', 'content'} objects.")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _invalid("'stream' must be true or false.")
+    overrides: dict[str, object] = {}
+    for key, value in body.items():
+        if key in _SELF:
+            continue
+        if key == "output_config" and isinstance(value, dict):
+            for inner, setting in value.items():
+                overrides["effort" if inner == "effort" else f"output_config.{inner}"] = setting
+        elif key == "max_tokens":
+            if not _ceiling_met(task, value, policies):
+                overrides[key] = value
+        else:
+            overrides[key] = value
+    return MessagesCall(task=task, messages=messages, overrides=overrides, stream=stream)
+
+
+def parse_count_tokens(body: object, *, header_task: str | None) -> tuple[str, object]:
+    """The task and messages of a count_tokens request (its other fields are not used)."""
+    if not isinstance(body, dict):
+        raise _invalid("the request body must be a JSON object.")
+    task = header_task if header_task else body.get("model")
+    if not isinstance(task, str) or not task:
+        raise _invalid("'model' must name the gateway task, or send the x-gateway-task header.")
+    if "system" in body:
+        raise _invalid(
+            "'system' is not accepted: the system prompt is the policy's own "
+            "(its prompt.system_file), and the count includes it."
+        )
+    return task, body.get("messages")
+
+
+def _ceiling_met(task: str, value: object, policies: PolicySet) -> bool:
+    """A max_tokens the policy's own value satisfies, on a policy closed to it."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    try:
+        policy = policies.get(task)
+    except GatewayError:
+        return False  # the gateway refuses the task itself, and records why
+    if "max_tokens" in policy.caller.opened():
+        return False
+    own = policy.generation.max_tokens
+    return own is not None and value >= own
+
+
+def message_body(result: Result) -> dict[str, Any]:
+    """``result`` as the API's message object; ``id`` is the gateway's request id."""
+    usage = dict(result.usage)
+    usage.setdefault("input_tokens", 0)
+    usage.setdefault("output_tokens", 0)
+    return {
+        "id": result.request_id,
+        "type": "message",
+        "role": "assistant",
+        "model": result.model,
+        "content": [{"type": "text", "text": result.text}],
+        "stop_reason": result.stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def result_headers(result: Result) -> dict[str, str]:
+    return {
+        "request-id": result.request_id,
+        "x-gateway-seq": str(result.seq),
+        "x-gateway-cached": "true" if result.cached else "false",
+    }
