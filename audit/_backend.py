@@ -18,6 +18,8 @@ role that can connect may take and hold.
 
 from __future__ import annotations
 
+import logging
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,10 +54,27 @@ def shown(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
+class _NoRowsOrValues(logging.Filter):
+    """On SQLAlchemy's engine logger: statements may be logged (INFO), never what they carry.
+
+    ``hide_parameters`` keeps bound values out of statement lines, but at DEBUG the engine
+    also logs result rows, which hold prompt and answer text (for the audit database only,
+    never for logs). So DEBUG records of the engine are dropped, whatever level a host sets.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO
+
+
+logging.getLogger("sqlalchemy.engine.Engine").addFilter(_NoRowsOrValues())
+
+
 def _engine(url: URL, **kwargs: Any) -> Engine:
     """``create_engine``, with an unknown or uninstalled driver turned into one clear line."""
     try:
-        return create_engine(url, **kwargs)
+        # hide_parameters: a host that turns SQLAlchemy's logging up would otherwise see the
+        # bound values, and those are prompt and answer text (they belong in the log only).
+        return create_engine(url, hide_parameters=True, **kwargs)
     except (NoSuchModuleError, ImportError) as exc:
         # NoSuchModuleError: SQLAlchemy has no such dialect (postgresql+nosuch); ImportError:
         # it has one, but its DBAPI module is not installed (postgresql+pg8000).
