@@ -19,7 +19,6 @@ role that can connect may take and hold.
 from __future__ import annotations
 
 import logging
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
