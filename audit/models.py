@@ -41,6 +41,9 @@ class EventKind(StrEnum):
     ATTEMPT_FAILED = "attempt_failed"
     RESPONSE = "response"
     FAILED = "failed"
+    # The caller left before the outcome was recorded: a stream closed early, a call cancelled
+    # or timed out by its caller, an interrupt (the partial answer, if any, is in the event).
+    CANCELLED = "cancelled"
     REJECTED = "rejected"
     CACHE_HIT = "cache_hit"
     REPLAY = "replay"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -403,3 +403,41 @@ def assemble_stream(
         raise
     except Exception:  # noqa: BLE001 - the bytes are all in memory: any failure is the body's
         raise MalformedResponse(response) from None
+
+
+def iter_body(response: httpx2.Response) -> Iterator[bytes]:
+    """A streamed 2xx body chunk by chunk, as it arrives; a body that breaks off is
+    :class:`TruncatedResponse` (as in :func:`read_body`)."""
+    try:
+        yield from response.iter_bytes()
+    except httpx2.TransportError as exc:
+        raise TruncatedResponse(response, exc) from None
+    except httpx2.DecodingError:
+        raise MalformedResponse(response) from None
+
+
+async def aiter_body(response: httpx2.Response) -> AsyncIterator[bytes]:
+    """:func:`iter_body` for the async client."""
+    try:
+        async for chunk in response.aiter_bytes():
+            yield chunk
+    except httpx2.TransportError as exc:
+        raise TruncatedResponse(response, exc) from None
+    except httpx2.DecodingError:
+        raise MalformedResponse(response) from None
+
+
+def stream_error(
+    client: anthropic.Anthropic, response: httpx2.Response, body: object
+) -> anthropic.APIStatusError:
+    """An in-stream ``error`` event as the SDK's own stream raises it (an ``APIStatusError``
+    with the response's status, usually 200, and the event's error type), so :func:`classify`
+    sees it exactly as it sees the SDK's."""
+    return client._make_status_error(  # the SDK Stream's own mapping
+        f"{body}" if isinstance(body, Mapping) else str(body or ""), body=body, response=response
+    )
+
+
+def message_bytes(message: Mapping[str, Any]) -> bytes:
+    """A message as JSON bytes: how an assembled (streamed) answer is recorded."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

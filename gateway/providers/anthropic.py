@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -43,11 +43,14 @@ from gateway.logging import SdkLogGuard
 from gateway.providers import _sdk
 from gateway.providers._capture import WireCapture
 from gateway.providers._retry import RetryPolicy
+from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
 from gateway.providers.base import (
     AsyncOnAttemptFailed,
     AttemptFailure,
     OnAttemptFailed,
     ProviderReply,
+    StreamFacts,
+    StreamItem,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +63,12 @@ _RATE_LIMIT_PREFIX = "anthropic-ratelimit-"
 
 def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
+
+
+def _per_call_timeout(timeout_s: float) -> httpx2.Timeout:
+    if timeout_s <= 0:
+        raise ValueError("timeout must be positive")
+    return httpx2.Timeout(timeout_s, connect=min(5.0, timeout_s))
 
 
 class AnthropicProvider:
@@ -114,10 +123,15 @@ class AnthropicProvider:
     # -- sync -------------------------------------------------------------------------------
 
     def send(
-        self, body: Mapping[str, Any], *, api_version: str, on_attempt_failed: OnAttemptFailed
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed,
+        timeout_s: float | None = None,
     ) -> ProviderReply:
         """Send ``body``; retry what is retryable; return the first success or raise."""
-        call = self._call(body, api_version)
+        call = self._call(body, api_version, timeout_s)
         while True:
             call.start()
             try:
@@ -132,9 +146,35 @@ class AnthropicProvider:
         # is read here, where a body that breaks off after a 2xx can be told from a failed
         # connection (the SDK would report both as a connection error, and we would retry).
         with self._client.messages.with_streaming_response.create(
-            **call.kwargs, extra_headers=call.headers, timeout=self._timeout
+            **call.kwargs, extra_headers=call.headers, timeout=call.timeout
         ) as raw:
             return raw.http_response, _sdk.read_body(raw.http_response)
+
+    def stream(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed,
+        timeout_s: float | None = None,
+    ) -> Iterator[StreamItem]:
+        """Send ``body`` as a stream: each event as it arrives, then the reply (see Provider)."""
+        call = self._call({**body, "stream": True}, api_version, timeout_s)
+        while True:
+            call.start()
+            try:
+                with self._client.messages.with_streaming_response.create(
+                    **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+                ) as raw:
+                    http = call.opened(raw.http_response)
+                    for chunk in _sdk.iter_body(http):
+                        yield from call.events(http, chunk)
+                    yield call.stream_reply(http)
+                    return
+            except _sdk.UPSTREAM_FAILURES as exc:
+                report = call.failed(exc)
+            self._report(on_attempt_failed, report)
+            self._sleep(call.next_wait())
 
     @staticmethod
     def _report(on_attempt_failed: OnAttemptFailed, report: AttemptFailure) -> None:
@@ -148,12 +188,13 @@ class AnthropicProvider:
         *,
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+        timeout_s: float | None = None,
     ) -> ProviderReply:
         """``send`` for asyncio: the AsyncAnthropic client and a non-blocking wait.
 
         ``on_attempt_failed`` may be a coroutine function: it is awaited before any retry, so
         an audit write can run in a worker thread without the event loop waiting on it."""
-        call = self._call(body, api_version)
+        call = self._call(body, api_version, timeout_s)
         while True:
             call.start()
             try:
@@ -165,9 +206,36 @@ class AnthropicProvider:
 
     async def _aattempt(self, call: _Call) -> tuple[httpx2.Response, bytes]:
         async with self._async_client().messages.with_streaming_response.create(
-            **call.kwargs, extra_headers=call.headers, timeout=self._timeout
+            **call.kwargs, extra_headers=call.headers, timeout=call.timeout
         ) as raw:
             return raw.http_response, await _sdk.aread_body(raw.http_response)
+
+    async def astream(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+        timeout_s: float | None = None,
+    ) -> AsyncIterator[StreamItem]:
+        """``stream`` for asyncio."""
+        call = self._call({**body, "stream": True}, api_version, timeout_s)
+        while True:
+            call.start()
+            try:
+                async with self._async_client().messages.with_streaming_response.create(
+                    **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+                ) as raw:
+                    http = call.opened(raw.http_response)
+                    async for chunk in _sdk.aiter_body(http):
+                        for event in call.events(http, chunk):
+                            yield event
+                    yield call.stream_reply(http)
+                    return
+            except _sdk.UPSTREAM_FAILURES as exc:
+                report = call.failed(exc)
+            await self._areport(on_attempt_failed, report)
+            await self._async_sleep(call.next_wait())
 
     @staticmethod
     async def _areport(
@@ -179,13 +247,15 @@ class AnthropicProvider:
 
     # -- shared -----------------------------------------------------------------------------
 
-    def _call(self, body: Mapping[str, Any], api_version: str) -> _Call:
+    def _call(self, body: Mapping[str, Any], api_version: str, timeout_s: float | None) -> _Call:
         return _Call(
             body,
             api_version=api_version,
             api_key=self._api_key,
             retry=self._retry,
             stream_client=self._client,
+            timeout=self._timeout if timeout_s is None else _per_call_timeout(timeout_s),
+            deadline_s=timeout_s,
         )
 
     def _async_client(self) -> anthropic.AsyncAnthropic:
@@ -230,8 +300,11 @@ class _Call:
         api_key: str,
         retry: RetryPolicy,
         stream_client: anthropic.Anthropic,
+        timeout: httpx2.Timeout,
+        deadline_s: float | None = None,
     ) -> None:
         self.kwargs = _sdk.split_body(body)
+        self.timeout = timeout
         # Per-request headers are the SDK's last layer, so nothing from the environment
         # (ANTHROPIC_CUSTOM_HEADERS) can replace the version or the credential.
         self.headers = {"anthropic-version": api_version, "Authorization": f"Bearer {api_key}"}
@@ -240,12 +313,81 @@ class _Call:
         self._stream_client = stream_client  # the SDK's event decoding needs a (sync) client
         self._started = time.monotonic()
         self._attempt_started = self._started
+        self._deadline = None if deadline_s is None else self._started + deadline_s
         self.attempt = 0
         self._last_failure: tuple[Exception, _sdk.Failure, AttemptFailure] | None = None
+        # A stream's state: the current attempt's relay, and whether any event reached the
+        # caller (after which nothing is retried: the caller already holds part of an answer).
+        self._relay = StreamRelay()
+        self._delivered = False
+        self._first_event: float | None = None
+        self._first_token: float | None = None
 
     def start(self) -> None:
         self.attempt += 1
         self._attempt_started = time.monotonic()
+        self._relay = StreamRelay()
+
+    # -- a stream ------------------------------------------------------------------------
+
+    def opened(self, http: httpx2.Response) -> httpx2.Response:
+        """The response of a stream attempt, once its status line came (a 2xx: the SDK raised
+        for the rest); a body that is not an event stream is not a stream's answer."""
+        if not http.headers.get("content-type", "").startswith("text/event-stream"):
+            raise _sdk.MalformedResponse(http)
+        return http
+
+    def events(self, http: httpx2.Response, chunk: bytes) -> list[dict[str, Any]]:
+        """The events complete in ``chunk`` (to be forwarded), or the attempt's failure: an
+        ``error`` event as the SDK raises it, anything unreadable as a malformed response."""
+        try:
+            events = self._relay.feed(chunk)
+        except StreamErrorEvent as exc:
+            raise _sdk.stream_error(self._stream_client, http, exc.body) from None
+        except (MalformedStream, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+            raise _sdk.MalformedResponse(http) from None
+        if events:
+            if self._first_event is None:
+                self._first_event = time.monotonic()
+            if self._first_token is None and any(
+                e.get("type") == "content_block_delta" for e in events
+            ):
+                self._first_token = time.monotonic()
+            self._delivered = True
+        return events
+
+    def stream_reply(self, http: httpx2.Response) -> ProviderReply:
+        """The reply once the body ended: the assembled message, with the stream's facts. A
+        stream that ended without ``message_stop`` broke off (the upstream did the work)."""
+        relay = self._relay
+        if not relay.complete:
+            raise _sdk.TruncatedResponse(http, EOFError())
+        message = relay.message()
+        now = time.monotonic()
+        headers = http.headers
+        return ProviderReply(
+            status=http.status_code,
+            response=message,
+            response_bytes=_sdk.message_bytes(message),
+            request_bytes=http.request.content,
+            upstream_request_id=headers.get("request-id"),
+            latency_ms=_ms(now - self._attempt_started),
+            total_ms=_ms(now - self._started),
+            attempts=self.attempt,
+            rate_limits={
+                k: v for k, v in headers.items() if k.lower().startswith(_RATE_LIMIT_PREFIX)
+            },
+            stream=StreamFacts(
+                events_digest=relay.digest(),
+                event_bytes=relay.byte_count,
+                events=relay.event_count,
+                first_event_ms=self._since_start(self._first_event),
+                first_token_ms=self._since_start(self._first_token),
+            ),
+        )
+
+    def _since_start(self, moment: float | None) -> float | None:
+        return None if moment is None else _ms(moment - self._started)
 
     def reply(self, http: httpx2.Response, content: bytes) -> ProviderReply:
         """The reply for a read body, or :class:`_sdk.MalformedResponse` (or an in-stream
@@ -280,7 +422,10 @@ class _Call:
             message=failure.message,
             upstream_request_id=failure.upstream_request_id,
             retry_after_s=failure.retry_after_s,
-            will_retry=failure.retryable and self.attempt < self._retry.max_attempts,
+            will_retry=failure.retryable
+            and not self._delivered
+            and self.attempt < self._retry.max_attempts
+            and (self._deadline is None or time.monotonic() < self._deadline),
             latency_ms=_ms(time.monotonic() - self._attempt_started),
             upstream_message=failure.upstream_message,
         )
@@ -300,6 +445,15 @@ class _Call:
             "upstream_request_id": failure.upstream_request_id,
             "attempts": attempt,
         }
+        if self._delivered:
+            error = UpstreamUnavailable if failure.retryable else UpstreamRejected
+            raise error(
+                f"the stream broke off after part of the answer had reached the caller: "
+                f"{failure.message}; it was not sent again.",
+                hint="The partial answer is in the request's FAILED event; send the request "
+                "again if you need the whole answer.",
+                **fields,
+            ) from exc
         if failure.retryable:
             raise UpstreamUnavailable(
                 f"the model provider kept failing: {failure.message}; gave up after "

@@ -5,11 +5,13 @@ Kept apart from the providers so that importing these types does not import the 
 (about a second of start-up) for commands that never call Claude.
 
     reply = ProviderReply(status=200, response={...}, response_bytes=b"...", ...)
+    for item in provider.stream(body, api_version=..., on_attempt_failed=...):
+        ...  # event dicts as the API sent them, then one ProviderReply (the last item)
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -23,7 +25,22 @@ __all__ = [
     "Provider",
     "ProviderReply",
     "RequestNotHonoured",
+    "StreamFacts",
+    "StreamItem",
 ]
+
+
+class StreamFacts(BaseModel):
+    """What a streamed answer adds to its reply: the raw event stream's digest and size (the
+    reply's ``response_bytes`` are the assembled message), and when the first token came."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    events_digest: str  # "sha256:<hex>" of the event-stream bytes exactly as received
+    event_bytes: int
+    events: int  # events received, pings not counted
+    first_event_ms: float | None  # from the start of the call (every attempt, every wait)
+    first_token_ms: float | None  # to the first content_block_delta
 
 
 class ProviderReply(BaseModel):
@@ -40,6 +57,7 @@ class ProviderReply(BaseModel):
     total_ms: float | None = None  # every attempt and every wait (None: not measured)
     attempts: int
     rate_limits: dict[str, str]
+    stream: StreamFacts | None = None  # set when the answer was streamed
 
 
 class AttemptFailure(BaseModel):
@@ -80,6 +98,9 @@ class RequestNotHonoured(InputError):
 
 OnAttemptFailed = Callable[[AttemptFailure], None]
 AsyncOnAttemptFailed = Callable[[AttemptFailure], Awaitable[None]]
+# What a stream yields: event dicts (one Messages API event each, as sent), then, last, the
+# ProviderReply of the whole answer.
+StreamItem = dict[str, Any] | ProviderReply
 
 
 @runtime_checkable
@@ -94,6 +115,14 @@ class Provider(Protocol):
     it raises, nothing more is sent and its exception propagates. A final failure raises
     :class:`gateway.errors.UpstreamError` (or an ``InputError`` for a body the provider
     cannot honour).
+
+    ``stream``/``astream`` send a body with ``"stream": true`` and yield each event as it
+    arrives, then the :class:`ProviderReply` (its ``response`` the assembled message, its
+    ``stream`` the facts of the event stream). Failed attempts before the first event are
+    retried as ``send`` retries them; once an event has been yielded nothing is retried.
+    Closing the iterator early closes the upstream connection. ``timeout_s`` (if given) is
+    the longest wait for the upstream to start answering or between two reads; no attempt
+    starts after it has passed.
     """
 
     name: str
@@ -103,7 +132,12 @@ class Provider(Protocol):
     def model_version(self, model_id: str) -> str | None: ...
 
     def send(
-        self, body: Mapping[str, Any], *, api_version: str, on_attempt_failed: OnAttemptFailed
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed,
+        timeout_s: float | None = None,
     ) -> ProviderReply: ...
 
     async def asend(
@@ -112,7 +146,26 @@ class Provider(Protocol):
         *,
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+        timeout_s: float | None = None,
     ) -> ProviderReply: ...
+
+    def stream(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed,
+        timeout_s: float | None = None,
+    ) -> Iterator[StreamItem]: ...
+
+    def astream(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+        timeout_s: float | None = None,
+    ) -> AsyncIterator[StreamItem]: ...
 
     def close(self) -> None: ...
 

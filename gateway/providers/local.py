@@ -31,12 +31,14 @@ parameter change is a new model version in the audit log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import importlib.resources
 import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -51,6 +53,8 @@ from gateway.providers.base import (
     OnAttemptFailed,
     ProviderReply,
     RequestNotHonoured,
+    StreamFacts,
+    StreamItem,
 )
 from gateway.sampling import sample
 from gateway.sampling.processors import validate_parameters
@@ -377,7 +381,12 @@ class LocalProvider:
         return canonical_bytes(dict(body))
 
     def send(
-        self, body: Mapping[str, Any], *, api_version: str, on_attempt_failed: OnAttemptFailed
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed,
+        timeout_s: float | None = None,
     ) -> ProviderReply:
         started = time.perf_counter()
         reply = self.complete(body)
@@ -398,11 +407,53 @@ class LocalProvider:
         *,
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+        timeout_s: float | None = None,
     ) -> ProviderReply:
         # CPU-bound: generation runs in a worker thread, so the event loop runs on.
         return await asyncio.to_thread(
             self.send, body, api_version=api_version, on_attempt_failed=_never_called
         )
+
+    def stream(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed,
+        timeout_s: float | None = None,
+    ) -> Generator[StreamItem, None, None]:
+        """The answer token by token, as Messages API stream events, then the reply: the
+        same message ``send`` would give for the same random state."""
+        started = time.perf_counter()
+        relay = _LocalRelay()
+        for item in self.stream_complete(body):
+            if isinstance(item, LocalReply):
+                yield relay.reply(item, self.wire_bytes(body), started)
+                return
+            relay.seen(item)
+            yield item
+
+    async def astream(
+        self,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
+        timeout_s: float | None = None,
+    ) -> AsyncIterator[StreamItem]:
+        # CPU-bound: each step runs in a worker thread, so the event loop runs on. A step that
+        # is running when the caller stops finishes in its thread; the generator is then let go.
+        steps = self.stream(body, api_version=api_version, on_attempt_failed=_never_called)
+        done = object()
+        try:
+            while True:
+                item = await asyncio.to_thread(next, steps, done)
+                if item is done:
+                    return
+                yield item  # type: ignore[misc]  # not the sentinel
+        finally:
+            with contextlib.suppress(ValueError):  # "generator already executing"
+                steps.close()
 
     def close(self) -> None:
         return None
@@ -415,6 +466,80 @@ class LocalProvider:
     ) -> LocalReply:
         request = _parse(body)
         rng = rng if rng is not None else np.random.default_rng()
+        generation = self._generate(request, rng)
+        while True:
+            try:
+                next(generation)
+            except StopIteration as end:
+                return self._reply(request, end.value, rng)
+
+    def stream_complete(
+        self, body: Mapping[str, Any], *, rng: np.random.Generator | None = None
+    ) -> Iterator[dict[str, Any] | LocalReply]:
+        """:meth:`complete` as stream events (a ``text_delta`` per token, held back only
+        while it could be the start of a stop sequence), then the :class:`LocalReply`.
+
+        The same ``rng`` state gives the same tokens and text as :meth:`complete`; the stream's
+        message id is drawn from a child of ``rng``, so it never shifts a sampled token."""
+        if body.get("stream") is not True:
+            raise LocalRequestError("a streamed body has stream = true.")
+        request = _parse({k: v for k, v in body.items() if k != "stream"})
+        rng = rng if rng is not None else np.random.default_rng()
+        message_id = f"msg_local_{rng.spawn(1)[0].bytes(12).hex()}"
+        yield {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": request.model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": len(tokenize(request.prompt)), "output_tokens": 0},
+            },
+        }
+        yield {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": ""},
+        }
+        sent = 0
+        generation = self._generate(request, rng)
+        while True:
+            try:
+                safe_text = next(generation)
+            except StopIteration as end:
+                generated: _Generated = end.value
+                break
+            if len(safe_text) > sent:
+                piece, sent = safe_text[sent:], len(safe_text)
+                yield {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": piece},
+                }
+        reply = self._reply(request, generated, rng)
+        response = dict(reply.response, id=message_id)
+        reply = LocalReply(response=response, raw=_json_bytes(response))
+        yield {"type": "content_block_stop", "index": 0}
+        yield {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": response["stop_reason"],
+                "stop_sequence": response["stop_sequence"],
+            },
+            "usage": {"output_tokens": response["usage"]["output_tokens"]},
+        }
+        yield {"type": "message_stop"}
+        yield reply
+
+    def _generate(
+        self, request: _Request, rng: np.random.Generator
+    ) -> Generator[str, None, _Generated]:
+        """Sample the answer, yielding after each token the text that can no longer change
+        (the text so far, less what might be the start of a stop sequence); returns the
+        final text, stop reason and token count."""
         model = self.model(request.model)
         vocab = model.vocab
         context = vocab.ids(tokenize(request.prompt))
@@ -444,6 +569,15 @@ class LocalProvider:
                 text = text[: hit[0]]
                 stop_reason, stop_sequence = "stop_sequence", hit[1]
                 break
+            # A later stop sequence starts at or after len(text) - longest_stop (see the
+            # search above), so everything before that is final.
+            yield text[: max(0, len(text) - longest_stop)]
+        yield text
+        return _Generated(text, stop_reason, stop_sequence, len(words))
+
+    def _reply(
+        self, request: _Request, generated: _Generated, rng: np.random.Generator
+    ) -> LocalReply:
         # The id is drawn after generation, so it never shifts the sampled tokens; with a seeded
         # rng the whole reply, id included, is reproducible.
         suffix = rng.bytes(12).hex()
@@ -452,16 +586,68 @@ class LocalProvider:
             "type": "message",
             "role": "assistant",
             "model": request.model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": stop_reason,
-            "stop_sequence": stop_sequence,
+            "content": [{"type": "text", "text": generated.text}],
+            "stop_reason": generated.stop_reason,
+            "stop_sequence": generated.stop_sequence,
             "usage": {
                 "input_tokens": len(tokenize(request.prompt)),
-                "output_tokens": len(words),
+                "output_tokens": generated.tokens,
             },
         }
-        raw = json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        return LocalReply(response=response, raw=raw)
+        return LocalReply(response=response, raw=_json_bytes(response))
+
+
+@dataclass(frozen=True)
+class _Generated:
+    text: str
+    stop_reason: str
+    stop_sequence: str | None
+    tokens: int
+
+
+def _json_bytes(response: Mapping[str, Any]) -> bytes:
+    return json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+class _LocalRelay:
+    """The stream facts of a local answer: the events are made here, so their "bytes" are
+    their JSON, and the first token is the first delta."""
+
+    def __init__(self) -> None:
+        self._started = time.perf_counter()
+        self._first: float | None = None
+        self._events = 0
+        self._bytes = 0
+        self._hash = hashlib.sha256()
+
+    def seen(self, event: Mapping[str, Any]) -> None:
+        self._events += 1
+        raw = _json_bytes(event) + b"\n"
+        self._hash.update(raw)
+        self._bytes += len(raw)
+        if self._first is None and event["type"] == "content_block_delta":
+            self._first = time.perf_counter()
+
+    def reply(self, local: LocalReply, wire: bytes, started: float) -> ProviderReply:
+        now = time.perf_counter()
+        first = None if self._first is None else round((self._first - started) * 1000, 3)
+        return ProviderReply(
+            status=200,
+            response=local.response,
+            response_bytes=local.raw,
+            request_bytes=wire,
+            upstream_request_id=None,
+            latency_ms=(now - started) * 1000,
+            attempts=1,
+            rate_limits={},
+            stream=StreamFacts(
+                events_digest=f"sha256:{self._hash.hexdigest()}",
+                event_bytes=self._bytes,
+                events=self._events,
+                first_event_ms=round((self._started - started) * 1000, 3),
+                first_token_ms=first,
+            ),
+        )
 
 
 def _never_called(_failure: object) -> None:  # the local model has no attempts to fail

@@ -13,6 +13,11 @@ Scripted replies are consumed in order, one per request; when the queue is empty
 reply answers (an ok message echoing the requested model, or ``fake.set_default(fn)``).
 Streaming requests (``"stream": true``) get server-sent events; ``Reply.stream_error()`` puts
 an ``error`` event inside a 200 stream, as the real API does when it overloads mid-answer.
+``Reply.stream(...)`` writes a stream event by event over chunked transfer encoding, as the
+API does: ``deltas`` text deltas ``delay`` seconds apart, and optionally an ``error`` event
+(``error_after``) or a dropped connection (``drop_after``) after that many deltas, a refusal
+or ``max_tokens`` stop reason with ``stop_details``; ``fake.stream_closed(n)`` tells whether
+the client closed the n-th request's connection before the stream ended.
 
 ``GET /v1/models`` serves the list given to ``fake.set_models([model_entry("claude-x"), ...])``
 in the real API's paging shape (``data``, ``has_more``, ``first_id``, ``last_id``; ``limit``,
@@ -27,6 +32,7 @@ import itertools
 import json
 import socket
 import threading
+import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -66,7 +72,9 @@ RATE_LIMIT_HEADERS: tuple[tuple[str, str], ...] = (
     ("anthropic-ratelimit-tokens-remaining", "399000"),
 )
 
-ReplyKind = Literal["ok", "error", "slow", "drop", "malformed", "stream_error", "truncated"]
+ReplyKind = Literal[
+    "ok", "error", "slow", "drop", "malformed", "stream_error", "truncated", "stream"
+]
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,12 @@ class Reply:
     seconds: float = 0.0
     then: Reply | None = None
     headers: tuple[tuple[str, str], ...] = ()
+    deltas: int = 2
+    delay: float = 0.0
+    first_delay: float = 0.0
+    error_after: int | None = None
+    drop_after: int | None = None
+    stop_details: dict[str, Any] | None = None
 
     @classmethod
     def ok(
@@ -141,6 +155,40 @@ class Reply:
         return cls("truncated", status=status, text=text)
 
     @classmethod
+    def stream(
+        cls,
+        text: str = DEFAULT_TEXT,
+        *,
+        deltas: int = 4,
+        delay: float = 0.0,
+        first_delay: float = 0.0,
+        stop_reason: str = "end_turn",
+        stop_details: dict[str, Any] | None = None,
+        error_after: int | None = None,
+        error_type: str = "overloaded_error",
+        drop_after: int | None = None,
+        model: str | None = None,
+    ) -> Reply:
+        """A 200 event stream written event by event (chunked): ``text`` in ``deltas`` text
+        deltas, ``delay`` seconds apart (``first_delay`` before the first). ``error_after=n``
+        sends an ``error`` event after n deltas; ``drop_after=n`` cuts the connection after n
+        deltas. A non-streaming request gets the message as JSON."""
+        return cls(
+            "stream",
+            text=text,
+            model=model,
+            stop_reason=stop_reason,
+            stop_details=stop_details,
+            deltas=deltas,
+            delay=delay,
+            first_delay=first_delay,
+            error_after=error_after,
+            error_type=error_type,
+            message="Overloaded" if error_type == "overloaded_error" else f"fake {error_type}",
+            drop_after=drop_after,
+        )
+
+    @classmethod
     def stream_error(
         cls, error_type: str = "overloaded_error", message: str = "Overloaded"
     ) -> Reply:
@@ -172,6 +220,8 @@ class _State:
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     lock: threading.Lock = field(default_factory=threading.Lock)
     closing: threading.Event = field(default_factory=threading.Event)
+    # request number -> whether the client went away before the stream's last byte
+    stream_ends: dict[int, bool] = field(default_factory=dict)
 
 
 class _Server(ThreadingHTTPServer):
@@ -298,6 +348,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = _error_body(reply.error_type or "api_error", reply.message or "fake error")
             body["request_id"] = headers["request-id"]
             self._reply_json(status, body, headers)
+        elif reply.kind == "stream" and streaming:
+            message = _message(reply, request, number)
+            if reply.stop_details is not None:
+                message["stop_details"] = reply.stop_details
+            self._reply_stream(reply, message, {**base_headers, **dict(reply.headers)}, number)
         else:
             message = _message(reply, request, number)
             headers = {**base_headers, **dict(reply.headers)}
@@ -308,6 +363,41 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply_bytes(200, events, "text/event-stream", headers)
             else:
                 self._reply_json(200, message, headers)
+
+    def _reply_stream(
+        self, reply: Reply, message: dict[str, Any], headers: dict[str, str], number: int
+    ) -> None:
+        """Write the stream event by event, each event one HTTP chunk, flushed."""
+        state = self.server.state
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        closed_early = True
+        try:
+            for kind, payload in _stream_script(message, reply):
+                if kind == "wait":
+                    if state.closing.wait(payload):
+                        return
+                    continue
+                if kind == "drop":
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    closed_early = False
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            closed_early = False
+        except OSError:  # the client closed its end: what a test of closing early wants
+            self.close_connection = True
+        finally:
+            with state.lock:
+                state.stream_ends[number] = closed_early
 
     def _reply_truncated(
         self, status: int, message: dict[str, Any], headers: dict[str, str]
@@ -526,6 +616,77 @@ def _stream_events(message: dict[str, Any], failure: Reply | None) -> bytes:
     return b"".join(out)
 
 
+def _stream_script(message: dict[str, Any], reply: Reply) -> Iterator[tuple[str, Any]]:
+    """What ``_reply_stream`` does, step by step: ("send", bytes), ("wait", seconds), ("drop")."""
+    text: str = message["content"][0]["text"]
+    words = text.split(" ")
+    count = max(1, min(reply.deltas, len(words)))
+    size = -(-len(words) // count)
+    pieces = [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
+    pieces = [p + (" " if i < len(pieces) - 1 else "") for i, p in enumerate(pieces)]
+    start = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**message["usage"], "output_tokens": 1},
+    }
+    start.pop("stop_details", None)
+    yield "send", _sse("message_start", {"type": "message_start", "message": start})
+    yield (
+        "send",
+        _sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+    )
+    yield "send", _sse("ping", {"type": "ping"})
+    for i, piece in enumerate(pieces):
+        if reply.error_after is not None and i == reply.error_after:
+            error = _error_body(reply.error_type or "overloaded_error", reply.message or "x")
+            yield "send", _sse("error", error)
+            return
+        if reply.drop_after is not None and i == reply.drop_after:
+            yield "drop", None
+            return
+        wait = reply.first_delay if i == 0 else reply.delay
+        if wait:
+            yield "wait", wait
+        delta = {"type": "text_delta", "text": piece}
+        yield (
+            "send",
+            _sse(
+                "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+            ),
+        )
+    if reply.error_after is not None and reply.error_after >= len(pieces):
+        yield "send", _sse("error", _error_body(reply.error_type or "overloaded_error", "x"))
+        return
+    if reply.drop_after is not None and reply.drop_after >= len(pieces):
+        yield "drop", None
+        return
+    yield "send", _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+    delta_body: dict[str, Any] = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    if message.get("stop_details") is not None:
+        delta_body["stop_details"] = message["stop_details"]
+    yield (
+        "send",
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": delta_body,
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        ),
+    )
+    yield "send", _sse("message_stop", {"type": "message_stop"})
+
+
 class FakeMessagesAPI:
     """The loopback server. Use it as a context manager; ``base_url`` is valid inside."""
 
@@ -567,6 +728,18 @@ class FakeMessagesAPI:
         """A snapshot of every request received so far, in arrival order."""
         with self._state.lock:
             return list(self._state.requests)
+
+    def stream_closed(self, number: int, *, wait_s: float = 2.0) -> bool | None:
+        """Whether the client closed the ``number``-th request's stream (1-based, in arrival
+        order) before its end; ``None`` if that stream has not finished within ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            with self._state.lock:
+                if number in self._state.stream_ends:
+                    return self._state.stream_ends[number]
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.01)
 
     @property
     def pending(self) -> int:
