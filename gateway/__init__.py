@@ -3,10 +3,14 @@
     from gateway import Gateway
     with Gateway.from_env() as gw:
         result = gw.complete("compliance_review", "Transaction: ...", caller="payments-svc")
+        with gw.stream("compliance_review", "Transaction: ...", caller="payments-svc") as s:
+            for event in s: ...                # Messages API stream events
+        s.result                               # the same Result
 
 The public API is exactly ``__all__``; everything else is internal.
 """
 
+from gateway._streams import AsyncStream, Stream
 from gateway.client import AsyncGateway, Gateway
 from gateway.errors import (
     AuditError,
@@ -30,6 +34,7 @@ from gateway.settings import Durability, Settings
 
 __all__ = [
     "AsyncGateway",
+    "AsyncStream",
     "AuditError",
     "AuditUnavailable",
     "AuditWriteError",
@@ -45,6 +50,7 @@ __all__ = [
     "PolicyViolation",
     "Result",
     "Settings",
+    "Stream",
     "UnknownTask",
     "UpstreamError",
     "UpstreamRejected",

@@ -8,6 +8,11 @@ recorder (gateway._recording), so both clients record exactly the same events:
     sent = recorder.send(prepared.labels, provider, prepared.plan.body,
                          api_version=..., intent=pipeline.intent(prepared))
     result = pipeline.record_outcome(prepared, sent.reply, sent.wire)   # or record_failed
+    pipeline.record_cancelled(prepared, reason="cancelled")           # the caller left
+
+A streamed request is prepared with ``stream=True``: its wire body is the plan's with
+``"stream": true`` (recorded exactly), its request hash the plan's (the replay key does not
+depend on how the answer is delivered; docs/gateway.md says why).
 """
 
 from __future__ import annotations
@@ -31,16 +36,19 @@ from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway._recording import CallLabels, Intent, Recorder
-from gateway._served import Served, ServedMemo
+from gateway._served import Served, ServedMemo, recorded_message
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
+    AuditWriteError,
     GatewayError,
     InputError,
     OutputValidationError,
     PolicyError,
+    PolicyViolation,
     UpstreamError,
 )
 from gateway.policy import Plan, Policy, PolicySet, plan_request
+from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import ProviderReply
 from gateway.providers.registry import Providers, runs_offline
 from gateway.result import Result
@@ -57,6 +65,8 @@ class Prepared:
     plan: Plan
     request_hash: str
     model_version: str | None
+    stream: bool = False
+    timeout_s: float | None = None
     labels: CallLabels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -68,6 +78,11 @@ class Prepared:
             request_hash=self.request_hash,
         )
         object.__setattr__(self, "labels", labels)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The wire body: the plan's, with ``"stream": true`` for a streamed request."""
+        return {**self.plan.body, "stream": True} if self.stream else self.plan.body
 
 
 class RequestPipeline:
@@ -101,15 +116,19 @@ class RequestPipeline:
         messages: object = None,
         caller: object = None,
         overrides: Mapping[str, object] | None = None,
+        stream: bool = False,
+        timeout: object = None,
     ) -> Prepared:
         request_id = new_request_id()
         policy: Policy | None = None
         try:
             checked_caller = check_caller(caller)
             overrides = check_overrides(overrides)
+            timeout_s = _check_timeout(timeout)
             policy = self.policies.get(task)
             if self._policy_transform is not None:
                 policy = self._policy_transform(policy)
+            _check_stream_mode(policy, stream)
             model = self.catalog.get(policy.model_id)
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {policy.model_id!r} is not in the model catalog.")
@@ -139,6 +158,8 @@ class RequestPipeline:
             plan=plan,
             request_hash=request_hash_for(plan, model_version),
             model_version=model_version,
+            stream=stream,
+            timeout_s=timeout_s,
         )
 
     def _record_rejected(
@@ -180,21 +201,25 @@ class RequestPipeline:
     # -- stage 4: replay -----------------------------------------------------------------
 
     def cached_result(self, prepared: Prepared) -> Result | None:
+        hit = self.cached_hit(prepared)
+        return hit[0] if hit is not None else None
+
+    def cached_hit(self, prepared: Prepared) -> tuple[Result, Mapping[str, Any]] | None:
+        """A replay hit: its Result and the recorded message it serves (which a streamed
+        request streams as events); ``None`` on a miss or outside replay mode."""
         if prepared.plan.cache_mode != "replay":
             return None
         served = self._served.get(prepared.request_hash) or self._find_served(prepared)
         if served is None:
             return None
-        appended = self.recorder.append(
-            prepared.labels.draft(
-                EventKind.CACHE_HIT,
-                {
-                    "served_seq": served.seq,
-                    "served_request_id": served.request_id,
-                    "served_hash": served.hash,
-                },
-            )
-        )
+        hit_data: dict[str, Any] = {
+            "served_seq": served.seq,
+            "served_request_id": served.request_id,
+            "served_hash": served.hash,
+        }
+        if prepared.stream:
+            hit_data["stream"] = True
+        appended = self.recorder.append(prepared.labels.draft(EventKind.CACHE_HIT, hit_data))
         result = self._result(
             prepared, served.response, served.stop_reason, appended.seq, cached=True
         )
@@ -208,14 +233,21 @@ class RequestPipeline:
             tokens=0,
             attempts=0,
         )
-        return result
+        return result, served.response
 
     def _find_served(self, prepared: Prepared) -> Served | None:
         event = self.recorder.find_response(prepared.request_hash, prepared.labels)
         if event is None:
             return None
         raw = self.recorder.payload(event, "response_body", prepared.request_id)
-        response = json.loads(raw)
+        response = recorded_message(raw)
+        if response is None:
+            raise AuditWriteError(
+                f"the recorded answer at seq {event.seq} is not a readable message, so it was "
+                "not served.",
+                request_id=prepared.request_id,
+                hint="Run 'gateway audit verify'.",
+            )
         served = Served(
             seq=event.seq,
             request_id=event.request_id,
@@ -232,9 +264,17 @@ class RequestPipeline:
     def intent(self, prepared: Prepared) -> Intent:
         """The REQUEST event committed before the call (the recorder adds the wire bytes)."""
         plan = prepared.plan
+        # Only a streamed or time-limited request says so, so other requests record what
+        # they always did.
+        delivery: dict[str, Any] = {}
+        if prepared.stream:
+            delivery["stream"] = True
+        if prepared.timeout_s is not None:
+            delivery["timeout_s"] = prepared.timeout_s
         return Intent(
             EventKind.REQUEST,
             {
+                **delivery,
                 "provider": plan.provider,
                 "api_version": plan.api_version,
                 "model_id": plan.model_id,
@@ -255,25 +295,29 @@ class RequestPipeline:
         )
 
     def record_failed(
-        self, prepared: Prepared, error: UpstreamError, *, detail: str | None = None
+        self,
+        prepared: Prepared,
+        error: UpstreamError,
+        *,
+        detail: str | None = None,
+        partial: MessageAssembler | None = None,
     ) -> None:
         """Record the FAILED outcome. ``detail`` may quote input: it goes to the audit record,
-        never to a log or an error message."""
+        never to a log or an error message. ``partial``: what a stream delivered first."""
         error.request_id = prepared.request_id
-        self.recorder.append(
-            prepared.labels.draft(
-                EventKind.FAILED,
-                {
-                    "error": type(error).__name__,
-                    "status": error.status,
-                    "error_type": error.error_type,
-                    "upstream_request_id": error.upstream_request_id,
-                    "attempts": error.attempts,
-                    "reason": error.message,
-                    "detail": detail,
-                },
-            )
-        )
+        data: dict[str, Any] = {
+            "error": type(error).__name__,
+            "status": error.status,
+            "error_type": error.error_type,
+            "upstream_request_id": error.upstream_request_id,
+            "attempts": error.attempts,
+            "reason": error.message,
+            "detail": detail,
+        }
+        payloads: dict[str, bytes] = {}
+        if partial is not None:
+            data["partial"], payloads = _partial(partial)
+        self.recorder.append(prepared.labels.draft(EventKind.FAILED, data, payloads=payloads))
         log.warning(
             "request_failed",
             task=prepared.plan.task,
@@ -281,6 +325,35 @@ class RequestPipeline:
             status=error.status,
             error_type=error.error_type,
             attempts=error.attempts,
+        )
+
+    def record_cancelled(
+        self,
+        prepared: Prepared,
+        *,
+        reason: str,
+        partial: MessageAssembler | None = None,
+        reply: ProviderReply | None = None,
+    ) -> None:
+        """Record the CANCELLED outcome: the caller left (closed a stream early, was cancelled,
+        timed out or interrupted) before the answer was recorded. ``partial`` is what a stream
+        delivered; ``reply`` the whole answer when it had arrived (``answered`` says which)."""
+        data: dict[str, Any] = {"reason": reason, "answered": reply is not None}
+        payloads: dict[str, bytes] = {}
+        if partial is not None:
+            data["partial"], payloads = _partial(partial)
+        if reply is not None:
+            data["usage"] = reply.response.get("usage") or {}
+            data["upstream_request_id"] = reply.upstream_request_id
+            data["stop_reason"] = reply.response.get("stop_reason")
+            payloads = {"response_body": reply.response_bytes}
+        self.recorder.append(prepared.labels.draft(EventKind.CANCELLED, data, payloads=payloads))
+        log.warning(
+            "request_cancelled",
+            task=prepared.plan.task,
+            request_id=prepared.request_id,
+            reason=reason,
+            answered=reply is not None,
         )
 
     def record_outcome(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
@@ -309,6 +382,12 @@ class RequestPipeline:
             "rate_limits": dict(reply.rate_limits),
             "sent_as_recorded": sent_as_recorded,
         }
+        if reply.response.get("stop_details") is not None:
+            data["stop_details"] = reply.response["stop_details"]
+        if reply.stream is not None:
+            # The response body is the assembled message (what replay serves); the event
+            # stream itself is recorded by the digest of its bytes as received.
+            data["stream"] = reply.stream.model_dump(mode="json")
         appended = self.recorder.append(
             prepared.labels.draft(
                 EventKind.RESPONSE,
@@ -383,6 +462,54 @@ class RequestPipeline:
             policy_fingerprint=prepared.policy.fingerprint,
             stop_reason=stop_reason,
         )
+
+
+def _check_stream_mode(policy: Policy, stream: bool) -> None:
+    if stream and policy.stream == "never":
+        raise PolicyViolation(
+            f"the policy for task {policy.task!r} does not let its answers be streamed "
+            '([output] stream = "never").',
+            key="stream",
+        )
+    if not stream and policy.stream == "must":
+        raise PolicyViolation(
+            f"the policy for task {policy.task!r} requires its answers to be streamed "
+            '([output] stream = "must"); use Gateway.stream (gateway ask --stream).',
+            key="stream",
+        )
+
+
+def _check_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise InputError(
+            "timeout must be a positive number of seconds.", hint="For example timeout=30."
+        )
+    return float(timeout)
+
+
+def _partial(partial: MessageAssembler) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """What a stream delivered before it ended: the text and last usage in the event's data,
+    the partial message as a payload."""
+    data = {
+        "text": partial.text(),
+        "usage": dict(partial.usage),
+        "events": partial.event_count,
+        "stop_reason": partial.stop_reason,
+    }
+    message = partial.message()
+    payloads = {} if message is None else {"partial_response": _json_bytes(message)}
+    return data, payloads
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _finite(value: float) -> float:

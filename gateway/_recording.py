@@ -11,6 +11,12 @@
 a caller that commits the intent in the same worker-thread hop as other audit work calls the
 two itself. ``asend``/``acall`` are the asyncio twins.
 
+``stream``/``astream`` are ``call`` for a streamed answer: they forward each event as it
+arrives and record exactly one terminal outcome, however the iteration ends, through the
+caller's :class:`StreamOutcomes` (completed: RESPONSE; an error mid-stream: FAILED with the
+partial answer; the caller closed the stream, was cancelled or interrupted: CANCELLED with
+the partial answer). The outcome is claimed in a ``finally``, so no way out misses it.
+
 A call is: an intent event with the exact wire bytes, committed before anything is sent
 (invariant 1); one ATTEMPT_FAILED event per failed attempt, committed before any retry; then
 a reply, or a typed :class:`UpstreamError` for whatever went wrong after the intent. Every
@@ -23,10 +29,11 @@ propagates.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
 from audit.authenticity import SignatureCheck, check_outcome
@@ -42,6 +49,7 @@ from gateway.errors import (
     UpstreamError,
     UpstreamRejected,
 )
+from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import AttemptFailure, Provider, ProviderReply, RequestNotHonoured
 from gateway.settings import Settings
 
@@ -108,6 +116,56 @@ class Sent:
     error: UpstreamError | None = None
     detail: str | None = None
     cause: BaseException | None = None
+
+
+class Terminal:
+    """The one terminal outcome of a request: whoever claims it first records it.
+
+    Thread-safe, because an asyncio caller may be cancelled while a worker thread is about
+    to record the answer: one of the two claims, the other records nothing."""
+
+    __slots__ = ("_claimed", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    def claim(self) -> bool:
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    @property
+    def claimed(self) -> bool:
+        return self._claimed
+
+
+class StreamOutcomes(Protocol):
+    """How a stream's terminal outcome is recorded (the pipeline's events; the recorder
+    decides which one, and that there is exactly one).
+
+    ``completed`` records the RESPONSE; ``failed`` records FAILED with what arrived and
+    raises ``sent.error``; ``cancelled`` records CANCELLED with what arrived (``reason``:
+    ``closed`` when the caller stopped reading, ``cancelled``, ``interrupted``)."""
+
+    def completed(self, reply: ProviderReply) -> None: ...
+
+    def failed(self, sent: Sent, partial: MessageAssembler) -> None: ...
+
+    def cancelled(self, partial: MessageAssembler, reason: str) -> None: ...
+
+
+def cancel_reason(exc: BaseException) -> str:
+    """Why a call ended without an outcome of its own, in the CANCELLED record's words."""
+    if isinstance(exc, GeneratorExit):
+        return "closed"  # the caller stopped reading (break, an exception, close())
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return type(exc).__name__
 
 
 class Recorder:
@@ -259,6 +317,7 @@ class Recorder:
         *,
         api_version: str,
         begun: Begun,
+        timeout_s: float | None = None,
     ) -> Sent:
         """Send a body whose intent is committed, recording each failed attempt."""
 
@@ -267,7 +326,10 @@ class Recorder:
 
         try:
             reply = provider.send(
-                body, api_version=api_version, on_attempt_failed=on_attempt_failed
+                body,
+                api_version=api_version,
+                on_attempt_failed=on_attempt_failed,
+                timeout_s=timeout_s,
             )
         except AuditError:
             raise  # an attempt could not be recorded: the call already stopped, fail closed
@@ -283,6 +345,7 @@ class Recorder:
         *,
         api_version: str,
         begun: Begun,
+        timeout_s: float | None = None,
     ) -> Sent:
         """:meth:`call` for asyncio: each attempt's record is written in a worker thread (an
         fsync never blocks the event loop) and awaited by the provider before any retry."""
@@ -292,13 +355,144 @@ class Recorder:
 
         try:
             reply = await provider.asend(
-                body, api_version=api_version, on_attempt_failed=on_attempt_failed
+                body,
+                api_version=api_version,
+                on_attempt_failed=on_attempt_failed,
+                timeout_s=timeout_s,
             )
         except AuditError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return _failed(provider, begun, exc)
         return Sent(wire=begun.wire, intent_seq=begun.intent_seq, reply=reply)
+
+    # A stream: the same mirrored shape. Events go to the caller as they come; the terminal
+    # outcome is claimed once (Terminal), by the reply, the failure, or the finally.
+
+    def stream(
+        self,
+        call: CallLabels,
+        provider: Provider,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        begun: Begun,
+        outcomes: StreamOutcomes,
+        timeout_s: float | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Stream a body whose intent is committed: each event, then one terminal record."""
+
+        def on_attempt_failed(failure: AttemptFailure) -> None:
+            self.attempt_failed(call, failure)
+
+        partial = MessageAssembler()
+        terminal = Terminal()
+        source = provider.stream(
+            body, api_version=api_version, on_attempt_failed=on_attempt_failed, timeout_s=timeout_s
+        )
+        reason = "closed"
+        try:
+            for item in source:
+                if type(item) is dict:
+                    partial.observe(item)
+                    yield item
+                elif isinstance(item, ProviderReply) and terminal.claim():
+                    outcomes.completed(item)
+                    return
+            raise _NoReply(provider.name)
+        except AuditError:
+            terminal.claim()  # an attempt could not be recorded: stopped, fail closed
+            raise
+        except Exception as exc:  # every failure after the intent gets an outcome
+            if not terminal.claim():
+                raise
+            outcomes.failed(_failed(provider, begun, exc), partial)
+        except BaseException as exc:
+            reason = cancel_reason(exc)
+            raise
+        finally:
+            _close(source)  # closes the upstream connection of a stream left early
+            if terminal.claim():
+                outcomes.cancelled(partial, reason)
+
+    async def astream(
+        self,
+        call: CallLabels,
+        provider: Provider,
+        body: Mapping[str, Any],
+        *,
+        api_version: str,
+        begun: Begun,
+        outcomes: StreamOutcomes,
+        timeout_s: float | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """:meth:`stream` for asyncio: every record is written in a worker thread; the
+        CANCELLED record is shielded, so a second cancellation cannot stop it."""
+
+        async def on_attempt_failed(failure: AttemptFailure) -> None:
+            await asyncio.to_thread(self.attempt_failed, call, failure)
+
+        partial = MessageAssembler()
+        terminal = Terminal()
+        source = provider.astream(
+            body, api_version=api_version, on_attempt_failed=on_attempt_failed, timeout_s=timeout_s
+        )
+        reason = "closed"
+        try:
+            async for item in source:
+                if type(item) is dict:
+                    partial.observe(item)
+                    yield item
+                elif isinstance(item, ProviderReply) and terminal.claim():
+                    await asyncio.to_thread(outcomes.completed, item)
+                    return
+            raise _NoReply(provider.name)
+        except AuditError:
+            terminal.claim()
+            raise
+        except Exception as exc:  # every failure after the intent gets an outcome
+            if not terminal.claim():
+                raise
+            await asyncio.to_thread(outcomes.failed, _failed(provider, begun, exc), partial)
+        except BaseException as exc:
+            reason = cancel_reason(exc)
+            raise
+        finally:
+            await _aclose(source)
+            if terminal.claim():
+                await shielded(outcomes.cancelled, partial, reason)
+
+
+class _NoReply(Exception):
+    """A provider's stream ended without its reply (a provider bug, recorded as FAILED)."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(f"the {provider} provider's stream ended without a reply")
+
+
+def _close(source: object) -> None:
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
+
+
+async def _aclose(source: object) -> None:
+    aclose = getattr(source, "aclose", None)
+    if aclose is not None:
+        await asyncio.shield(aclose())
+
+
+async def shielded(record: Any, *args: Any) -> None:
+    """Run an audit write in a worker thread to its end, even if the caller is cancelled
+    again meanwhile (the thread then finishes on its own; the record is still written)."""
+    work = asyncio.ensure_future(asyncio.to_thread(record, *args))
+    try:
+        await asyncio.shield(work)
+    except asyncio.CancelledError:
+        if not work.done():
+            raise
+        work.result()
+        raise
 
 
 def _failed(provider: Provider, begun: Begun, exc: Exception) -> Sent:

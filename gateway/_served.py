@@ -10,6 +10,10 @@ the log does not hold; the CACHE_HIT event still names the served seq. The log i
 so a committed answer stays valid. Bounded in entries and in bytes of recorded answers: the
 least recently used entries are dropped first.
 
+Recorded answers are read by :func:`recorded_message`, whichever way they were delivered: a
+RESPONSE body is the message as JSON (a streamed answer is recorded assembled), and a body
+recorded as the raw event stream is assembled from its events.
+
 Within one process the memo keeps serving the answer it first saw for a request hash; an
 answer another instance records later for the same hash (only possible under a ``record``
 policy with an identical request) is served once this entry ages out.
@@ -17,10 +21,13 @@ policy with an identical request) is served once this entry ages out.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+
+from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
 
 DEFAULT_CAPACITY = 4096
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -64,3 +71,24 @@ class ServedMemo:
             while len(self._entries) > self._capacity or self._bytes > self._max_bytes:
                 _, dropped = self._entries.popitem(last=False)
                 self._bytes -= dropped.size
+
+
+def recorded_message(raw: bytes) -> dict[str, Any] | None:
+    """The message a recorded response body holds, or ``None`` when it holds none.
+
+    A JSON message as itself; a raw event stream (``event: ...`` frames) as the message its
+    events add up to, when it reached ``message_stop`` without an error event.
+    """
+    stripped = raw.lstrip()
+    if stripped.startswith((b"event:", b"data:", b":")):
+        relay = StreamRelay()
+        try:
+            relay.feed(raw if raw.endswith(b"\n\n") else raw + b"\n\n")
+            return relay.message()
+        except (MalformedStream, StreamErrorEvent, KeyError, TypeError, UnicodeDecodeError):
+            return None
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None

@@ -3,6 +3,10 @@
     with Gateway.from_env() as gw:
         r = gw.complete("compliance_review", "Transaction: ...", caller="payments-svc")
         print(r.text, r.seq)
+        with gw.stream("risk_report", "Summarise ...", caller="risk-desk") as s:
+            for event in s:                    # Messages API stream events, as sent
+                ...
+        s.result                               # the same Result complete() returns
 
 One instance is safe to share across the threads of a web service (``Gateway``) or the tasks
 of one event loop (``AsyncGateway``). Concurrent identical requests under a ``replay`` policy
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -24,7 +29,8 @@ from typing import Any, Self
 
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, RequestPipeline
-from gateway._recording import Begun, Recorder, Sent
+from gateway._recording import Begun, Recorder, Sent, Terminal, cancel_reason, shielded
+from gateway._streams import AsyncStream, Opened, Outcomes, Stream
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
 from gateway.offline import offline_policy
@@ -43,6 +49,7 @@ class _Step:
     prepared: Prepared
     cached: Result | None = None
     begun: Begun | None = None
+    message: Mapping[str, Any] | None = None  # the recorded message of a hit (to stream it)
 
     @property
     def pending(self) -> bool:
@@ -93,22 +100,31 @@ class _Core:
         messages: object,
         caller: object,
         overrides: Mapping[str, object] | None,
+        stream: bool = False,
+        timeout: object = None,
     ) -> _Step:
         """Resolve, plan and key; then serve a recorded answer (replay) or commit the intent
         (record). A replay miss is left pending: it is looked up again under its lock."""
         prepared = self.pipeline.prepare(
-            task, prompt=prompt, messages=messages, caller=caller, overrides=overrides
+            task,
+            prompt=prompt,
+            messages=messages,
+            caller=caller,
+            overrides=overrides,
+            stream=stream,
+            timeout=timeout,
         )
         if prepared.plan.cache_mode == "replay":
-            return _Step(prepared, cached=self.pipeline.cached_result(prepared))
+            return self._hit(prepared) or _Step(prepared)
         return _Step(prepared, begun=self.begin(prepared))
 
     def look_or_begin(self, prepared: Prepared) -> _Step:
         """Under the request's lock: an answer recorded meanwhile, or the intent committed."""
-        cached = self.pipeline.cached_result(prepared)
-        if cached is not None:
-            return _Step(prepared, cached=cached)
-        return _Step(prepared, begun=self.begin(prepared))
+        return self._hit(prepared) or _Step(prepared, begun=self.begin(prepared))
+
+    def _hit(self, prepared: Prepared) -> _Step | None:
+        hit = self.pipeline.cached_hit(prepared)
+        return None if hit is None else _Step(prepared, cached=hit[0], message=hit[1])
 
     def provider(self, prepared: Prepared) -> Provider:
         return self.providers.get(prepared.plan.provider)
@@ -117,7 +133,7 @@ class _Core:
         return self.recorder.begin(
             prepared.labels,
             self.provider(prepared),
-            prepared.plan.body,
+            prepared.body,
             self.pipeline.intent(prepared),
         )
 
@@ -125,22 +141,54 @@ class _Core:
         return self.recorder.call(
             prepared.labels,
             self.provider(prepared),
-            prepared.plan.body,
+            prepared.body,
             api_version=prepared.plan.api_version,
             begun=begun,
+            timeout_s=prepared.timeout_s,
         )
 
     async def acall(self, prepared: Prepared, begun: Begun) -> Sent:
         return await self.recorder.acall(
             prepared.labels,
             self.provider(prepared),
-            prepared.plan.body,
+            prepared.body,
             api_version=prepared.plan.api_version,
             begun=begun,
+            timeout_s=prepared.timeout_s,
         )
 
-    def finish(self, prepared: Prepared, sent: Sent) -> Result:
-        """Record the call's outcome: RESPONSE, or FAILED and the typed error raised."""
+    def opened(self, step: _Step, *, asynchronous: bool) -> Opened:
+        """A stream once its intent is committed (or its hit found): the recorder's events,
+        sync or async, with the outcomes that will hold the Result."""
+        prepared = step.prepared
+        if step.cached is not None:
+            assert step.message is not None
+            return Opened(prepared.request_id, cached=(step.cached, step.message))
+        assert step.begun is not None
+        outcomes = Outcomes(self.pipeline, prepared, step.begun)
+        args = (prepared.labels, self.provider(prepared), prepared.body)
+        options: dict[str, Any] = {
+            "api_version": prepared.plan.api_version,
+            "begun": step.begun,
+            "outcomes": outcomes,
+            "timeout_s": prepared.timeout_s,
+        }
+        if asynchronous:
+            aevents = self.recorder.astream(*args, **options)
+            return Opened(prepared.request_id, aevents=aevents, outcomes=outcomes)
+        events = self.recorder.stream(*args, **options)
+        return Opened(prepared.request_id, events=events, outcomes=outcomes)
+
+    def cancelled(self, prepared: Prepared, reason: str, sent: Sent | None) -> None:
+        """Record CANCELLED for a call its caller left (whether its answer had arrived)."""
+        reply = sent.reply if sent is not None else None
+        self.pipeline.record_cancelled(prepared, reason=reason, reply=reply)
+
+    def finish(self, prepared: Prepared, sent: Sent, terminal: Terminal | None = None) -> Result:
+        """Record the call's outcome: RESPONSE, or FAILED and the typed error raised.
+        ``terminal``: the claim a cancellation may have taken first (then nothing is done)."""
+        if terminal is not None and not terminal.claim():
+            raise _AlreadyCancelled
         if sent.reply is not None:
             return self.pipeline.record_outcome(prepared, sent.reply, sent.wire)
         error = sent.error
@@ -155,6 +203,29 @@ class _Core:
             self.providers.close()
         finally:
             self.store.close()
+
+
+class _AlreadyCancelled(Exception):
+    """The call's CANCELLED outcome was recorded before its answer could be."""
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    # A finish whose caller was cancelled is not awaited; its error is in the audit log.
+    if not future.cancelled():
+        future.exception()
+
+
+async def _settled(work: asyncio.Future[_Step]) -> _Step | None:
+    """``work``'s result once it is done, however often the waiter is cancelled meanwhile
+    (a bounded audit write in a thread); ``None`` when it failed."""
+    while not work.done():
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:
+            continue
+        except Exception:  # noqa: BLE001 - its error is the caller's no longer; it was cancelled
+            return None
+    return None if work.cancelled() or work.exception() is not None else work.result()
 
 
 PolicyTransform = Callable[[Policy], Policy]
@@ -224,11 +295,15 @@ class Gateway(_Client):
         messages: list[dict[str, Any]] | None = None,
         caller: str | None = None,
         overrides: Mapping[str, object] | None = None,
+        timeout: float | None = None,
     ) -> Result:
+        """Run one request and return its answer. ``timeout`` (seconds): the longest wait for
+        the upstream to answer or between two reads; no retry starts after it (recorded in
+        the intent)."""
         core = self._core
         # Hits need no lock; a replay miss takes the per-request lock and looks again, so that
         # concurrent identical misses make one upstream call and the rest are served from it.
-        step = core.start(task, prompt, messages, caller, overrides)
+        step = core.start(task, prompt, messages, caller, overrides, timeout=timeout)
         if step.pending:
             with self._locks.hold(step.prepared.request_hash):
                 return self._complete(core.look_or_begin(step.prepared))
@@ -239,7 +314,35 @@ class Gateway(_Client):
             return step.cached
         assert step.begun is not None
         core = self._core
-        return core.finish(step.prepared, core.call(step.prepared, step.begun))
+        try:
+            sent = core.call(step.prepared, step.begun)
+        except KeyboardInterrupt as exc:  # the caller left: one terminal outcome still
+            core.cancelled(step.prepared, cancel_reason(exc), None)
+            raise
+        return core.finish(step.prepared, sent)
+
+    def stream(
+        self,
+        task: str,
+        prompt: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        caller: str | None = None,
+        overrides: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+    ) -> Stream:
+        """A streamed request: ``with gw.stream(...) as s: for event in s: ...``, then
+        ``s.result``. See gateway._streams for what happens on each way out."""
+
+        def open_stream(stack: ExitStack) -> Opened:
+            core = self._core
+            step = core.start(task, prompt, messages, caller, overrides, True, timeout)
+            if step.pending:  # a replay miss streams under its lock (see complete)
+                stack.enter_context(self._locks.hold(step.prepared.request_hash))
+                step = core.look_or_begin(step.prepared)
+            return core.opened(step, asynchronous=False)
+
+        return Stream(open_stream)
 
     def close(self) -> None:
         self._core.close()
@@ -273,25 +376,79 @@ class AsyncGateway(_Client):
         messages: list[dict[str, Any]] | None = None,
         caller: str | None = None,
         overrides: Mapping[str, object] | None = None,
+        timeout: float | None = None,
     ) -> Result:
+        """``Gateway.complete`` for asyncio. Cancelled (or timed out by ``asyncio.timeout`` or
+        ``wait_for``) after its intent, it records CANCELLED, saying whether the answer had
+        arrived."""
         core = self._core
         # The same steps and locking as Gateway.complete, each step one worker-thread hop:
         # a hit or a record-mode miss makes two hops in all, a replay miss three.
-        step = await asyncio.to_thread(core.start, task, prompt, messages, caller, overrides)
+        step = await self._step(
+            core.start, task, prompt, messages, caller, overrides, False, timeout
+        )
         if step.pending:
             async with self._locks.hold(step.prepared.request_hash):
-                return await self._complete(
-                    await asyncio.to_thread(core.look_or_begin, step.prepared)
-                )
+                return await self._complete(await self._step(core.look_or_begin, step.prepared))
         return await self._complete(step)
+
+    async def _step(self, stage: Callable[..., _Step], *args: Any) -> _Step:
+        """One worker-thread hop that may commit an intent. A cancellation meanwhile cannot
+        stop the thread, so it is waited for, and an intent it committed gets its CANCELLED
+        outcome before the cancellation goes on."""
+        work = asyncio.ensure_future(asyncio.to_thread(stage, *args))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError as exc:
+            step = await _settled(work)
+            if step is not None and step.begun is not None:
+                await shielded(self._core.cancelled, step.prepared, cancel_reason(exc), None)
+            raise
 
     async def _complete(self, step: _Step) -> Result:
         if step.cached is not None:
             return step.cached
         assert step.begun is not None
         core = self._core
-        sent = await core.acall(step.prepared, step.begun)
-        return await asyncio.to_thread(core.finish, step.prepared, sent)
+        prepared = step.prepared
+        terminal = Terminal()
+        sent: Sent | None = None
+        try:
+            sent = await core.acall(prepared, step.begun)
+            # The outcome is written in a thread that a cancellation cannot stop: whichever of
+            # it and the cancellation claims the terminal outcome first records it.
+            finish = asyncio.ensure_future(asyncio.to_thread(core.finish, prepared, sent, terminal))
+            finish.add_done_callback(_retrieved)
+            return await asyncio.shield(finish)
+        except asyncio.CancelledError as exc:
+            if terminal.claim():
+                await shielded(core.cancelled, prepared, cancel_reason(exc), sent)
+            raise
+
+    def stream(
+        self,
+        task: str,
+        prompt: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        caller: str | None = None,
+        overrides: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+    ) -> AsyncStream:
+        """``Gateway.stream`` for asyncio: ``async with agw.stream(...) as s: async for event
+        in s: ...``, then ``s.result``."""
+
+        async def open_stream(stack: AsyncExitStack) -> Opened:
+            core = self._core
+            step = await self._step(
+                core.start, task, prompt, messages, caller, overrides, True, timeout
+            )
+            if step.pending:
+                await stack.enter_async_context(self._locks.hold(step.prepared.request_hash))
+                step = await self._step(core.look_or_begin, step.prepared)
+            return core.opened(step, asynchronous=True)
+
+        return AsyncStream(open_stream)
 
     async def aclose(self) -> None:
         core = self._core

@@ -9,6 +9,7 @@ import gateway
 def test_gateway_exports_are_pinned() -> None:
     assert sorted(gateway.__all__) == [
         "AsyncGateway",
+        "AsyncStream",
         "AuditError",
         "AuditUnavailable",
         "AuditWriteError",
@@ -24,6 +25,7 @@ def test_gateway_exports_are_pinned() -> None:
         "PolicyViolation",
         "Result",
         "Settings",
+        "Stream",
         "UnknownTask",
         "UpstreamError",
         "UpstreamRejected",

@@ -31,6 +31,9 @@ SOURCED_FACTS = (
     "context_window",
     "lifecycle",
     "retires_at",
+    "non_streaming_max_tokens",
+    "strict_tools",
+    "forced_tool_choice",
 )
 
 
@@ -51,6 +54,10 @@ class ModelInfo(BaseModel):
     deprecated_thinking_types: tuple[str, ...] = ()
     effort_levels: tuple[str, ...] = ()
     structured_outputs: bool = False
+    # Tools: whether a tool may be declared strict (its input guaranteed to match its schema),
+    # and whether tool_choice may force a tool ("any" or a named one).
+    strict_tools: bool = False
+    forced_tool_choice: bool = True
     max_output_tokens: int = Field(gt=0)
     context_window: int = Field(gt=0)
     lifecycle: Literal["active", "deprecated", "retired"]
@@ -62,6 +69,9 @@ class ModelInfo(BaseModel):
     # Whether the provider ends non-streamed answers that run past its time limit (so review
     # warns about a large max_tokens without streaming).
     non_streaming_time_limit: bool = True
+    # The largest max_tokens the provider's SDK lets a call ask for without streaming (None:
+    # not known to be limited). Review: a task above it must stream (max-tokens-streaming).
+    non_streaming_max_tokens: int | None = Field(default=None, gt=0)
     sources: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("provider")

@@ -127,6 +127,7 @@ def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> Po
             system_prompt=system_prompt,
             output_format=data.output.format,
             output_schema=output_schema,
+            stream=data.output.stream,
             cache_mode=data.cache.mode,
             cache_scope=data.cache.scope,
             caller=data.caller,

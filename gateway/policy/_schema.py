@@ -22,6 +22,8 @@ from audit.canonical import canonical_digest
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 ThinkingType = Literal["enabled", "adaptive", "disabled", "between_tools"]
 OutputFormat = Literal["text", "json"]
+# Whether a task's answers may be streamed (Gateway.stream), must be, or never are.
+StreamMode = Literal["may", "must", "never"]
 CacheMode = Literal["replay", "record"]
 # Who shares a task's recorded answers: one caller only (an information barrier) or the task.
 CacheScope = Literal["caller", "task"]
@@ -106,6 +108,7 @@ class OutputTable(BaseModel):
 
     format: OutputFormat = "text"
     schema_file: str | None = None
+    stream: StreamMode = "may"
 
 
 class CacheTable(BaseModel):
@@ -159,6 +162,7 @@ class Policy(BaseModel):
     system_prompt: str | None
     output_format: OutputFormat
     output_schema: dict[str, Any] | None
+    stream: StreamMode = "may"
     cache_mode: CacheMode
     # "task" is the default here only for policies recorded before scopes existed, which
     # shared answers across callers; a policy file's own default is "caller".
@@ -171,10 +175,13 @@ class Policy(BaseModel):
     def content(self) -> dict[str, Any]:
         """The policy as JSON-safe data, prompt and schema inlined: what the fingerprint covers.
 
-        A task-wide cache scope and the absence of a derivation are left out, so a policy
-        recorded before either existed keeps its fingerprint (and means the same).
+        A task-wide cache scope, the absence of a derivation and ``stream = "may"`` are left
+        out, so a policy recorded before any of them existed keeps its fingerprint (and means
+        the same).
         """
         content = self.model_dump(mode="json")
+        if content["stream"] == "may":
+            del content["stream"]
         if content["cache_scope"] == "task":
             del content["cache_scope"]
         if content["derived"] is None:

@@ -25,6 +25,7 @@ class Subject:
     reproducible: bool
     output_format: str
     has_schema: bool
+    stream: str
     cache_mode: str
     cache_scope: str
     caller: Caller
@@ -42,6 +43,7 @@ class Subject:
             reproducible=data.reproducible,
             output_format=data.output.format,
             has_schema=data.output.schema_file is not None,
+            stream=data.output.stream,
             cache_mode=data.cache.mode,
             cache_scope=data.cache.scope,
             caller=data.caller,
@@ -65,6 +67,7 @@ class Subject:
             reproducible=policy.reproducible,
             output_format=policy.output_format,
             has_schema=policy.output_schema is not None,
+            stream=policy.stream,
             cache_mode=policy.cache_mode,
             cache_scope=policy.cache_scope,
             caller=policy.caller,

@@ -7,8 +7,6 @@ from collections.abc import Iterator
 from gateway.policy._findings import Finding, error, warning
 from gateway.policy.rules._subject import Subject
 
-# The SDK refuses non-streaming calls above this with its default timeout (10 minutes).
-NON_STREAMING_MAX_TOKENS = 21_333
 KEY = "generation.max_tokens"
 
 
@@ -47,18 +45,37 @@ def max_tokens_range(s: Subject) -> Iterator[Finding]:
 
 
 def max_tokens_streaming(s: Subject) -> Iterator[Finding]:
+    """A max_tokens above the model's non-streaming limit (the catalog's, checked against the
+    SDK's own rule): an error for a task that never streams, a warning for one that may (its
+    non-streamed calls can outlast the limit), nothing for one that must stream."""
     value = s.generation.max_tokens
-    limited = s.model is None or s.model.non_streaming_time_limit
-    if limited and value is not None and value > NON_STREAMING_MAX_TOKENS:
-        yield warning(
+    model = s.model
+    if model is None or not model.non_streaming_time_limit or s.stream == "must":
+        return
+    limit = model.non_streaming_max_tokens
+    if value is None or limit is None or value <= limit:
+        return
+    if s.stream == "never":
+        yield error(
             "max-tokens-streaming",
             s.file,
             KEY,
-            f"max_tokens = {value} is above {NON_STREAMING_MAX_TOKENS:,}; such long answers can "
-            "outlast the provider's non-streaming time limit.",
-            f"Keep max_tokens at {NON_STREAMING_MAX_TOKENS:,} or less unless this task needs "
-            "very long answers and runs with a long request timeout.",
+            f"max_tokens = {value} is above the {limit:,} tokens {s.model_id!r} may be asked "
+            "for without streaming, and this task never streams, so its long answers cannot "
+            "be delivered.",
+            f'Set stream = "must" (or "may") in [output], or max_tokens to {limit:,} or less.',
         )
+        return
+    yield warning(
+        "max-tokens-streaming",
+        s.file,
+        KEY,
+        f"max_tokens = {value} is above the {limit:,} tokens {s.model_id!r} may be asked for "
+        "without streaming; such long answers can outlast the provider's non-streaming time "
+        "limit when a caller does not stream.",
+        f'Set stream = "must" in [output] so every call streams, or keep max_tokens at '
+        f"{limit:,} or less.",
+    )
 
 
 def stop_sequence_blank(s: Subject) -> Iterator[Finding]:

@@ -1,0 +1,239 @@
+"""``Gateway.stream`` and ``AsyncGateway.stream``: a streamed request as a context manager.
+
+    with gw.stream("risk_report", "Summarise ...", caller="risk-desk") as s:
+        s.request_id                     # known once the intent is committed
+        for event in s:                  # Messages API stream events, as the API sent them
+            ...
+        result = s.result                # the Result complete() would have returned
+
+Entering the block resolves, plans and keys the request, commits its intent (or, in replay
+mode, finds the recorded answer) and waits for the first event, so anything that fails before
+the stream begins raises from the ``with`` line, with the usual error types. Leaving the block
+before the stream ended closes the upstream connection and records CANCELLED (the recorder
+does it; see gateway._recording). A replay hit streams the recorded message as events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, ExitStack
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from gateway._recording import Sent
+from gateway.providers._stream import MessageAssembler, message_events
+from gateway.providers.base import ProviderReply
+from gateway.result import Result
+
+if TYPE_CHECKING:
+    from gateway._pipeline import Prepared, RequestPipeline
+    from gateway._recording import Begun
+
+__all__ = ["AsyncStream", "Stream"]
+
+Event = dict[str, Any]
+
+
+class Outcomes:
+    """The pipeline's terminal records for one stream (the recorder picks which, once)."""
+
+    def __init__(self, pipeline: RequestPipeline, prepared: Prepared, begun: Begun) -> None:
+        self._pipeline = pipeline
+        self._prepared = prepared
+        self._begun = begun
+        self.result: Result | None = None
+
+    def completed(self, reply: ProviderReply) -> None:
+        self.result = self._pipeline.record_outcome(self._prepared, reply, self._begun.wire)
+
+    def failed(self, sent: Sent, partial: MessageAssembler) -> None:
+        error = sent.error
+        assert error is not None
+        self._pipeline.record_failed(self._prepared, error, detail=sent.detail, partial=partial)
+        if sent.cause is error:
+            raise error
+        raise error from sent.cause
+
+    def cancelled(self, partial: MessageAssembler, reason: str) -> None:
+        self._pipeline.record_cancelled(self._prepared, reason=reason, partial=partial)
+
+
+class _StreamBase:
+    _cached: Result | None = None
+    _outcomes: Outcomes | None = None
+    _request_id: str | None = None
+
+    @property
+    def request_id(self) -> str:
+        """The request's id (the audit log's ``request_id``), known once the block is entered."""
+        if self._request_id is None:
+            raise RuntimeError("the stream is not open yet: enter its 'with' block first.")
+        return self._request_id
+
+    @property
+    def cached(self) -> bool:
+        """Whether this is a replay hit (the recorded answer, streamed)."""
+        return self._cached is not None
+
+    @property
+    def result(self) -> Result:
+        """The Result of the whole answer, once the iteration has ended."""
+        result = self._cached or (self._outcomes.result if self._outcomes else None)
+        if result is None:
+            raise RuntimeError(
+                "the stream has no result: iterate it to its end first (a stream that failed "
+                "or was left early has none)."
+            )
+        return result
+
+
+class Stream(_StreamBase):
+    """One streamed request (see the module docstring); made by :meth:`Gateway.stream`."""
+
+    def __init__(self, open_stream: Callable[[ExitStack], Opened]) -> None:
+        self._open = open_stream
+        self._stack = ExitStack()
+        self._events: Iterator[Event] = iter(())
+        self._first: Event | None = None
+        self._close: Callable[[], None] | None = None
+
+    def __enter__(self) -> Stream:
+        try:
+            opened = self._open(self._stack)
+            self._request_id = opened.request_id
+            if opened.cached is not None:
+                self._cached, message = opened.cached
+                self._events = message_events(message)
+            else:
+                assert opened.events is not None
+                self._outcomes = opened.outcomes
+                events = opened.events
+                self._events = events
+                self._close = getattr(events, "close", None)
+                self._first = next(events, None)  # failures before the first event raise here
+        except BaseException:
+            self._finish()
+            raise
+        return self
+
+    def __iter__(self) -> Stream:
+        return self
+
+    def __next__(self) -> Event:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        return next(self._events)
+
+    def close(self) -> None:
+        """End the stream: if it had not ended, the upstream connection is closed and the
+        request recorded CANCELLED."""
+        self._finish()
+
+    def _finish(self) -> None:
+        try:
+            if self._close is not None:
+                close, self._close = self._close, None
+                close()
+        finally:
+            self._stack.close()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._finish()
+
+
+class AsyncStream(_StreamBase):
+    """One streamed request for asyncio; made by :meth:`AsyncGateway.stream`."""
+
+    def __init__(self, open_stream: Callable[[AsyncExitStack], Any]) -> None:
+        self._open = open_stream
+        self._stack = AsyncExitStack()
+        self._source: AsyncIterator[Event] | None = None
+        self._replayed: Iterator[Event] | None = None
+        self._first: Event | None = None
+
+    async def __aenter__(self) -> AsyncStream:
+        try:
+            opened: Opened = await self._open(self._stack)
+            self._request_id = opened.request_id
+            if opened.cached is not None:
+                self._cached, message = opened.cached
+                self._replayed = message_events(message)
+            else:
+                assert opened.aevents is not None
+                self._outcomes = opened.outcomes
+                self._source = opened.aevents
+                try:
+                    self._first = await self._source.__anext__()
+                except StopAsyncIteration:
+                    self._first = None
+        except BaseException:
+            await self._finish()
+            raise
+        return self
+
+    def __aiter__(self) -> AsyncStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        if self._source is not None:
+            return await self._source.__anext__()
+        if self._replayed is not None:
+            try:
+                return next(self._replayed)
+            except StopIteration:
+                raise StopAsyncIteration from None
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        """``Stream.close`` for asyncio."""
+        await self._finish()
+
+    async def _finish(self) -> None:
+        try:
+            source, self._source = self._source, None
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        finally:
+            await self._stack.aclose()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._finish()
+
+
+class Opened:
+    """What opening a stream gave: a replay hit (its Result and message), or the recorder's
+    event iterator (sync or async) with the outcomes that will hold the Result."""
+
+    __slots__ = ("aevents", "cached", "events", "outcomes", "request_id")
+
+    def __init__(
+        self,
+        request_id: str,
+        *,
+        cached: tuple[Result, Mapping[str, Any]] | None = None,
+        events: Iterator[Event] | None = None,
+        aevents: AsyncIterator[Event] | None = None,
+        outcomes: Outcomes | None = None,
+    ) -> None:
+        self.request_id = request_id
+        self.cached = cached
+        self.events = events
+        self.aevents = aevents
+        self.outcomes = outcomes
