@@ -51,6 +51,11 @@ class EventKind(StrEnum):
     CHECKPOINT = "checkpoint"
     # The gateway refused to use a recorded event that did not check out (what, which seq).
     INTEGRITY_ALERT = "integrity_alert"
+    # A reviewer read a request's recorded content (prompt, messages, answer): who, what, and
+    # whether it was shown or refused because its record did not check out.
+    ACCESS = "access"
+    # An approver signed a task's policy fingerprint (Ed25519; the signature is in the data).
+    APPROVAL = "approval"
     # A caller key issued (its id, caller and sha256 hash; never the key) or revoked.
     CALLER_KEY = "caller_key"
     CALLER_KEY_REVOKED = "caller_key_revoked"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,7 +30,12 @@ OUTCOMES = {
     EventKind.REPLAY: "replay",
     EventKind.EXPORT: "export",
     EventKind.CHECKPOINT: "checkpoint",
+    EventKind.CANCELLED: "cancelled",
+    EventKind.INTEGRITY_ALERT: "integrity alert",
+    EventKind.ACCESS: "access",
+    EventKind.APPROVAL: "approval",
 }
+FLAGGED = "flagged"  # a RESPONSE whose answer failed its output check (data ok = false)
 
 
 class RequestSummary(BaseModel):
@@ -46,6 +52,11 @@ class RequestSummary(BaseModel):
     events: int
     attempts_failed: int
     kinds: tuple[str, ...]
+    # From the outcome's data: the model that answered (else the one asked), tokens, latency.
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float | None = None
 
 
 @dataclass
@@ -57,6 +68,7 @@ class _Acc:
     last_seq: int = 0
     attempts_failed: int = 0
     kinds: list[str] = field(default_factory=list)
+    measures: dict[str, Any] = field(default_factory=dict)
 
     def add(self, event: StoredEvent) -> None:
         self.last_seq = event.seq
@@ -64,6 +76,9 @@ class _Acc:
         if event.kind == EventKind.ATTEMPT_FAILED:
             self.attempts_failed += 1
         self.status = OUTCOMES.get(event.kind, self.status)
+        if event.kind == EventKind.RESPONSE and event.data.get("ok") is False:
+            self.status = FLAGGED
+        self.measures.update(_measures(event))
 
     def summary(self) -> RequestSummary:
         return RequestSummary(
@@ -78,7 +93,27 @@ class _Acc:
             events=len(self.kinds),
             attempts_failed=self.attempts_failed,
             kinds=tuple(self.kinds),
+            **self.measures,
         )
+
+
+def _measures(event: StoredEvent) -> dict[str, Any]:
+    """The list's model, token and latency columns, from what this event's data records."""
+    data = event.data
+    found: dict[str, Any] = {}
+    model = data.get("model") if event.kind != EventKind.REQUEST else data.get("model_id")
+    if isinstance(model, str):
+        found["model"] = model
+    usage = data.get("usage")
+    if isinstance(usage, dict):
+        for key in ("input_tokens", "output_tokens"):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                found[key] = value
+    latency = data.get("latency_ms")
+    if isinstance(latency, int | float) and not isinstance(latency, bool):
+        found["latency_ms"] = float(latency)
+    return found
 
 
 def _label(first: StoredEvent) -> str | None:

@@ -20,6 +20,7 @@ gateway's tree (:func:`audit_failure`), so a caller catches ``GatewayError`` and
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -44,12 +45,24 @@ from audit import (
 )
 from audit import checkpoint as checkpoints
 from audit.export import ExportFormat
-from audit.signing import KEY_HINT, Signer, Trust, TrustedKeys, UnusableKey, create_key_file
+from audit.models import EventDraft
+from audit.signing import (
+    KEY_HINT,
+    Signer,
+    Trust,
+    TrustedKeys,
+    UnusableKey,
+    create_key_file,
+    signature_check,
+)
 from audit.store import sqlite_path
+from gateway._audit_content import PARTS, RecordedContent, recorded_content
 from gateway._audit_errors import audit_failure, translated
+from gateway._inputs import check_name
 from gateway.errors import (
     ConfigurationError,
     InputError,
+    IntegrityAlert,
 )
 from gateway.settings import Settings
 
@@ -281,6 +294,13 @@ class Auditing:
         with translated():
             return list_requests(self._store, filters, limit=limit)
 
+    def count_requests(self, filters: EventFilter | None = None) -> int:
+        """How many requests :meth:`requests` would list without a limit (one pass over
+        the matching events, holding only their request ids)."""
+        filters = filters or EventFilter()
+        with translated():
+            return len({e.request_id for e in self._store.iter_events(**filters.model_dump())})
+
     def request_events(self, request_id: str) -> list[StoredEvent]:
         """A request's whole life in seq order; an ``InputError`` when nothing is recorded."""
         with translated():
@@ -291,6 +311,65 @@ class Auditing:
                 hint="List request ids with `gateway audit list`.",
             )
         return events
+
+    def read_content(self, request_id: str, *, reviewer: str) -> RecordedContent:
+        """The system prompt, messages and answer ``request_id`` recorded, for ``reviewer``.
+
+        The events whose content is read are checked first, as the read path checks an
+        answer before serving it (record signatures under the keys :meth:`verify` trusts by
+        default). Every read is recorded as an ACCESS event naming the reviewer and what was
+        read, before anything is returned; a record that does not check out is refused
+        (:class:`IntegrityAlert`, one line per problem) and the refusal is recorded too.
+        """
+        reviewer = check_name(reviewer, "reviewer", example="j.smith") or ""
+        events = self.request_events(request_id)
+        store = self._writing()
+        check = signature_check(trusted_record_keys(self._settings, store.signer))
+        with translated():
+            found = recorded_content(store, events, signature=check)
+        if found.nothing is not None:
+            raise InputError(
+                f"request {request_id!r} has no recorded content: {found.nothing}.",
+                hint="`gateway audit show REQUEST_ID` shows what was recorded.",
+            )
+        data: dict[str, object] = {
+            "reviewer": reviewer,
+            "read_request_id": request_id,
+            "read": list(PARTS),
+            "seqs": list(found.seqs),
+            "shown": found.content is not None,
+        }
+        if found.content is not None:
+            data["payloads"] = found.content.payloads
+        else:
+            data["problems"] = found.problems
+        draft = EventDraft(
+            kind=EventKind.ACCESS,
+            request_id=f"access-{uuid.uuid4().hex}",
+            task=events[0].task,
+            caller=reviewer,
+            data=data,
+        )
+        with translated():
+            appended = store.append(draft)
+        if found.content is None:
+            problems = found.problems or ["the record did not check out"]
+            raise IntegrityAlert(
+                f"the recorded content of request {request_id!r} was not shown: its record "
+                f"did not check out ({problems[0]}).",
+                problems=tuple(problems),
+                request_id=request_id,
+            )
+        return found.content.model_copy(update={"access_seq": appended.seq})
+
+    def reads_of(self, request_id: str) -> list[StoredEvent]:
+        """The ACCESS events that read ``request_id``'s content, oldest first."""
+        with translated():
+            return [
+                e
+                for e in self._store.iter_events(kind=EventKind.ACCESS)
+                if e.data.get("read_request_id") == request_id
+            ]
 
     def verify(
         self,

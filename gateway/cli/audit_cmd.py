@@ -16,10 +16,12 @@ from typing import Any
 
 import click
 
+from gateway._audit_content import RecordedContent
 from gateway.auditing import (
     Auditing,
     EventFilter,
     EventKind,
+    StoredEvent,
     VerifyReport,
     checkpoint_text,
     read_public_keys,
@@ -60,55 +62,187 @@ def audit_group() -> None:
 
 @audit_group.command("list")
 @_filter_options
-@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="The newest N requests (0: all).",
+)
+@click.option("--all", "everything", is_flag=True, help="Every matching request (no limit).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl"]), default="table")
 @click.pass_context
-def audit_list(ctx: click.Context, /, limit: int, fmt: str, **filters: Any) -> None:
-    """One row per request with its status (completed, failed, rejected, cache hit, ...)."""
+def audit_list(
+    ctx: click.Context, /, limit: int, everything: bool, fmt: str, **filters: Any
+) -> None:
+    """One row per request: status (completed, flagged, failed, cancelled, rejected, cache
+    hit, integrity alert, incomplete, ...), model, tokens and latency."""
+    selection = EventFilter(**filters)
+    limit_or_all = None if everything or not limit else limit
     with Auditing.open(settings_of(ctx)) as auditing:
-        rows = auditing.requests(EventFilter(**filters), limit=limit or None)
+        rows = auditing.requests(selection, limit=limit_or_all)
+        total = auditing.count_requests(selection) if limit_or_all is not None else len(rows)
     if fmt == "json":
         echo_json([r.model_dump(mode="json") for r in rows])
     elif fmt == "jsonl":
         echo_jsonl(r.model_dump(mode="json") for r in rows)
     else:
-        header = f"{'seq':>8}  {'started (UTC)':19}  {'status':11}  {'task':24}  {'caller':18}  id"
-        click.echo(header)
+        click.echo(
+            f"{'seq':>13}  {'started (UTC)':19}  {'status':15}  {'task':22}  {'label':22}  "
+            f"{'caller':18}  {'model':20}  {'tokens in/out':>13}  {'latency':>9}  id"
+        )
         for r in rows:
+            seqs = str(r.first_seq) if r.first_seq == r.last_seq else f"{r.first_seq}-{r.last_seq}"
             click.echo(
-                f"{r.first_seq:>8}  {r.started_at:%Y-%m-%d %H:%M:%S}  {shown(r.status):11}  "
-                f"{_cell(r.task, 24)}  {_cell(r.caller, 18)}  {shown(r.request_id)}"
+                f"{seqs:>13}  {r.started_at:%Y-%m-%d %H:%M:%S}  {_cell(r.status, 15)}  "
+                f"{_cell(r.task, 22)}  {_cell(r.label, 22)}  {_cell(r.caller, 18)}  "
+                f"{_cell(r.model, 20)}  {_tokens(r.input_tokens, r.output_tokens):>13}  "
+                f"{_latency(r.latency_ms):>9}  {shown(r.request_id)}"
             )
+        if len(rows) < total:
+            click.echo(f"{len(rows)} of {total} (use --limit N or --all)")
+        elif not rows:
+            click.echo("no requests match", err=True)
 
 
 def _cell(value: str | None, width: int) -> str:
-    # Escaped first, then cut: a cut never lets a raw character through.
-    return f"{shown(value or '-')[:width]:{width}}"
+    # Escaped first, then cut, with a mark: a cut never lets a raw character through.
+    text = shown(value or "-")
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"{text:{width}}"
+
+
+def _tokens(given: int | None, got: int | None) -> str:
+    if given is None and got is None:
+        return "-"
+    return f"{'-' if given is None else given}/{'-' if got is None else got}"
+
+
+def _latency(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    return f"{ms:,.0f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
 
 
 @audit_group.command("show")
 @click.argument("request_id")
+@click.option(
+    "--content",
+    is_flag=True,
+    help="Also print the system prompt, the messages and the answer, once the record checks "
+    "out; the read is recorded as an ACCESS event (needs --reviewer).",
+)
+@click.option("--reviewer", help="Who is reading the content (recorded with the read).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
-def audit_show(ctx: click.Context, request_id: str, fmt: str) -> None:
-    """A request's whole life: intent, attempts, outcome or cache hit."""
+def audit_show(
+    ctx: click.Context, request_id: str, content: bool, reviewer: str | None, fmt: str
+) -> None:
+    """A request's whole life: intent, attempts, outcome or cache hit; with --content, what
+    was asked and what came back."""
+    if content and reviewer is None:
+        raise click.UsageError("--content needs --reviewer NAME: every content read is recorded")
+    if reviewer is not None and not content:
+        raise click.UsageError("--reviewer is recorded with a content read: add --content")
     with Auditing.open(settings_of(ctx)) as auditing:
         events = auditing.request_events(request_id)
+        recorded = auditing.read_content(request_id, reviewer=reviewer) if reviewer else None
+        reads = auditing.reads_of(request_id)
     if fmt == "json":
-        echo_json({"request_id": request_id, "events": [e.json_row() for e in events]})
+        out: dict[str, Any] = {"request_id": request_id, "events": [e.json_row() for e in events]}
+        if reads:
+            out["reads"] = [_read_json(e) for e in reads]
+        if recorded is not None:
+            out["content"] = recorded.model_dump(mode="json")
+        echo_json(out)
         return
     first = events[0]
     click.echo(
         f"request {shown(request_id)}  task {shown(first.task or '-')}  "
         f"caller {shown(first.caller or '-')}"
     )
+    fingerprint = next((e.policy_fingerprint for e in events if e.policy_fingerprint), None)
+    click.echo(f"policy {shown(fingerprint or '-')}")
     for e in events:
         click.echo(f"  seq {e.seq:<8} {e.recorded_at:%Y-%m-%d %H:%M:%S.%f}  {shown(e.kind.value)}")
         for key in sorted(e.data):
             value = shown(json.dumps(e.data[key], ensure_ascii=False))
-            click.echo(f"      {shown(key)}: {value[:200]}")
-        for name, content in sorted(e.payload_digests.items()):
-            click.echo(f"      payload {shown(name)}: {shown(content)}")
+            cut = f" [truncated, {len(value)} characters]" if len(value) > SHOW_CUT else ""
+            click.echo(f"      {shown(key)}: {value[:SHOW_CUT]}{cut}")
+        for name, digest in sorted(e.payload_digests.items()):
+            click.echo(f"      payload {shown(name)}: {shown(digest)}")
+    if reads:
+        click.echo("content read by:")
+        for e in reads:
+            state = "shown" if e.data.get("shown") is True else "REFUSED"
+            click.echo(
+                f"  seq {e.seq:<8} {e.recorded_at:%Y-%m-%d %H:%M:%S}  "
+                f"{shown(e.data.get('reviewer') or e.caller or '-')}  {state}"
+            )
+    if recorded is not None:
+        _print_content(recorded)
+
+
+SHOW_CUT = 200  # characters of one data value in text output; the rest is marked, never lost
+INDENT = "    "  # content lines are indented, so no recorded text can pass for a heading
+
+
+def _read_json(event: StoredEvent) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "recorded_at": event.recorded_at.isoformat(),
+        "reviewer": event.data.get("reviewer"),
+        "shown": event.data.get("shown"),
+        "read": event.data.get("read"),
+    }
+
+
+def _block_text(block: Any) -> str:
+    if isinstance(block, dict) and isinstance(block.get("text"), str):
+        return str(block["text"])
+    return json.dumps(block, ensure_ascii=False, sort_keys=True)
+
+
+def _content_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_block_text(b) for b in value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _echo_block(text: str) -> None:
+    for line in text.split("\n"):
+        click.echo(f"{INDENT}{shown(line)}")
+
+
+def _print_content(recorded: RecordedContent) -> None:
+    seqs = ", ".join(str(s) for s in recorded.seqs)
+    click.echo(
+        f"content (record checked: seq {seqs}; this read is recorded as seq {recorded.access_seq})"
+    )
+    if recorded.served_from is not None:
+        click.echo(f"  served from the recorded answer of {shown(recorded.served_from)}")
+    click.echo("  system prompt:")
+    _echo_block(_content_text(recorded.system) if recorded.system is not None else "(none)")
+    for n, message in enumerate(recorded.messages, 1):
+        role = message.get("role") if isinstance(message, dict) else None
+        body = message.get("content") if isinstance(message, dict) else message
+        click.echo(f"  message {n} ({shown(role or '?')}):")
+        _echo_block(_content_text(body))
+    model = f", model {shown(recorded.model)}" if recorded.model else ""
+    click.echo(f"  answer ({shown(recorded.outcome)}{model}):")
+    if recorded.answer is None:
+        _echo_block("(no answer recorded)")
+    else:
+        _echo_block(recorded.answer)
+    for block in recorded.answer_blocks:
+        if not (isinstance(block, dict) and block.get("type") == "text"):
+            click.echo(
+                f"  answer block ({shown(block.get('type') if isinstance(block, dict) else '?')}):"
+            )
+            _echo_block(_block_text(block))
 
 
 UNPINNED_WARNING = (

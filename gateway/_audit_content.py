@@ -1,0 +1,180 @@
+"""What a recorded request said and got back, read only after its record checks out.
+
+    found = recorded_content(store, events, signature=check)
+    if found.problems: ...refuse, show nothing...
+    found.content.system, found.content.messages, found.content.answer
+
+The content lives in the payloads a request's events reference: the wire body sent
+(``request_body`` of the REQUEST: system prompt, messages) and the answer (``response_body``
+of the RESPONSE, or what a failed or cancelled stream delivered, ``partial_response``). A
+cache hit's content is the RESPONSE it served. Before any of it is read, the events are put
+through the read path's own check (:func:`audit.authenticity.check_outcome`: hash, link,
+columns, record signature under the trusted keys, the preceding REQUEST, payload digests),
+so a reviewer is never shown what the gateway itself would refuse to serve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from audit import AuditStore, AuditStoreError, EventKind, StoredEvent
+from audit._bounded import UnreadableJSON
+from audit._bounded import loads as bounded_loads
+from audit.authenticity import SignatureCheck, check_event, check_outcome
+from audit.lifecycle import TERMINAL
+
+__all__ = ["ContentRead", "RecordedContent", "recorded_content"]
+
+# What a content read shows, named in its ACCESS event.
+PARTS = ("system_prompt", "messages", "answer")
+
+
+class RecordedContent(BaseModel):
+    """A request's content exactly as recorded (JSON values as they were on the wire)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str
+    task: str | None
+    caller: str | None
+    policy_fingerprint: str | None
+    outcome: str  # the kind of the event whose answer is shown ("request": none yet)
+    model: str | None
+    system: Any  # a string, a list of system blocks, or None
+    messages: list[Any]
+    answer: str | None  # the text blocks of the answer, joined; None when there is none
+    answer_blocks: list[Any]  # every content block of the answer (tool calls included)
+    served_from: str | None  # a cache hit: the request whose recorded answer it served
+    seqs: tuple[int, ...]  # the events whose content this is
+    payloads: dict[str, str]  # name -> digest of each payload read
+    access_seq: int | None = None  # the ACCESS event that recorded this read
+
+
+@dataclass
+class ContentRead:
+    """The outcome of :func:`recorded_content`: content, or the problems that refuse it."""
+
+    content: RecordedContent | None
+    problems: list[str] = field(default_factory=list)
+    seqs: tuple[int, ...] = ()
+    nothing: str | None = None  # why there is no content to read (not a defect)
+
+
+def recorded_content(
+    store: AuditStore, events: list[StoredEvent], *, signature: SignatureCheck | None
+) -> ContentRead:
+    """The content of the request whose life is ``events`` (seq order), checked first."""
+    first = events[0]
+    outcome = next((e for e in reversed(events) if e.kind.value in TERMINAL), None)
+    hit = next((e for e in reversed(events) if e.kind == EventKind.CACHE_HIT), None)
+    problems: list[str] = []
+    served_from = None
+    if outcome is None and hit is not None:
+        problems += check_event(store, hit, signature)
+        outcome, found = _served(store, hit)
+        problems += found
+        served_from = outcome.request_id if outcome is not None else None
+    if outcome is not None:
+        problems += check_outcome(store, outcome, signature=signature)
+        life = store.events_for_request(outcome.request_id)
+        intent = next(
+            (
+                e
+                for e in life
+                if e.kind == EventKind.REQUEST
+                and e.seq < outcome.seq
+                and e.request_hash == outcome.request_hash
+            ),
+            None,
+        )
+    else:
+        intent = next((e for e in events if e.kind == EventKind.REQUEST), None)
+        if intent is not None:
+            problems += check_event(store, intent, signature)
+    seqs = tuple(sorted({e.seq for e in (intent, outcome, hit) if e is not None}))
+    if intent is None and not problems:
+        kinds = ", ".join(e.kind.value for e in events)
+        return ContentRead(None, [], seqs, nothing=f"nothing was sent (its events: {kinds})")
+    if problems or intent is None:
+        return ContentRead(None, problems, seqs)
+    payloads: dict[str, str] = {}
+    sent = _payload(store, intent, "request_body", payloads, problems)
+    answer: Any = None
+    if outcome is not None:
+        name = next(
+            (n for n in ("response_body", "partial_response") if n in outcome.payload_digests),
+            None,
+        )
+        if name is not None:
+            answer = _payload(store, outcome, name, payloads, problems)
+    if problems:
+        return ContentRead(None, problems, seqs)
+    body = sent if isinstance(sent, dict) else {}
+    blocks = answer.get("content") if isinstance(answer, dict) else None
+    blocks = blocks if isinstance(blocks, list) else []
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    if isinstance(answer, str):
+        texts = [answer]
+    model = answer.get("model") if isinstance(answer, dict) else None
+    content = RecordedContent(
+        request_id=first.request_id,
+        task=first.task,
+        caller=first.caller,
+        policy_fingerprint=intent.policy_fingerprint,
+        outcome=(hit or outcome or intent).kind.value,
+        model=model if isinstance(model, str) else _str(body.get("model")),
+        system=body.get("system"),
+        messages=list(body.get("messages") or []),
+        answer="".join(texts) if texts or answer is not None else None,
+        answer_blocks=blocks,
+        served_from=served_from,
+        seqs=seqs,
+        payloads=payloads,
+    )
+    return ContentRead(content, [], seqs)
+
+
+def _served(store: AuditStore, hit: StoredEvent) -> tuple[StoredEvent | None, list[str]]:
+    """The RESPONSE a cache hit names, if it is the one it names."""
+    seq = hit.data.get("served_seq")
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        return None, [f"seq {hit.seq}: the cache hit names no served seq"]
+    try:
+        served = store.event(seq)
+    except AuditStoreError as exc:
+        return None, [f"seq {hit.seq}: the answer it served (seq {seq}) is gone ({exc.message})"]
+    if served.kind != EventKind.RESPONSE or served.hash != hit.data.get("served_hash"):
+        return None, [f"seq {hit.seq}: seq {seq} is not the RESPONSE it says it served"]
+    if served.request_hash != hit.request_hash:
+        return None, [f"seq {hit.seq}: seq {seq} answered another request hash"]
+    return served, []
+
+
+def _payload(
+    store: AuditStore,
+    event: StoredEvent,
+    name: str,
+    read: dict[str, str],
+    problems: list[str],
+) -> Any:
+    ref = event.payload_digests.get(name)
+    if ref is None:
+        return None
+    try:
+        data = store.payload(ref)
+    except AuditStoreError as exc:
+        problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
+        return None
+    read[name] = ref
+    try:
+        return bounded_loads(data)
+    except UnreadableJSON:
+        # Not JSON (a raw stream, say): shown as the text it is, never parsed further.
+        return data.decode("utf-8", errors="replace")
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
