@@ -6,8 +6,8 @@
 Both SDK generations are accepted: the older send ``x-api-key``, the newer ``Authorization:
 Bearer``. The caller name recorded for the request is the key's, never one the client names.
 The key ring is read at start, every ``refresh_s`` seconds, and again when an unknown key is
-presented - at most once a second, so a stream of bad keys cannot turn into a stream of
-database reads.
+presented - at most once a second (an unknown key waits for the next read), so a stream of
+bad keys cannot turn into a stream of database reads, and a key issued a moment ago works.
 """
 
 from __future__ import annotations
@@ -41,13 +41,19 @@ class Authenticator:
         self._lock = asyncio.Lock()
         self._last_refresh = time.monotonic()
 
-    async def refresh(self, *, older_than: float = 0.0) -> None:
-        """Re-read the ring, unless a read finished less than ``older_than`` seconds ago
-        (concurrent callers wait for the one read in progress)."""
+    async def refresh(self, *, asked_at: float | None = None) -> None:
+        """Re-read the ring. With ``asked_at`` (an unknown key's arrival): not if a read began
+        since, and not sooner than UNKNOWN_KEY_REFRESH_S after the last read began - the
+        caller waits instead, so a key issued a moment ago still works on its first use."""
         async with self._lock:
-            if time.monotonic() - self._last_refresh >= older_than:
-                await asyncio.to_thread(self._ring.refresh)
-                self._last_refresh = time.monotonic()
+            if asked_at is not None:
+                if self._last_refresh >= asked_at:
+                    return
+                wait = self._last_refresh + UNKNOWN_KEY_REFRESH_S - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            self._last_refresh = time.monotonic()
+            await asyncio.to_thread(self._ring.refresh)
 
     async def caller_of(self, headers: Mapping[str, str]) -> CallerKey:
         key = presented_key(headers)
@@ -62,7 +68,7 @@ class Authenticator:
             raise _refused()
         found = self._ring.authenticate(key)
         if found is None:
-            await self.refresh(older_than=UNKNOWN_KEY_REFRESH_S)
+            await self.refresh(asked_at=time.monotonic())
             found = self._ring.authenticate(key)
         if found is None:
             log.warning("caller_key_refused")

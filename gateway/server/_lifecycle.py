@@ -6,8 +6,8 @@
 
 Each worker process opens its own state after uvicorn started it (the audit store is
 fork-safe, and nothing is opened before the fork). A request's gateway call runs as a tracked
-task, shielded from the request's own cancellation (a time-out, a client gone): the call
-records its outcome whatever happens to the HTTP exchange, and a shutdown waits for it.
+task, so a shutdown waits for it; one cancelled past the grace period (or past its time-out)
+is recorded CANCELLED by the gateway.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from gateway._log import log
 from gateway.callers import CallerKeys, KeyRing
 from gateway.catalog import Catalog
 from gateway.client import AsyncGateway
-from gateway.errors import AuditUnavailable, GatewayError
+from gateway.errors import GatewayError
 from gateway.policy import PolicySet
 from gateway.server._auth import Authenticator
 from gateway.settings import Settings
@@ -121,7 +121,3 @@ class ServerState:
 
 def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-
-
-def unavailable(problems: list[str]) -> AuditUnavailable:
-    return AuditUnavailable("the gateway is not ready: " + "; ".join(problems) + ".")

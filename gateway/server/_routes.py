@@ -13,6 +13,7 @@ exception handlers answer them (``_errors.py``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import sys
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ from typing import Any
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
@@ -29,7 +30,7 @@ from gateway.errors import GatewayError, UnknownTask
 from gateway.policy import plan_request
 from gateway.server._errors import ApiError, answer_for
 from gateway.server._lifecycle import ServerState
-from gateway.server._sse import SSE_HEADERS, error_frame, frame
+from gateway.server._sse import SSE_HEADERS, EventStreamResponse, error_frame, frame
 from gateway.server._wire import (
     MessagesCall,
     message_body,
@@ -102,14 +103,15 @@ async def messages(request: Request) -> Response:
         )
     )
     try:
+        # Past the time-out the call is cancelled, and the gateway records it CANCELLED.
         async with asyncio.timeout(state.settings.server_request_timeout_s):
-            result = await asyncio.shield(work)
+            result = await work
     except TimeoutError:
         raise ApiError(
             504,
             "timeout_error",
             f"the request took longer than {state.settings.server_request_timeout_s:g} s; "
-            "its outcome is still recorded in the audit log.",
+            "it was cancelled, and recorded so.",
             retry=True,
         ) from None
     request.state.request_id = result.request_id
@@ -120,18 +122,12 @@ async def messages(request: Request) -> Response:
 async def _stream(
     request: Request, state: ServerState, key: CallerKey, call: MessagesCall
 ) -> Response:
-    opener = getattr(state.gateway, "stream", None)
-    if opener is None:
-        raise ApiError(
-            400,
-            "invalid_request_error",
-            "this gateway does not stream yet: send the request without 'stream': true.",
-        )
     deadline = asyncio.get_running_loop().time() + state.settings.server_request_timeout_s
-    opened = opener(
+    opened = state.gateway.stream(
         call.task, messages=call.messages, caller=key.caller, overrides=call.overrides or None
     )
-    stream = await opened.__aenter__()
+    async with asyncio.timeout_at(deadline):
+        stream = await opened.__aenter__()
     request.state.request_id = stream.request_id
     events = aiter(stream)
     try:
@@ -165,10 +161,11 @@ async def _stream(
                     await opened.__aexit__(*exc_info)
                 except Exception as exc:  # noqa: BLE001 - the outcome is already the gateway's
                     request.state.stream_close_error = type(exc).__name__
-            request.state.seq = getattr(getattr(stream, "result", None), "seq", None)
+            with contextlib.suppress(RuntimeError):  # failed or left early: no result
+                request.state.seq = stream.result.seq
 
     headers = {"request-id": stream.request_id, **SSE_HEADERS}
-    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+    return EventStreamResponse(body(), media_type="text/event-stream", headers=headers)
 
 
 async def count_tokens(request: Request) -> Response:

@@ -10,13 +10,17 @@ A failure after the stream began cannot change the status any more; it is an ``e
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
 from gateway.server._errors import ErrorAnswer, error_body
 
-__all__ = ["SSE_HEADERS", "error_frame", "frame"]
+__all__ = ["SSE_HEADERS", "EventStreamResponse", "error_frame", "frame"]
 
 # No caching and no buffering by a proxy in between (nginx honours x-accel-buffering).
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -31,3 +35,30 @@ def frame(event: Mapping[str, Any]) -> bytes:
 
 def error_frame(answer: ErrorAnswer) -> bytes:
     return frame(error_body(answer))
+
+
+class EventStreamResponse(StreamingResponse):
+    """A stream that stops as soon as the client goes: the body is pumped in its own task
+    while the request's ``receive`` is watched for ``http.disconnect`` (the server would
+    otherwise swallow writes to a closed socket and the stream would run on to its end).
+
+    The pump is cancelled once, as plain asyncio does - not by a cancel scope that cancels
+    again at every await - so the gateway's stream behind it can record its CANCELLED
+    outcome on the way out.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        pump = asyncio.ensure_future(self.stream_response(send))
+        watch = asyncio.ensure_future(self.listen_for_disconnect(receive))
+        try:
+            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+            if not pump.done():
+                pump.cancel()
+            await asyncio.wait({pump})
+            close = getattr(self.body_iterator, "aclose", None)
+            if close is not None:
+                await close()  # a pump cancelled between events leaves it at a yield
+        if not pump.cancelled() and (error := pump.exception()) is not None:
+            raise error
