@@ -15,6 +15,8 @@ does it; see gateway._recording). A replay hit streams the recorded message as e
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, ExitStack
 from types import TracebackType
@@ -96,6 +98,7 @@ class Stream(_StreamBase):
         self._events: Iterator[Event] = iter(())
         self._first: Event | None = None
         self._close: Callable[[], None] | None = None
+        self._throw: Callable[[BaseException], object] | None = None
 
     def __enter__(self) -> Stream:
         try:
@@ -110,6 +113,7 @@ class Stream(_StreamBase):
                 events = opened.events
                 self._events = events
                 self._close = getattr(events, "close", None)
+                self._throw = getattr(events, "throw", None)
                 self._first = next(events, None)  # failures before the first event raise here
         except BaseException:
             self._finish()
@@ -131,10 +135,15 @@ class Stream(_StreamBase):
         request recorded CANCELLED."""
         self._finish()
 
-    def _finish(self) -> None:
+    def _finish(self, exc: BaseException | None = None) -> None:
         try:
-            if self._close is not None:
-                close, self._close = self._close, None
+            close, self._close = self._close, None
+            throw, self._throw = self._throw, None
+            if isinstance(exc, KeyboardInterrupt) and throw is not None:
+                # The interrupt reaches the recorder, so the record says "interrupted".
+                with contextlib.suppress(BaseException):
+                    throw(exc)
+            if close is not None:
                 close()
         finally:
             self._stack.close()
@@ -145,7 +154,7 @@ class Stream(_StreamBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._finish()
+        self._finish(exc)
 
 
 class AsyncStream(_StreamBase):
@@ -199,9 +208,14 @@ class AsyncStream(_StreamBase):
         """``Stream.close`` for asyncio."""
         await self._finish()
 
-    async def _finish(self) -> None:
+    async def _finish(self, exc: BaseException | None = None) -> None:
         try:
             source, self._source = self._source, None
+            athrow = getattr(source, "athrow", None)
+            if isinstance(exc, asyncio.CancelledError) and athrow is not None:
+                # The cancellation reaches the recorder, so the record says "cancelled".
+                with contextlib.suppress(BaseException):
+                    await athrow(exc)
             aclose = getattr(source, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -214,7 +228,7 @@ class AsyncStream(_StreamBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._finish()
+        await self._finish(exc)
 
 
 class Opened:

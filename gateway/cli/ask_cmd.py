@@ -2,6 +2,10 @@
 
     $ echo "Transaction: ..." | gateway ask compliance_review --caller payments-svc
     $ gateway ask --offline quant_strategy "Momentum on FX majors" --format json
+    $ gateway ask --stream --offline offline_demo "The reviewer reads the"
+
+With ``--stream`` the answer's text is printed as it arrives and the request id and seq go to
+stderr at the end; Ctrl-C stops it, records the request CANCELLED and exits 130.
 
 The prompt is read from stdin when PROMPT is '-' or absent. With no ANTHROPIC_API_KEY, a task
 on a Claude model stops with one line that says how to set a key or how to run offline.
@@ -14,7 +18,7 @@ import sys
 
 import click
 
-from gateway import Gateway, InputError
+from gateway import Gateway, InputError, Result
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json
 from gateway.logging import configure_logging
@@ -50,6 +54,7 @@ def _no_constant(name: str) -> object:
     "--offline", is_flag=True, help="Run on the local model instead of Claude (no network)."
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--stream", is_flag=True, help="Print the answer's text as it arrives.")
 @click.pass_context
 def ask_command(
     ctx: click.Context,
@@ -59,6 +64,7 @@ def ask_command(
     overrides: tuple[str, ...],
     offline: bool,
     fmt: str,
+    stream: bool,
 ) -> None:
     """Send one request for TASK; PROMPT '-' or absent reads stdin."""
     configure_logging(level="WARNING")
@@ -68,7 +74,14 @@ def ask_command(
         raise InputError("the prompt is empty.", hint="Pass PROMPT or pipe text on stdin.")
     parsed = dict(_parse_override(item) for item in overrides)
     with Gateway(settings_of(ctx), offline=offline) as gw:
-        result = gw.complete(task, prompt, caller=caller, overrides=parsed or None)
+        if stream:
+            result = _streamed(gw, task, prompt, caller, parsed or None, echo=fmt == "text")
+        else:
+            result = gw.complete(task, prompt, caller=caller, overrides=parsed or None)
+    if stream and fmt == "text":
+        click.echo("")
+        _footer(result)
+        return
     if fmt == "json":
         echo_json(result.as_dict())
     else:
@@ -77,3 +90,27 @@ def ask_command(
         click.echo(
             f"[{result.request_id} seq {result.seq}, {source}, model {result.model}]", err=True
         )
+
+
+def _streamed(
+    gw: Gateway,
+    task: str,
+    prompt: str,
+    caller: str | None,
+    overrides: dict[str, object] | None,
+    *,
+    echo: bool,
+) -> Result:
+    with gw.stream(task, prompt, caller=caller, overrides=overrides) as s:
+        for event in s:
+            if echo and event["type"] == "content_block_delta":
+                delta = event["delta"]
+                if delta.get("type") == "text_delta":
+                    click.echo(delta["text"], nl=False)
+                    sys.stdout.flush()
+    return s.result
+
+
+def _footer(result: Result) -> None:
+    source = "replayed from the audit log" if result.cached else "recorded"
+    click.echo(f"[{result.request_id} seq {result.seq}, {source}, model {result.model}]", err=True)
