@@ -11,6 +11,7 @@ reads when the exchange is over - for a stream, when its last event went out.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -26,6 +27,7 @@ _FIELDS = ("request_id", "task", "caller", "key_id", "seq", "stream_close_error"
 class AccessLog:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.pid = os.getpid()  # which worker answered
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -50,6 +52,7 @@ class AccessLog:
             fields = {name: state[name] for name in _FIELDS if state.get(name) is not None}
             log.info(
                 "http_request",
+                pid=self.pid,
                 method=scope["method"],
                 path=scope["path"],
                 status=status,

@@ -1,0 +1,66 @@
+"""`gateway serve` as processes come and go: SIGTERM with requests in flight, two workers on
+one SQLite file; the log verifies after each."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import anthropic
+
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
+from tests.server.conftest import ServerProcess, running_server
+
+
+def ask(server: ServerProcess, key: str, n: int) -> str:
+    client = anthropic.Anthropic(base_url=server.base_url, api_key=key, max_retries=0)
+    message = client.messages.create(
+        model="quant_strategy",
+        max_tokens=256,
+        messages=[{"role": "user", "content": f"Idea {n}"}],
+    )
+    return message.id
+
+
+def test_sigterm_lets_sixteen_requests_in_flight_finish_and_the_log_verifies(
+    tmp_path: Path,
+) -> None:
+    with FakeMessagesAPI() as fake, running_server(tmp_path, fake) as server:
+        key = server.create_key("quant-desk")
+        fake.set_default(lambda _request: Reply.slow(0.6, then=Reply.ok()))
+        with ThreadPoolExecutor(16) as pool:
+            futures = [pool.submit(ask, server, key, n) for n in range(16)]
+            deadline = time.monotonic() + 10
+            while len(fake.requests) < 16 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert len(fake.requests) == 16  # all sixteen are upstream now
+            assert server.proc is not None
+            server.proc.send_signal(signal.SIGTERM)
+            ids = [f.result(timeout=30) for f in futures]
+        # uvicorn re-raises the signal once it has shut down cleanly (exit status -SIGTERM).
+        assert server.stop() in (0, -signal.SIGTERM)
+        outcomes = Counter(str(e.kind) for e in server.audit_events() if e.request_id in set(ids))
+        assert outcomes == {"request": 16, "response": 16}
+        assert any(e.get("event") == "server_stopped" for e in server.log_events())
+        done = server.verify()
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_two_workers_share_one_sqlite_file(tmp_path: Path) -> None:
+    with FakeMessagesAPI() as fake, running_server(tmp_path, fake, "--workers", "2") as server:
+        key = server.create_key("quant-desk")
+        with ThreadPoolExecutor(8) as pool:
+            ids = list(pool.map(lambda n: ask(server, key, n), range(48)))
+        assert len(set(ids)) == 48
+        started = {e["pid"] for e in server.log_events() if e.get("event") == "server_started"}
+        assert len(started) == 2  # two processes, each with its own store
+        answered = {e["pid"] for e in server.log_events() if e.get("event") == "http_request"}
+        assert answered <= started
+        server.stop()
+        kinds = Counter(str(e.kind) for e in server.audit_events() if e.request_id in set(ids))
+        assert kinds == {"request": 48, "response": 48}
+        done = server.verify()
+        assert done.returncode == 0, done.stdout + done.stderr
