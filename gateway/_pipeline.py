@@ -51,7 +51,7 @@ from gateway.policy import Plan, Policy, PolicySet, plan_request
 from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import ProviderReply
 from gateway.providers.registry import Providers, runs_offline
-from gateway.result import Result
+from gateway.result import Result, answer_blocks
 
 
 @dataclass(frozen=True)
@@ -450,6 +450,7 @@ class RequestPipeline:
         value = None
         if prepared.plan.output_format == "json":
             value = (checked or check_json_output(text, None)).value
+        blocks, tool_uses = answer_blocks(response)
         return Result(
             text=text,
             json=value,
@@ -461,6 +462,8 @@ class RequestPipeline:
             usage=dict(response.get("usage") or {}),
             policy_fingerprint=prepared.policy.fingerprint,
             stop_reason=stop_reason,
+            content=blocks,
+            tool_uses=tool_uses,
         )
 
 

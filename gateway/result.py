@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool call in an answer: answer it with a ``tool_result`` block naming ``id``."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -25,6 +35,9 @@ class Result:
     usage: dict[str, Any] = field(default_factory=dict)
     policy_fingerprint: str = ""
     stop_reason: str | None = None
+    # The answer's content blocks as received, and its tool calls for convenience.
+    content: tuple[dict[str, Any], ...] = ()
+    tool_uses: tuple[ToolUse, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -38,4 +51,23 @@ class Result:
             "usage": self.usage,
             "policy_fingerprint": self.policy_fingerprint,
             "stop_reason": self.stop_reason,
+            "content": list(self.content),
+            "tool_uses": [{"id": t.id, "name": t.name, "input": t.input} for t in self.tool_uses],
         }
+
+
+def answer_blocks(
+    response: Mapping[str, Any],
+) -> tuple[tuple[dict[str, Any], ...], tuple[ToolUse, ...]]:
+    """An answer's content blocks (objects only) and the well-formed tool calls among them."""
+    raw = response.get("content")
+    blocks = tuple(b for b in raw if isinstance(b, dict)) if isinstance(raw, list) else ()
+    uses = tuple(
+        ToolUse(id=b["id"], name=b["name"], input=b["input"])
+        for b in blocks
+        if b.get("type") == "tool_use"
+        and isinstance(b.get("id"), str)
+        and isinstance(b.get("name"), str)
+        and isinstance(b.get("input"), dict)
+    )
+    return blocks, uses

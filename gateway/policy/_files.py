@@ -249,6 +249,102 @@ def read_output_schema(
     return (None, unsafe) if unsafe else (schema, [])
 
 
+# A client tool as the Messages API takes it; cache_control is the policy's to set
+# ([prompt] cache), never the file's.
+_CLIENT_TOOL_KEYS = frozenset({"type", "name", "description", "input_schema", "strict"})
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+# Provider-defined tools name a versioned type ("web_search_20250305").
+_TOOL_TYPE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+MAX_TOOLS = 128
+
+
+def read_tools(
+    policy_dir: Path, relative: str, name: str
+) -> tuple[list[dict[str, Any]] | None, list[Finding]]:
+    """The tool definitions file: a JSON array of tools exactly as they are sent."""
+    key = "tools.file"
+    path, problem = resolve_inside(policy_dir, relative, name, key)
+    if path is None:
+        return None, [problem] if problem else []
+    text, problem = _read_text(path, name, key, MAX_SCHEMA_CHARS)
+    if text is None:
+        return None, [problem] if problem else []
+    try:
+        tools = load_json(text, max_depth=MAX_SCHEMA_DEPTH, max_chars=MAX_SCHEMA_CHARS)
+    except JSONLimitError:
+        return None, [_too_deep(name, key, relative, MAX_SCHEMA_DEPTH)]
+    except ValueError as exc:
+        return None, [_invalid_tools(name, relative, str(exc))]
+    if not isinstance(tools, list) or not tools or len(tools) > MAX_TOOLS:
+        shape = f"the top level must be a JSON array of 1 to {MAX_TOOLS} tool objects"
+        return None, [_invalid_tools(name, relative, shape)]
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        reason = _tool_problem(tool, seen)
+        if reason is not None:
+            findings.append(_invalid_tools(name, relative, f"tool {i + 1}: {reason}"))
+            continue
+        schema = tool.get("input_schema")
+        if schema is None:
+            continue
+        try:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            findings.append(
+                error(
+                    "tool-schema-invalid",
+                    name,
+                    key,
+                    f"The input_schema of tool {tool['name']!r} in {relative!r} is not a valid "
+                    f"JSON Schema: {exc.message}.",
+                    "Fix the tool's input_schema; the model is told to produce input that "
+                    "matches it.",
+                )
+            )
+    return (None, findings) if findings else (tools, [])
+
+
+def _tool_problem(tool: object, seen: set[str]) -> str | None:
+    if not isinstance(tool, dict):
+        return "it is not a JSON object"
+    tool_name = tool.get("name")
+    if not isinstance(tool_name, str) or not _TOOL_NAME.fullmatch(tool_name):
+        return "'name' must be 1 to 64 letters, digits, '_' or '-'"
+    if tool_name in seen:
+        return f"the name {tool_name!r} is used twice"
+    seen.add(tool_name)
+    if "cache_control" in tool:
+        return "cache_control is set by the policy ([prompt] cache), not in the tools file"
+    kind = tool.get("type", "custom")
+    if not isinstance(kind, str) or not _TOOL_TYPE.fullmatch(kind):
+        return "'type' must be 'custom' or a provider tool's versioned type"
+    if kind != "custom":
+        # A provider-defined tool: its fields are the provider's; review allow-lists the type.
+        return None
+    unknown = sorted(set(tool) - _CLIENT_TOOL_KEYS)
+    if unknown:
+        return f"unknown key(s) {', '.join(map(repr, unknown))}"
+    if not isinstance(tool.get("input_schema"), dict):
+        return "'input_schema' (a JSON Schema object) is required"
+    if "description" in tool and not isinstance(tool["description"], str):
+        return "'description' must be text"
+    if "strict" in tool and not isinstance(tool["strict"], bool):
+        return "'strict' must be true or false"
+    return None
+
+
+def _invalid_tools(name: str, relative: str, reason: str) -> Finding:
+    return error(
+        "tools-file-invalid",
+        name,
+        "tools.file",
+        f"{relative!r} is not a usable tools file: {reason}.",
+        "The tools file is a JSON array of tools as the Messages API takes them: name, "
+        "description, input_schema (and strict), or a provider tool's type and name.",
+    )
+
+
 def _invalid_schema(name: str, key: str, relative: str, reason: str) -> Finding:
     return error(
         "schema-file-invalid",

@@ -14,6 +14,8 @@ caller override outside the policy's [caller] table raises PolicyViolation.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Mapping
 from datetime import date
 from typing import Any, Literal
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from audit.canonical import canonical_digest
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyLoadError, PolicyViolation
+from gateway.policy._content import check_messages
 from gateway.policy._findings import Finding, Severity
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy
 from gateway.policy.rules import Subject, check
@@ -60,9 +63,9 @@ def plan_request(
     requested = dict(overrides or {})
     generation = _apply_overrides(policy, requested)
     _refuse_unhonoured(policy, model, generation, requested)
-    clean = _check_messages(messages)
-    _refuse_oversized(policy, model, clean)
-    body = _body(policy, model, generation, clean)
+    checked = check_messages(messages, policy)
+    _refuse_oversized(policy, model, checked.text_bytes)
+    body = _body(policy, model, generation, checked.messages)
     scope = key_scope(policy, caller)
     return Plan(
         task=policy.task,
@@ -187,69 +190,11 @@ def _errors(subject: Subject) -> list[Finding]:
     return [f for f in check(subject) if f.severity is Severity.ERROR]
 
 
-def _check_messages(messages: object) -> list[dict[str, Any]]:
-    if not isinstance(messages, list) or not messages:
-        raise InputError("no messages were given.", hint="Pass a prompt or a list of messages.")
-    clean: list[dict[str, Any]] = []
-    for i, message in enumerate(messages):
-        where = f"message {i + 1}"
-        if not isinstance(message, dict) or set(message) != {"role", "content"}:
-            raise InputError(
-                f"{where} is malformed: each message needs exactly 'role' and 'content'."
-            )
-        role, content = message["role"], message["content"]
-        if role not in ("user", "assistant"):
-            raise InputError(f"{where} has role {role!r}; only 'user' and 'assistant' are allowed.")
-        if i == 0 and role != "user":
-            raise InputError("the first message must come from the user.")
-        clean.append({"role": role, "content": _check_content(content, where)})
-    return clean
-
-
-def _check_unicode(text: str, where: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        # Lone surrogates have no UTF-8 form, so they can be neither sent nor recorded.
-        raise InputError(
-            f"{where} is not valid Unicode text (an unpaired surrogate at character {exc.start}).",
-            hint="Decode the input properly before sending it.",
-        ) from None
-    return text
-
-
-def _check_content(content: object, where: str) -> str | list[dict[str, str]]:
-    if isinstance(content, str):
-        if not content.strip():
-            raise InputError(f"{where} is empty.")
-        return _check_unicode(content, where)
-    if not isinstance(content, list) or not content:
-        raise InputError(f"{where} has no text: content must be a string or text blocks.")
-    blocks: list[dict[str, str]] = []
-    for block in content:
-        ok = isinstance(block, dict) and set(block) == {"type", "text"}
-        if not ok or block["type"] != "text" or not isinstance(block["text"], str):
-            raise InputError(
-                f"{where} has a block that is not plain text; only "
-                '{"type": "text", "text": "..."} blocks are accepted.'
-            )
-        blocks.append({"type": "text", "text": _check_unicode(block["text"], where)})
-    if not any(b["text"].strip() for b in blocks):
-        raise InputError(f"{where} is empty.")
-    return blocks
-
-
-def _text_bytes(messages: list[dict[str, Any]], system: str | None) -> int:
-    total = len(system.encode()) if system else 0
-    for message in messages:
-        content = message["content"]
-        texts = [content] if isinstance(content, str) else [b["text"] for b in content]
-        total += sum(len(t.encode()) for t in texts)
-    return total
-
-
-def _refuse_oversized(policy: Policy, model: ModelInfo, messages: list[dict[str, Any]]) -> None:
-    estimate = _text_bytes(messages, policy.system_prompt) // BYTES_PER_TOKEN
+def _refuse_oversized(policy: Policy, model: ModelInfo, text_bytes: int) -> None:
+    fixed = len(policy.system_prompt.encode()) if policy.system_prompt else 0
+    if policy.tools is not None:
+        fixed += len(json.dumps(policy.tools, ensure_ascii=False).encode())
+    estimate = (text_bytes + fixed) // BYTES_PER_TOKEN
     if estimate > model.context_window:
         raise InputError(
             f"the input is about {estimate:,} tokens, more than the {model.context_window:,} "
@@ -262,8 +207,28 @@ def _body(
     policy: Policy, model: ModelInfo, g: Generation, messages: list[dict[str, Any]]
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model.id, "max_tokens": g.max_tokens, "messages": messages}
+    # Prompt caching: the cached prefix runs tools -> system -> messages, so one breakpoint at
+    # the end of the policy's fixed part (the system prompt, else the last tool) caches both
+    # and leaves the other breakpoints to callers the policy lets set them.
+    cache = (
+        {"type": "ephemeral", "ttl": policy.prompt_cache}
+        if policy.prompt_cache is not None
+        else None
+    )
+    if policy.tools is not None:
+        tools = copy.deepcopy(policy.tools)
+        if cache is not None and policy.system_prompt is None:
+            tools[-1]["cache_control"] = dict(cache)
+        body["tools"] = tools
+        choice = policy.tool_choice or "auto"
+        keyword = choice in ("auto", "any", "none")
+        body["tool_choice"] = {"type": choice} if keyword else {"type": "tool", "name": choice}
     if policy.system_prompt is not None:
-        body["system"] = policy.system_prompt
+        if cache is not None:
+            block = {"type": "text", "text": policy.system_prompt, "cache_control": cache}
+            body["system"] = [block]
+        else:
+            body["system"] = policy.system_prompt
     if g.stop_sequences:
         body["stop_sequences"] = list(g.stop_sequences)
     if model.honours_sampling:  # otherwise review already refused any sampling value

@@ -16,7 +16,12 @@ from pathlib import Path
 
 from gateway.catalog import Catalog
 from gateway.errors import PolicyLoadError, UnknownTask
-from gateway.policy._files import read_output_schema, read_policy_file, read_system_prompt
+from gateway.policy._files import (
+    read_output_schema,
+    read_policy_file,
+    read_system_prompt,
+    read_tools,
+)
 from gateway.policy._findings import Finding, Severity, count, error
 from gateway.policy._schema import Policy, PolicyFile
 from gateway.policy.rules import Subject, check
@@ -114,7 +119,12 @@ def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> Po
     if data.output.schema_file is not None:
         output_schema, found = read_output_schema(policy_dir, data.output.schema_file, name)
         findings += found
-    findings += check(Subject.of_file(name, data, catalog.get(data.model.id), today=today))
+    tools = None
+    if data.tools.file is not None:
+        tools, found = read_tools(policy_dir, data.tools.file, name)
+        findings += found
+    model = catalog.get(data.model.id)
+    findings += check(Subject.of_file(name, data, model, today=today, tools=tools))
     policy = None
     if not any(f.severity is Severity.ERROR for f in findings):
         policy = Policy(
@@ -125,6 +135,11 @@ def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> Po
             model_id=data.model.id,
             generation=data.generation,
             system_prompt=system_prompt,
+            prompt_cache=data.prompt.cache,
+            tools=tools,
+            tool_choice=data.tools.choice if tools is not None else None,
+            server_tools=data.tools.server,
+            input=data.input,
             output_format=data.output.format,
             output_schema=output_schema,
             stream=data.output.stream,

@@ -28,6 +28,9 @@ CacheMode = Literal["replay", "record"]
 # Who shares a task's recorded answers: one caller only (an information barrier) or the task.
 CacheScope = Literal["caller", "task"]
 
+# How long the provider keeps a cached prompt prefix (prompt caching's ``ttl``).
+CacheTTL = Literal["5m", "1h"]
+
 # TOML arrays arrive as lists; a frozen model stores them as tuples (elements stay strict).
 StrTuple = Annotated[tuple[str, ...], Field(strict=False)]
 
@@ -101,6 +104,42 @@ class PromptTable(BaseModel):
     model_config = _STRICT
 
     system_file: str | None = None
+    cache: CacheTTL | None = None
+
+
+class ToolsTable(BaseModel):
+    """Tools the model may call: their definitions in a reviewed JSON file, as sent."""
+
+    model_config = _STRICT
+
+    file: str | None = None
+    # "auto", "any", "none", or the name of one declared tool (forced).
+    choice: str = "auto"
+    # Server tools (run by the provider) allowed by exact type and version.
+    server: StrTuple = ()
+
+
+class AttachmentLimits(BaseModel):
+    """How many attachments of one kind a request may carry, and how large each may be."""
+
+    model_config = _STRICT
+
+    max_bytes: int = Field(gt=0)
+    max_count: int = Field(gt=0)
+    # URL sources are fetched by the provider at request time: what the model read is then
+    # not in the request, and can change after the fact.
+    url: bool = False
+
+
+class InputTable(BaseModel):
+    """What a caller's messages may carry besides text. Nothing by default."""
+
+    model_config = _STRICT
+
+    images: AttachmentLimits | None = None
+    documents: AttachmentLimits | None = None
+    # Whether a caller may mark its own blocks with cache_control (prompt caching).
+    cache_control: bool = False
 
 
 class OutputTable(BaseModel):
@@ -142,6 +181,8 @@ class PolicyFile(BaseModel):
     model: ModelTable
     generation: Generation = Generation()
     prompt: PromptTable = PromptTable()
+    tools: ToolsTable = ToolsTable()
+    input: InputTable = InputTable()
     output: OutputTable = OutputTable()
     cache: CacheTable = CacheTable()
     caller: Caller = Caller()
@@ -160,6 +201,13 @@ class Policy(BaseModel):
     model_id: str
     generation: Generation
     system_prompt: str | None
+    prompt_cache: CacheTTL | None = None
+    # The tool definitions as sent (the tools file inlined), and the tool_choice keyword or
+    # forced tool name; both None for a policy without tools.
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | None = None
+    server_tools: StrTuple = ()
+    input: InputTable = InputTable()
     output_format: OutputFormat
     output_schema: dict[str, Any] | None
     stream: StreamMode = "may"
@@ -186,6 +234,15 @@ class Policy(BaseModel):
             del content["cache_scope"]
         if content["derived"] is None:
             del content["derived"]
+        # Settings a policy without tools, attachments or prompt caching leaves unset are left
+        # out too, so such a policy keeps the fingerprint it had before they existed.
+        for key in ("prompt_cache", "tools", "tool_choice"):
+            if content[key] is None:
+                del content[key]
+        if not content["server_tools"]:
+            del content["server_tools"]
+        if content["input"] == InputTable().model_dump(mode="json"):
+            del content["input"]
         return content
 
     def derive(self, label: str, **update: Any) -> Policy:

@@ -38,6 +38,8 @@ RULE_IDS = {
     "json-without-schema", "json-unsupported-model", "schema-ignored",
     "temperature-nondeterministic", "reproducible-needs-replay", "cache-shared-across-callers",
     "caller-undefined-key", "caller-unbounded", "caller-out-of-range",
+    "tool-choice-unknown", "tool-choice-forced-with-thinking", "tool-strict-unsupported",
+    "tool-server-not-allowed", "tools-file-invalid", "tool-schema-invalid",
     "toml-syntax", "unknown-key", "missing-key", "invalid-value", "task-name-mismatch",
     "schema-file-invalid", "file-unreadable", "file-outside-folder",
     "nesting-too-deep", "schema-pattern-unsafe",

@@ -40,6 +40,12 @@ from gateway.policy.rules.tokens import (
     max_tokens_streaming,
     stop_sequence_blank,
 )
+from gateway.policy.rules.tools import (
+    tool_choice_forced_with_thinking,
+    tool_choice_unknown,
+    tool_server_not_allowed,
+    tool_strict_unsupported,
+)
 
 RULES: tuple[Rule, ...] = (
     model_unknown,
@@ -70,6 +76,10 @@ RULES: tuple[Rule, ...] = (
     caller_undefined_key,
     caller_unbounded,
     caller_out_of_range,
+    tool_choice_unknown,
+    tool_choice_forced_with_thinking,
+    tool_strict_unsupported,
+    tool_server_not_allowed,
 )
 
 

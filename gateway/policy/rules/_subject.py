@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from gateway.catalog import ModelInfo
 from gateway.policy._findings import Finding
@@ -30,10 +31,20 @@ class Subject:
     cache_scope: str
     caller: Caller
     today: date
+    # The tool definitions (None: no tools), the tool choice and the allowed server tools.
+    tools: tuple[dict[str, Any], ...] | None = None
+    tool_choice: str = "auto"
+    server_tools: tuple[str, ...] = ()
 
     @classmethod
     def of_file(
-        cls, file: str, data: PolicyFile, model: ModelInfo | None, *, today: date
+        cls,
+        file: str,
+        data: PolicyFile,
+        model: ModelInfo | None,
+        *,
+        today: date,
+        tools: list[dict[str, Any]] | None = None,
     ) -> Subject:
         return cls(
             file=file,
@@ -48,6 +59,9 @@ class Subject:
             cache_scope=data.cache.scope,
             caller=data.caller,
             today=today,
+            tools=tuple(tools) if tools is not None else None,
+            tool_choice=data.tools.choice,
+            server_tools=data.tools.server,
         )
 
     @classmethod
@@ -72,6 +86,9 @@ class Subject:
             cache_scope=policy.cache_scope,
             caller=policy.caller,
             today=today,
+            tools=tuple(policy.tools) if policy.tools is not None else None,
+            tool_choice=policy.tool_choice or "auto",
+            server_tools=policy.server_tools,
         )
 
 
