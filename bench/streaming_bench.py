@@ -24,8 +24,8 @@ import anthropic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway import Gateway, Settings  # noqa: E402
-from tests.fakes.messages_api import FakeMessagesAPI, Reply  # noqa: E402
+from gateway import Gateway, Settings
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
 
 POLICY = """\
 schema = 1
