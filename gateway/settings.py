@@ -73,6 +73,15 @@ class Settings(BaseModel):
     # besides this gateway's own: other instances', a previous key's.
     trusted_keys: tuple[str, ...] = ()
     trusted_keys_file: Path | None = None  # one public key a line; # comments
+    # `gateway policy approve`: the approver's Ed25519 key (32 bytes as hex or base64) that
+    # signs a task's fingerprint. With ``require_approvals`` = N a task loads only when its
+    # exact fingerprint has N approvals by distinct approvers (gateway.approvals).
+    approver_key: SecretStr | None = None
+    require_approvals: int = Field(default=0, ge=0)
+    # The caller recorded for a request that names none. Requests that leave the machine
+    # must name a caller (the audit trail and the information barrier need one) unless this
+    # is set; a service with one identity sets it once instead of on every call.
+    default_caller: str | None = None
     catalog_override: Path | None = None
     request_timeout_s: float = Field(default=600.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
@@ -128,6 +137,9 @@ class Settings(BaseModel):
             "GATEWAY_RECORD_KEY_FILE": "record_key_file",
             "GATEWAY_TRUSTED_KEYS": "trusted_keys",
             "GATEWAY_TRUSTED_KEYS_FILE": "trusted_keys_file",
+            "GATEWAY_APPROVER_KEY": "approver_key",
+            "GATEWAY_REQUIRE_APPROVALS": "require_approvals",
+            "GATEWAY_DEFAULT_CALLER": "default_caller",
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",
             "ANTHROPIC_API_KEY": "anthropic_api_key",
             "ANTHROPIC_BASE_URL": "anthropic_base_url",
