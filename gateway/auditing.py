@@ -59,11 +59,13 @@ from audit.store import sqlite_path
 from gateway._audit_content import PARTS, RecordedContent, recorded_content
 from gateway._audit_errors import audit_failure, translated
 from gateway._inputs import check_name
+from gateway.approvals import ApprovalStatus, approval_draft, approval_status, sign_approval
 from gateway.errors import (
     ConfigurationError,
     InputError,
     IntegrityAlert,
 )
+from gateway.policy import PolicySet
 from gateway.settings import Settings
 
 __all__ = [
@@ -86,6 +88,11 @@ __all__ = [
 ]
 
 Progress = Callable[[int, int], None]
+
+APPROVER_KEY_HINT = (
+    "Set GATEWAY_APPROVER_KEY to your own Ed25519 approver key (32 bytes as 64 hex "
+    "characters), kept by you and never in the database."
+)
 
 # The embedded default's record key: next to the SQLite database, never inside it.
 RECORD_KEY_FILE = "gateway-record.key"
@@ -361,6 +368,35 @@ class Auditing:
                 request_id=request_id,
             )
         return found.content.model_copy(update={"access_seq": appended.seq})
+
+    def approve(
+        self, policies: PolicySet, task: str, *, approver: str
+    ) -> tuple[ApprovalStatus, bool]:
+        """Sign ``task``'s current fingerprint with the approver's key (``approver_key``)
+        and record it as an APPROVAL event (the approved policy stored with it); returns the
+        task's approvals after it and whether this approval was recorded (an approver who
+        already approved this fingerprint is not recorded twice)."""
+        key = self._settings.approver_key
+        if key is None:
+            raise ConfigurationError("no approver key is configured.", hint=APPROVER_KEY_HINT)
+        policy = policies.get(task)
+        approval = sign_approval(
+            key.get_secret_value(), task=task, fingerprint=policy.fingerprint, approver=approver
+        )
+        recorded = approval.approver not in self.approvals(policies, [task])[task].approvers
+        if recorded:
+            store = self._writing()
+            with translated():
+                store.append(approval_draft(approval, policy))
+        return self.approvals(policies, [task])[task], recorded
+
+    def approvals(
+        self, policies: PolicySet, tasks: Iterable[str] | None = None
+    ) -> dict[str, ApprovalStatus]:
+        """Who has approved each loaded task's current fingerprint; approval events count
+        only when written by a trusted gateway (record signatures, as :meth:`verify`)."""
+        check = signature_check(trusted_record_keys(self._settings, self._store.signer))
+        return approval_status(self._store, policies, tasks=tasks, signature=check)
 
     def reads_of(self, request_id: str) -> list[StoredEvent]:
         """The ACCESS events that read ``request_id``'s content, oldest first."""

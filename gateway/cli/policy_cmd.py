@@ -1,8 +1,9 @@
-"""`gateway policy`: review, show and compare policy files.
+"""`gateway policy`: review, show, compare and approve policy files.
 
     $ gateway policy review policies/
     $ gateway policy show compliance_review --format json
     $ gateway policy diff old/ policies/
+    $ gateway policy approve compliance_review --approver j.smith     # GATEWAY_APPROVER_KEY
 
 The policy folder defaults to GATEWAY_POLICY_DIR, else ./policies. Exit codes: 0 clean or
 warnings only; 1 review errors (or, for diff, a side that does not load); 2 usage errors.
@@ -17,11 +18,14 @@ from typing import Any
 import click
 
 from audit.canonical import canonical_digest, digest
+from audit.store import missing_database
+from gateway.approvals import ApprovalStatus
+from gateway.auditing import Auditing
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, shown, shown_lines, text_table
-from gateway.errors import PolicyLoadError
+from gateway.errors import AuditError, PolicyLoadError
 from gateway.policy import (
     Finding,
     Policy,
@@ -51,7 +55,59 @@ def _policy_dir(given: Path | None, settings: Settings) -> Path:
 
 @click.group("policy")
 def policy_group() -> None:
-    """Review, show and compare policy files."""
+    """Review, show, compare and approve policy files."""
+
+
+# --- sign-off --------------------------------------------------------------------------------
+
+
+def _approvals(
+    settings: Settings, policies: PolicySet, tasks: list[str] | None = None
+) -> dict[str, ApprovalStatus] | None:
+    """Approvals from the audit database, or None when there is none to read (a SQLite file
+    that does not exist); a database that cannot be read is said on stderr."""
+    if missing_database(settings.database_url) is not None:
+        return None
+    try:
+        with Auditing.open(settings) as auditing:
+            return auditing.approvals(policies, tasks)
+    except AuditError as exc:
+        click.echo(f"approvals not shown: {exc}", err=True)
+        return None
+
+
+def _approval_text(status: ApprovalStatus | None, required: int) -> str:
+    if status is None:
+        return "-"
+    count = len(status.approvers)
+    names = f" ({', '.join(status.approvers)})" if status.approvers else ""
+    if required:
+        verdict = "ok" if count >= required else "MISSING"
+        return f"{count} of {required}{names} {verdict}"
+    return f"{count}{names}" if count else "none"
+
+
+def _approval_json(status: ApprovalStatus | None, required: int) -> dict[str, Any] | None:
+    if status is None:
+        return None
+    return {
+        "fingerprint": status.fingerprint,
+        "approvers": list(status.approvers),
+        "seqs": list(status.seqs),
+        "required": required,
+        "enough": status.enough(required),
+        "not_counted": list(status.rejected),
+    }
+
+
+def _signoff(data: Any) -> dict[str, Any]:
+    """The sign-off fields of a PolicyFile or Policy, JSON-ready."""
+    return {
+        "owner": data.owner,
+        "risk_tier": data.risk_tier,
+        "effective_date": data.effective_date.isoformat() if data.effective_date else None,
+        "regulations": list(data.regulations),
+    }
 
 
 # --- review ----------------------------------------------------------------------------------
@@ -106,7 +162,15 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
     """Review every policy in POLICY_DIR: a table of tasks, then every finding."""
     settings = settings_of(ctx)
     folder = _policy_dir(policy_dir, settings)
-    report = review_policies(folder, _catalog(settings))
+    catalog = _catalog(settings)
+    report = review_policies(folder, catalog)
+    approvals = _approvals(settings, PolicySet.load(folder, catalog)) if report.entries else None
+    required = settings.require_approvals
+    short = [
+        task
+        for task, status in (approvals or {}).items()
+        if required and not status.enough(required)
+    ]
     if fmt == "json":
         echo_json(
             {
@@ -126,9 +190,14 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
                         else None,
                         "errors": e.errors,
                         "warnings": e.warnings,
+                        "signoff": _signoff(e.data) if e.data else None,
+                        "approvals": _approval_json((approvals or {}).get(e.task), required)
+                        if approvals is not None
+                        else None,
                     }
                     for e in report.entries
                 ],
+                "required_approvals": required,
                 "findings": [_finding_json(f) for f in report.findings],
             }
         )
@@ -137,6 +206,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         click.echo(f"Policy review of {shown(folder)}")
         click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
         click.echo("")
+        _echo_signoff(report.entries, approvals, required)
         if report.findings:
             click.echo(f"Findings ({report.errors} errors, {report.warnings} warnings):")
             for f in report.findings:
@@ -148,8 +218,45 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
                 click.echo(f"           What to do: {shown(f.advice)}")
         else:
             click.echo("No findings: every policy loads.")
-    if not report.ok:
+        if short:
+            click.echo(
+                f"Not approved: {', '.join(short)} lack {required} approvals of their current "
+                "fingerprint (GATEWAY_REQUIRE_APPROVALS), so the gateway refuses them."
+            )
+    if not report.ok or short:
         raise CheckFailed()
+
+
+def _echo_signoff(
+    entries: tuple[PolicyEntry, ...] | list[PolicyEntry],
+    approvals: dict[str, ApprovalStatus] | None,
+    required: int,
+) -> None:
+    rows = []
+    for e in entries:
+        if e.data is None:
+            continue
+        s = _signoff(e.data)
+        approved = (
+            _approval_text(approvals.get(e.task), required)
+            if approvals is not None
+            else "no audit database"
+        )
+        rows.append(
+            [
+                e.task,
+                s["owner"],
+                s["risk_tier"] or "-",
+                s["effective_date"] or "-",
+                "; ".join(s["regulations"]) or "-",
+                approved,
+            ]
+        )
+    if rows:
+        headers = ["TASK", "OWNER", "RISK TIER", "EFFECTIVE", "REGULATIONS", "APPROVALS"]
+        click.echo("Sign-off:")
+        click.echo(text_table(headers, rows))
+        click.echo("")
 
 
 # --- show ------------------------------------------------------------------------------------
@@ -164,7 +271,7 @@ def _show_data(policy: Policy, catalog: Catalog) -> dict[str, Any]:
     return {
         "task": policy.task,
         "description": policy.description,
-        "owner": policy.owner,
+        **_signoff(policy),
         "reproducible": policy.reproducible,
         "model_id": policy.model_id,
         "provider": plan.provider,
@@ -195,8 +302,13 @@ def show_command(ctx: click.Context, task: str, policy_dir: Path | None, fmt: st
     """Show TASK's effective settings, fingerprint and the exact request template."""
     settings = settings_of(ctx)
     catalog = _catalog(settings)
-    policy = PolicySet.load(_policy_dir(policy_dir, settings), catalog).get(task)
+    policies = PolicySet.load(_policy_dir(policy_dir, settings), catalog)
+    policy = policies.get(task)
     data = _show_data(policy, catalog)
+    approvals = _approvals(settings, policies, [task])
+    status = approvals.get(task) if approvals is not None else None
+    if approvals is not None:
+        data["approvals"] = _approval_json(status, settings.require_approvals)
     if fmt == "json":
         echo_json(data)
         return
@@ -204,6 +316,9 @@ def show_command(ctx: click.Context, task: str, policy_dir: Path | None, fmt: st
         ("task", data["task"]),
         ("description", data["description"]),
         ("owner", data["owner"]),
+        ("risk tier", data["risk_tier"] or "-"),
+        ("effective date", data["effective_date"] or "-"),
+        ("regulations", "; ".join(data["regulations"]) or "-"),
         ("model", f"{data['model_id']} ({data['provider']}, API {data['api_version']})"),
         ("reproducible", "yes" if data["reproducible"] else "no"),
         ("cache mode", data["cache_mode"]),
@@ -214,6 +329,12 @@ def show_command(ctx: click.Context, task: str, policy_dir: Path | None, fmt: st
         ("system prompt", data["system_prompt_digest"] or "none"),
         ("output schema", data["output_schema_digest"] or "none"),
         ("fingerprint", data["fingerprint"]),
+        (
+            "approvals",
+            _approval_text(status, settings.require_approvals)
+            if approvals is not None
+            else "no audit database",
+        ),
     ]
     click.echo(text_table(["SETTING", "VALUE"], rows))
     click.echo("")
@@ -268,3 +389,39 @@ def diff_command(ctx: click.Context, old_dir: Path, new_dir: Path, fmt: str) -> 
             click.echo("no tasks in either folder")
     if any(d.status == "not-loadable" for d in diffs):
         raise CheckFailed()
+
+
+# --- approve ---------------------------------------------------------------------------------
+
+
+@policy_group.command("approve")
+@click.argument("task")
+@click.option("--approver", required=True, help="Your name, recorded with the approval.")
+@click.option(
+    "--policy-dir", type=DIR, default=None, help="Default: GATEWAY_POLICY_DIR or ./policies."
+)
+@FORMAT
+@click.pass_context
+def approve_command(
+    ctx: click.Context, task: str, approver: str, policy_dir: Path | None, fmt: str
+) -> None:
+    """Sign TASK's current fingerprint with your approver key (GATEWAY_APPROVER_KEY); the
+    approval is recorded in the audit log as an APPROVAL event."""
+    settings = settings_of(ctx)
+    policies = PolicySet.load(_policy_dir(policy_dir, settings), _catalog(settings))
+    with Auditing.open(settings) as auditing:
+        status, recorded = auditing.approve(policies, task, approver=approver)
+    required = settings.require_approvals
+    if fmt == "json":
+        echo_json(
+            {
+                "task": task,
+                "approver": approver,
+                "recorded": recorded,
+                **(_approval_json(status, required) or {}),
+            }
+        )
+        return
+    what = "approved" if recorded else "already approved by you:"
+    click.echo(f"{what} {shown(task)} {shown(status.fingerprint)} as {shown(approver)}")
+    click.echo(f"approvals of this version: {shown(_approval_text(status, required))}")

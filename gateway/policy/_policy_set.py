@@ -131,6 +131,7 @@ def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> Po
             task=path.stem,
             description=data.description,
             owner=data.owner,
+            **data.signoff(),
             reproducible=data.reproducible,
             model_id=data.model.id,
             generation=data.generation,

@@ -12,6 +12,7 @@ changes behaviour and nothing that does not (comments, whitespace, key order, fi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -30,6 +31,10 @@ CacheScope = Literal["caller", "task"]
 
 # How long the provider keeps a cached prompt prefix (prompt caching's ``ttl``).
 CacheTTL = Literal["5m", "1h"]
+
+# Sign-off: how much harm a wrong answer of the task can do (the firm's model-risk tier).
+RiskTier = Literal["low", "medium", "high"]
+SIGNOFF_KEYS = ("risk_tier", "effective_date", "regulations")
 
 # TOML arrays arrive as lists; a frozen model stores them as tuples (elements stay strict).
 StrTuple = Annotated[tuple[str, ...], Field(strict=False)]
@@ -177,6 +182,10 @@ class PolicyFile(BaseModel):
     task: str | None = None
     description: str
     owner: str
+    # Sign-off facts for compliance (shown in review and show; fingerprinted when set).
+    risk_tier: RiskTier | None = None
+    effective_date: date | None = None  # a TOML date: effective_date = 2027-01-01
+    regulations: StrTuple = ()  # references, e.g. ["MiFID II Art. 16", "SR 11-7"]
     reproducible: bool = False
     model: ModelTable
     generation: Generation = Generation()
@@ -186,6 +195,10 @@ class PolicyFile(BaseModel):
     output: OutputTable = OutputTable()
     cache: CacheTable = CacheTable()
     caller: Caller = Caller()
+
+    def signoff(self) -> dict[str, Any]:
+        """The sign-off fields, as :class:`Policy` takes them."""
+        return {key: getattr(self, key) for key in SIGNOFF_KEYS}
 
 
 class Policy(BaseModel):
@@ -197,6 +210,9 @@ class Policy(BaseModel):
     task: str
     description: str
     owner: str
+    risk_tier: RiskTier | None = None
+    effective_date: date | None = None
+    regulations: StrTuple = ()
     reproducible: bool
     model_id: str
     generation: Generation
@@ -228,6 +244,10 @@ class Policy(BaseModel):
         the same).
         """
         content = self.model_dump(mode="json")
+        # Sign-off fields only when set: a policy without them keeps its fingerprint.
+        for key in SIGNOFF_KEYS:
+            if content[key] in (None, []):
+                del content[key]
         if content["stream"] == "may":
             del content["stream"]
         if content["cache_scope"] == "task":

@@ -1,0 +1,236 @@
+"""Four-eyes sign-off of policies: approvers sign a task's exact fingerprint, and a gateway
+that requires N approvals refuses a task whose current fingerprint has fewer.
+
+    approval = sign_approval(key_text, task="compliance_review", fingerprint=fp, approver="a.b")
+    store.append(approval_draft(approval, policy))               # an APPROVAL event
+    check_approvals(store, policies, required=2)                 # PolicyLoadError if short
+
+An approval is an Ed25519 signature by the approver's key (``GATEWAY_APPROVER_KEY``) over a
+domain tag and the canonical JSON of ``{task, fingerprint, approver}``, recorded in the audit
+log as an APPROVAL event that carries the signature, the approver's public key and the policy
+it approved. Counted are approvals of the *exact* fingerprint (any change to the policy needs
+new ones), each with a signature that checks out under the key it names, by distinct
+approvers: two names with one key count once. With ``trusted_approvers`` (name to public
+key), only pinned approvers count; with ``signature`` (the read path's record-signature
+check), only APPROVAL events written by a trusted gateway count.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from audit import AuditStore, EventDraft, EventKind, StoredEvent
+from audit.authenticity import SignatureCheck, check_event
+from audit.canonical import canonical_bytes
+from audit.signing import key_id
+from gateway._audit_errors import translated
+from gateway._inputs import check_name
+from gateway.errors import ConfigurationError, PolicyLoadError
+from gateway.policy import Policy, PolicySet
+
+__all__ = [
+    "Approval",
+    "ApprovalStatus",
+    "approval_draft",
+    "approval_status",
+    "check_approvals",
+    "sign_approval",
+]
+
+DOMAIN = b"compliance-gateway policy approval v1\n"
+KEY_HINT = (
+    "Set GATEWAY_APPROVER_KEY to the approver's Ed25519 private key: 32 bytes as 64 hex "
+    "characters (or base64), kept by the approver, never in the database."
+)
+
+
+@dataclass(frozen=True)
+class Approval:
+    task: str
+    fingerprint: str
+    approver: str
+    public_key: str  # hex of the raw Ed25519 public key
+    signature: str  # base64
+
+    @property
+    def key_id(self) -> str:
+        return key_id(bytes.fromhex(self.public_key))
+
+
+@dataclass(frozen=True)
+class ApprovalStatus:
+    """Who has approved one task's exact fingerprint, and what did not count."""
+
+    task: str
+    fingerprint: str
+    approvers: tuple[str, ...]  # distinct, in the order they approved
+    seqs: tuple[int, ...]
+    rejected: tuple[str, ...] = field(default=())  # one line per approval that did not count
+
+    def enough(self, required: int) -> bool:
+        return len(self.approvers) >= required
+
+
+def _message(task: str, fingerprint: str, approver: str) -> bytes:
+    body = {"approver": approver, "fingerprint": fingerprint, "task": task}
+    return DOMAIN + canonical_bytes(body)
+
+
+def _private_key(text: str) -> Ed25519PrivateKey:
+    text = text.strip()
+    raw: bytes | None = None
+    try:
+        raw = bytes.fromhex(text)
+    except ValueError:
+        try:
+            raw = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raw = None
+    if raw is None or len(raw) != 32:
+        raise ConfigurationError("the approver key (GATEWAY_APPROVER_KEY) is not usable.",
+                                 hint=KEY_HINT)  # fmt: skip
+    return Ed25519PrivateKey.from_private_bytes(raw)
+
+
+def sign_approval(key_text: str, *, task: str, fingerprint: str, approver: str) -> Approval:
+    """``approver``'s signature of ``task``'s ``fingerprint`` with the key in ``key_text``."""
+    approver = check_name(approver, "approver", example="j.smith") or ""
+    private = _private_key(key_text)
+    public = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    signature = private.sign(_message(task, fingerprint, approver))
+    return Approval(task, fingerprint, approver, public.hex(), base64.b64encode(signature).decode())
+
+
+def approval_draft(approval: Approval, policy: Policy) -> EventDraft:
+    """The APPROVAL event: who signed which fingerprint, with the approved policy stored."""
+    return EventDraft(
+        kind=EventKind.APPROVAL,
+        request_id=f"approval-{uuid.uuid4().hex}",
+        task=approval.task,
+        caller=approval.approver,
+        policy_fingerprint=approval.fingerprint,
+        data={
+            "task": approval.task,
+            "fingerprint": approval.fingerprint,
+            "approver": approval.approver,
+            "public_key": approval.public_key,
+            "key_id": approval.key_id,
+            "signature": approval.signature,
+        },
+        policy_content=policy.content(),
+    )
+
+
+def _why_not(
+    event: StoredEvent,
+    task: str,
+    fingerprint: str,
+    trusted_approvers: Mapping[str, str] | None,
+    signature: SignatureCheck | None,
+    store: AuditStore,
+) -> str | None:
+    """None when ``event`` is a valid approval of ``task``'s ``fingerprint``, else why not."""
+    data = event.data
+    approver, public_key, sig = data.get("approver"), data.get("public_key"), data.get("signature")
+    if data.get("task") != task or data.get("fingerprint") != fingerprint:
+        return f"seq {event.seq}: it approves another task or fingerprint than its columns say"
+    if not (isinstance(approver, str) and isinstance(public_key, str) and isinstance(sig, str)):
+        return f"seq {event.seq}: it names no approver, public key or signature"
+    if event.caller != approver:
+        return f"seq {event.seq}: its caller column is not its approver"
+    try:
+        key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key))
+        key.verify(base64.b64decode(sig, validate=True), _message(task, fingerprint, approver))
+    except (ValueError, binascii.Error, InvalidSignature):
+        return f"seq {event.seq}: {approver}'s signature does not check out under its key"
+    if trusted_approvers is not None and trusted_approvers.get(approver) != public_key:
+        return f"seq {event.seq}: {approver}'s key is not the one pinned for {approver}"
+    if signature is not None:
+        problems = check_event(store, event, signature)
+        if problems:
+            return problems[0]
+    return None
+
+
+def approval_status(
+    store: AuditStore,
+    policies: PolicySet,
+    *,
+    tasks: Iterable[str] | None = None,
+    trusted_approvers: Mapping[str, str] | None = None,
+    signature: SignatureCheck | None = None,
+) -> dict[str, ApprovalStatus]:
+    """Each loaded task's approvals of its current fingerprint (tasks that do not load are
+    left out: there is nothing to approve)."""
+    current: dict[str, str] = {}
+    for task in tasks if tasks is not None else policies.tasks():
+        entry = policies.entry(task)
+        if entry is not None and entry.policy is not None:
+            current[task] = entry.policy.fingerprint
+    found: dict[str, tuple[list[str], list[int], set[str], list[str]]] = {
+        task: ([], [], set(), []) for task in current
+    }
+    with translated():
+        for event in store.iter_events(kind=EventKind.APPROVAL):
+            task = event.task or ""
+            if task not in current or event.policy_fingerprint != current[task]:
+                continue
+            names, seqs, keys, rejected = found[task]
+            reason = _why_not(event, task, current[task], trusted_approvers, signature, store)
+            if reason is not None:
+                rejected.append(reason)
+                continue
+            approver, public_key = event.data["approver"], event.data["public_key"]
+            if approver in names or public_key in keys:
+                continue  # one approver (or one key) counts once
+            names.append(approver)
+            keys.add(public_key)
+            seqs.append(event.seq)
+    return {
+        task: ApprovalStatus(task, current[task], tuple(n), tuple(s), tuple(r))
+        for task, (n, s, _, r) in found.items()
+    }
+
+
+def check_approvals(
+    store: AuditStore,
+    policies: PolicySet,
+    required: int,
+    *,
+    trusted_approvers: Mapping[str, str] | None = None,
+    signature: SignatureCheck | None = None,
+) -> None:
+    """Refuse (:class:`PolicyLoadError`) when a loaded task's exact fingerprint has fewer than
+    ``required`` approvals by distinct approvers; the error names every such task and who
+    has approved it so far. ``required`` 0 checks nothing."""
+    if required <= 0:
+        return
+    status = approval_status(
+        store, policies, trusted_approvers=trusted_approvers, signature=signature
+    )
+    short = [s for s in status.values() if not s.enough(required)]
+    if not short:
+        return
+    parts = [
+        f"{s.task} ({s.fingerprint}) has {len(s.approvers)} of {required}"
+        + (f": approved by {', '.join(s.approvers)}" if s.approvers else ": approved by nobody")
+        for s in short
+    ]
+    raise PolicyLoadError(
+        f"{len(short)} task(s) lack the {required} approvals by distinct approvers that "
+        f"GATEWAY_REQUIRE_APPROVALS asks for: {'; '.join(parts)}.",
+        findings=tuple(short),
+        hint="Have approvers sign the current version: 'gateway policy approve TASK "
+        "--approver NAME' (each with their own GATEWAY_APPROVER_KEY).",
+    )
