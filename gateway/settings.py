@@ -78,6 +78,10 @@ class Settings(BaseModel):
     # exact fingerprint has N approvals by distinct approvers (gateway.approvals).
     approver_key: SecretStr | None = None
     require_approvals: int = Field(default=0, ge=0)
+    # The caller recorded for a request that names none. Requests that leave the machine
+    # must name a caller (the audit trail and the information barrier need one) unless this
+    # is set; a service with one identity sets it once instead of on every call.
+    default_caller: str | None = None
     catalog_override: Path | None = None
     request_timeout_s: float = Field(default=600.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
@@ -135,6 +139,7 @@ class Settings(BaseModel):
             "GATEWAY_TRUSTED_KEYS_FILE": "trusted_keys_file",
             "GATEWAY_APPROVER_KEY": "approver_key",
             "GATEWAY_REQUIRE_APPROVALS": "require_approvals",
+            "GATEWAY_DEFAULT_CALLER": "default_caller",
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",
             "ANTHROPIC_API_KEY": "anthropic_api_key",
             "ANTHROPIC_BASE_URL": "anthropic_base_url",
