@@ -356,7 +356,44 @@ def _diff_json(d: TaskDiff) -> dict[str, Any]:
         "old_fingerprint": d.old_fingerprint,
         "new_fingerprint": d.new_fingerprint,
         "changes": [{"key": c.key, "old": c.old, "new": c.new, "risk": c.risk} for c in d.changes],
+        "text_diffs": [{"key": x.key, "diff": list(x.lines)} for x in d.text_diffs],
+        "new_findings": [_finding_json(f) for f in d.new_findings],
+        "not_loading": [
+            {"side": f.side, "file": f.file, "errors": [_finding_json(e) for e in f.errors]}
+            for f in d.failures
+        ],
     }
+
+
+def _echo_diff(d: TaskDiff) -> None:
+    click.echo(f"{shown(d.task)}: {shown(d.status)}")
+    for failure in d.failures:
+        click.echo(
+            f"    the {failure.side} side ({shown(failure.file)}) does not load: "
+            f"{len(failure.errors)} error(s)"
+        )
+        for f in failure.errors:
+            click.echo(f"        ERROR  [{shown(f.key)}]  ({shown(f.rule)})  {shown(f.message)}")
+    if d.status == "not-loadable":
+        click.echo("    one side does not pass review; run 'gateway policy review' on it")
+    for c in d.changes:
+        click.echo(f"    {shown(c.key)}: {json.dumps(c.old)} -> {json.dumps(c.new)}")
+        if c.risk:
+            click.echo(f"        risk: {shown(c.risk)}")
+    for text in d.text_diffs:
+        click.echo(f"    {shown(text.key)} (unified diff):")
+        for line in text.lines:
+            click.echo(f"        {shown(line)}")
+    # The new side's errors are listed above when it does not load; its warnings here.
+    listed = any(f.side == "new" for f in d.failures)
+    findings = [f for f in d.new_findings if not (listed and f.severity.value == "error")]
+    if d.status in ("changed", "added", "not-loadable") and findings:
+        click.echo(f"    review of the new side: {len(findings)} finding(s)")
+        for f in findings:
+            click.echo(
+                f"        {f.severity.value.upper():7}  [{shown(f.key)}]  ({shown(f.rule)})  "
+                f"{shown(f.message)}"
+            )
 
 
 @policy_group.command("diff")
@@ -365,7 +402,8 @@ def _diff_json(d: TaskDiff) -> dict[str, Any]:
 @FORMAT
 @click.pass_context
 def diff_command(ctx: click.Context, old_dir: Path, new_dir: Path, fmt: str) -> None:
-    """Compare the policies in OLD_DIR with NEW_DIR, field by field, with risk notes."""
+    """Compare the policies in OLD_DIR with NEW_DIR: field by field with risk notes, a
+    unified diff of changed prompts, schemas and tools, and the new side's review findings."""
     catalog = _catalog(settings_of(ctx))
     diffs = diff_policy_sets(PolicySet.load(old_dir, catalog), PolicySet.load(new_dir, catalog))
     if fmt == "json":
@@ -378,13 +416,7 @@ def diff_command(ctx: click.Context, old_dir: Path, new_dir: Path, fmt: str) -> 
         )
     else:
         for d in diffs:
-            click.echo(f"{shown(d.task)}: {shown(d.status)}")
-            if d.status == "not-loadable":
-                click.echo("    one side does not pass review; run 'gateway policy review' on it")
-            for c in d.changes:
-                click.echo(f"    {shown(c.key)}: {json.dumps(c.old)} -> {json.dumps(c.new)}")
-                if c.risk:
-                    click.echo(f"        risk: {shown(c.risk)}")
+            _echo_diff(d)
         if not diffs:
             click.echo("no tasks in either folder")
     if any(d.status == "not-loadable" for d in diffs):

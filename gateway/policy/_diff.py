@@ -2,17 +2,25 @@
 
     for change in diff_policy_sets(old_set, new_set):
         print(change.task, change.status, [c.key for c in change.changes])
+        for text in change.text_diffs:
+            print("\n".join(text.lines))          # unified diff of a prompt or schema
 
-Prompts and schemas are compared by digest: the diff shows that they changed, not their text.
+Fields are compared one by one (prompt and schema by digest, with a risk note); a changed
+system prompt, output schema or tool list is also given as a unified text diff, so an edit that
+weakens a control (ESCALATE -> PASS) is visible. Each task carries the new side's review
+findings, and for a side that does not load, its errors.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from audit.canonical import canonical_digest, digest
-from gateway.policy._policy_set import PolicySet
+from gateway.policy._findings import Finding, Severity
+from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._schema import Policy
 
 EFFORT_ORDER = ("low", "medium", "high", "xhigh", "max")
@@ -27,12 +35,33 @@ class FieldChange:
 
 
 @dataclass(frozen=True)
+class TextDiff:
+    """A unified diff of one text part of a policy (``system_prompt``, ``output_schema``,
+    ``tools``; schemas and tools as indented, key-sorted JSON)."""
+
+    key: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SideFailure:
+    """A side on which the task does not load: which side, its file, and the errors why."""
+
+    side: Literal["old", "new"]
+    file: str
+    errors: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
 class TaskDiff:
     task: str
     status: Literal["added", "removed", "changed", "unchanged", "not-loadable"]
     changes: tuple[FieldChange, ...] = ()
     old_fingerprint: str | None = None
     new_fingerprint: str | None = None
+    text_diffs: tuple[TextDiff, ...] = ()
+    new_findings: tuple[Finding, ...] = ()  # the new side's review findings (what ships)
+    failures: tuple[SideFailure, ...] = ()  # the sides that do not load, and why
 
 
 def diff_policy_sets(old: PolicySet, new: PolicySet) -> list[TaskDiff]:
@@ -40,17 +69,104 @@ def diff_policy_sets(old: PolicySet, new: PolicySet) -> list[TaskDiff]:
     for task in sorted(set(old.tasks()) | set(new.tasks())):
         before = _loaded(old, task)
         after = _loaded(new, task)
+        new_entry = new.entry(task)
+        findings = new_entry.findings if new_entry is not None else ()
+        failures = tuple(
+            f
+            for f in (_failure("old", old.entry(task)), _failure("new", new_entry))
+            if f is not None
+        )
         if task not in new.tasks():
-            result.append(TaskDiff(task, "removed", old_fingerprint=_fp(before)))
+            result.append(TaskDiff(task, "removed", old_fingerprint=_fp(before), failures=failures))
         elif task not in old.tasks():
-            result.append(TaskDiff(task, "added", new_fingerprint=_fp(after)))
+            result.append(
+                TaskDiff(
+                    task,
+                    "added",
+                    new_fingerprint=_fp(after),
+                    new_findings=findings,
+                    failures=failures,
+                )
+            )
         elif before is None or after is None:
-            result.append(TaskDiff(task, "not-loadable", (), _fp(before), _fp(after)))
+            result.append(
+                TaskDiff(
+                    task,
+                    "not-loadable",
+                    (),
+                    _fp(before),
+                    _fp(after),
+                    _text_diffs(task, _entry_texts(old.entry(task)), _entry_texts(new_entry)),
+                    findings,
+                    failures,
+                )
+            )
         else:
             changes = _changes(before, after)
             status: Literal["changed", "unchanged"] = "changed" if changes else "unchanged"
-            result.append(TaskDiff(task, status, changes, before.fingerprint, after.fingerprint))
+            texts = _text_diffs(task, _texts(before), _texts(after))
+            result.append(
+                TaskDiff(
+                    task,
+                    status,
+                    changes,
+                    before.fingerprint,
+                    after.fingerprint,
+                    texts,
+                    findings,
+                    failures,
+                )
+            )
     return result
+
+
+def _failure(side: Literal["old", "new"], entry: PolicyEntry | None) -> SideFailure | None:
+    if entry is None or entry.policy is not None:
+        return None
+    errors = tuple(f for f in entry.findings if f.severity is Severity.ERROR)
+    return SideFailure(side, entry.file, errors)
+
+
+def _texts(policy: Policy) -> dict[str, str | None]:
+    """The parts of a policy a reviewer reads as text, in a stable form."""
+    tools = getattr(policy, "tools", None)
+    return {
+        "system_prompt": policy.system_prompt,
+        "output_schema": _json_text(policy.output_schema),
+        "tools": _json_text(tools),
+    }
+
+
+def _entry_texts(entry: PolicyEntry | None) -> dict[str, str | None]:
+    # A side that does not load has no inlined prompt to compare.
+    return _texts(entry.policy) if entry is not None and entry.policy is not None else {}
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _text_diffs(
+    task: str, old: dict[str, str | None], new: dict[str, str | None]
+) -> tuple[TextDiff, ...]:
+    if not old or not new:
+        return ()
+    diffs = []
+    for key in old:
+        before, after = old[key], new.get(key)
+        if before == after:
+            continue
+        lines = difflib.unified_diff(
+            (before or "").splitlines(),
+            (after or "").splitlines(),
+            fromfile=f"old/{task} {key}" + ("" if before is not None else " (none)"),
+            tofile=f"new/{task} {key}" + ("" if after is not None else " (none)"),
+            lineterm="",
+        )
+        diffs.append(TextDiff(key, tuple(lines)))
+    return tuple(diffs)
 
 
 def _loaded(policies: PolicySet, task: str) -> Policy | None:
