@@ -99,6 +99,8 @@ class Reply:
     error_after: int | None = None
     drop_after: int | None = None
     stop_details: dict[str, Any] | None = None
+    # Tool calls after the text block, as (id, name, input); non-streamed answers only.
+    tool_uses: tuple[tuple[str, str, dict[str, Any]], ...] = ()
 
     @classmethod
     def ok(
@@ -112,6 +114,14 @@ class Reply:
         """A successful message; ``json_text`` (if given) is the text, for JSON tasks."""
         body_text = json_text if json_text is not None else text
         return cls("ok", text=body_text, model=model, stop_reason=stop_reason, headers=headers)
+
+    @classmethod
+    def tool_use(
+        cls, *calls: tuple[str, str, dict[str, Any]], text: str = "Let me look that up."
+    ) -> Reply:
+        """A non-streamed answer that calls tools: a text block, then one ``tool_use`` block
+        per ``(id, name, input)``, with ``stop_reason: "tool_use"``."""
+        return cls("ok", text=text, stop_reason="tool_use", tool_uses=calls)
 
     @classmethod
     def error(
@@ -551,7 +561,13 @@ def _message(reply: Reply, request: RecordedRequest, number: int) -> dict[str, A
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": reply.text}],
+        "content": [
+            {"type": "text", "text": reply.text},
+            *(
+                {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+                for tool_id, name, tool_input in reply.tool_uses
+            ),
+        ],
         "stop_reason": reply.stop_reason,
         "stop_sequence": None,
         "usage": {
