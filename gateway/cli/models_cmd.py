@@ -77,6 +77,28 @@ def list_command(ctx: click.Context, fmt: str) -> None:
         for m in catalog
     ]
     click.echo(text_table(headers, rows))
+    today = datetime.now(UTC).date()
+    passed = [
+        m
+        for m in catalog
+        if m.alias_of is None and m.retires_at is not None and m.retires_at <= today
+        and m.lifecycle != "retired"
+    ]  # fmt: skip
+    if passed:
+        click.echo("")
+        click.echo(
+            f"The catalog may be stale: a retirement date in it has passed (today is "
+            f"{today.isoformat()}), yet it does not say retired:"
+        )
+        for m in passed:
+            click.echo(
+                f"  {shown(m.id)}: retired on {m.retires_at.isoformat() if m.retires_at else '-'}"
+                f" (catalog: {shown(m.lifecycle)})"
+            )
+        click.echo(
+            "Policies on these models do not load (model-retired). Refresh the catalog with "
+            "'gateway models sync' and review the override."
+        )
 
 
 @models_group.command("sync")

@@ -22,7 +22,7 @@ def test_compliance_review_sends_temperature_zero_on_the_old_api_version(
     assert sent.json is not None
     assert sent.json["temperature"] == 0
     assert sent.json["model"] == "claude-sonnet-4-6"
-    assert sent.json["stop_sequences"] == ["</verdict>"]
+    assert sent.json["stop_sequences"] == ["</reasons>"]
     assert "compliance" in sent.json["system"].lower()
 
 

@@ -43,7 +43,7 @@ def test_sampling_model_body_carries_temperature_on_the_old_api(
         "max_tokens": 2048,
         "messages": USER,
         "system": policy.system_prompt,
-        "stop_sequences": ["</verdict>"],
+        "stop_sequences": ["</reasons>"],
         "temperature": 0.0,
     }
     assert plan.cache_mode == "replay"

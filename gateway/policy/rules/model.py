@@ -40,21 +40,38 @@ def model_alias(s: Subject) -> Iterator[Finding]:
         )
 
 
+def _past_retirement(s: Subject) -> bool:
+    m = s.model
+    return m is not None and m.retires_at is not None and m.retires_at <= s.today
+
+
 def model_retired(s: Subject) -> Iterator[Finding]:
-    if s.model is not None and s.model.lifecycle == "retired":
-        yield error(
-            "model-retired",
-            s.file,
-            KEY,
-            f"The model {s.model_id!r} is retired; the provider no longer serves it.",
-            "Move the task to an active model and review the policy again.",
+    m = s.model
+    if m is None or not (m.lifecycle == "retired" or _past_retirement(s)):
+        return
+    if m.retires_at is not None and m.retires_at <= s.today:
+        when = f" retired on {m.retires_at.isoformat()}"
+        stale = (
+            f" (the catalog still calls it {m.lifecycle}: refresh it with 'gateway models sync')"
+            if m.lifecycle != "retired"
+            else ""
         )
+        message = f"The model {s.model_id!r}{when}{stale}; the provider no longer serves it."
+    else:
+        message = f"The model {s.model_id!r} is retired; the provider no longer serves it."
+    yield error(
+        "model-retired",
+        s.file,
+        KEY,
+        message,
+        "Move the task to an active model and review the policy again.",
+    )
 
 
 def model_retiring(s: Subject) -> Iterator[Finding]:
     m = s.model
-    if m is None or m.lifecycle == "retired":
-        return
+    if m is None or m.lifecycle == "retired" or _past_retirement(s):
+        return  # model-retired says it
     soon = m.retires_at is not None and m.retires_at <= s.today + timedelta(RETIRING_WARNING_DAYS)
     if m.lifecycle == "deprecated" or soon:
         when = f" and retires on {m.retires_at.isoformat()}" if m.retires_at else ""
