@@ -41,8 +41,9 @@ def test_a_weakened_control_is_visible_as_text(write_folder: WriteFolder, catalo
 def test_a_changed_schema_is_diffed_as_json(write_folder: WriteFolder, catalog: Catalog) -> None:
     old = write_folder({"task.toml": JSON_POLICY, "prompts/system.md": PROMPT,
                         "schemas/s.json": SCHEMA})  # fmt: skip
+    held = SCHEMA.replace('"BLOCK"', '"BLOCK", "HOLD"')
     new = write_folder({"task.toml": JSON_POLICY, "prompts/system.md": PROMPT,
-                        "schemas/s.json": SCHEMA.replace('"BLOCK"', '"BLOCK", "HOLD"')})  # fmt: skip
+                        "schemas/s.json": held})  # fmt: skip
     [d] = diff_policy_sets(
         PolicySet.load(old, catalog, today=TODAY), PolicySet.load(new, catalog, today=TODAY)
     )

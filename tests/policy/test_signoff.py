@@ -112,7 +112,7 @@ def test_check_approvals_needs_n_distinct_approvers_of_the_exact_fingerprint(
         _approve(store, policies, "alice", alice)
         _approve(store, policies, "alice", alice)  # the same approver counts once
         _approve(store, policies, "mallory", alice)  # and so does the same key
-        with pytest.raises(PolicyLoadError, match="task_a .* has 1 of 2: approved by alice"):
+        with pytest.raises(PolicyLoadError, match=r"task_a .* has 1 of 2: approved by alice"):
             check_approvals(store, policies, 2, signature=check)
         _approve(store, policies, "bob", bob)
         check_approvals(store, policies, 2, signature=check)
