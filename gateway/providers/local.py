@@ -48,6 +48,8 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from audit.canonical import canonical_bytes, canonical_digest
+from gateway.providers._local_tools import tool_call
+from gateway.providers._stream import message_events
 from gateway.providers.base import (
     AsyncOnAttemptFailed,
     OnAttemptFailed,
@@ -221,6 +223,8 @@ _BODY_KEYS = frozenset(
         "min_p",
         "metadata",
         "stream",
+        "tools",  # answered with a canned, schema-valid call (gateway.providers._local_tools)
+        "tool_choice",
     }
 )
 
@@ -246,6 +250,11 @@ def _text_of(content: Any, where: str) -> str:
     if isinstance(content, list):
         parts = []
         for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                continue  # an earlier call of ours: what it asked is in its result
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                parts.append(_text_of(block.get("content") or "", f"{where} tool_result"))
+                continue
             if not (
                 isinstance(block, dict)
                 and block.get("type") == "text"
@@ -466,6 +475,9 @@ class LocalProvider:
     ) -> LocalReply:
         request = _parse(body)
         rng = rng if rng is not None else np.random.default_rng()
+        call = tool_call(body, request.prompt, rng)
+        if call is not None:
+            return self._tool_reply(request, call, rng)
         generation = self._generate(request, rng)
         while True:
             try:
@@ -485,6 +497,12 @@ class LocalProvider:
             raise LocalRequestError("a streamed body has stream = true.")
         request = _parse({k: v for k, v in body.items() if k != "stream"})
         rng = rng if rng is not None else np.random.default_rng()
+        call = tool_call(body, request.prompt, rng)
+        if call is not None:
+            reply = self._tool_reply(request, call, rng)
+            yield from message_events(reply.response)
+            yield reply
+            return
         message_id = f"msg_local_{rng.spawn(1)[0].bytes(12).hex()}"
         yield {
             "type": "message_start",
@@ -574,6 +592,21 @@ class LocalProvider:
             yield text[: max(0, len(text) - longest_stop)]
         yield text
         return _Generated(text, stop_reason, stop_sequence, len(words))
+
+    def _tool_reply(
+        self, request: _Request, call: dict[str, Any], rng: np.random.Generator
+    ) -> LocalReply:
+        response: dict[str, Any] = {
+            "id": f"msg_local_{rng.bytes(12).hex()}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.model,
+            "content": [call],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": len(tokenize(request.prompt)), "output_tokens": 0},
+        }
+        return LocalReply(response=response, raw=_json_bytes(response))
 
     def _reply(
         self, request: _Request, generated: _Generated, rng: np.random.Generator
