@@ -43,7 +43,9 @@ def test_sigterm_lets_sixteen_requests_in_flight_finish_and_the_log_verifies(
         # uvicorn re-raises the signal once it has shut down cleanly (exit status -SIGTERM).
         assert server.stop() in (0, -signal.SIGTERM)
         outcomes = Counter(str(e.kind) for e in server.audit_events() if e.request_id in set(ids))
-        assert outcomes == {"request": 16, "response": 16}
+        # (An ATTEMPT_FAILED may precede a response: the fake's accept queue is short.)
+        assert outcomes["request"] == outcomes["response"] == 16
+        assert outcomes["failed"] == outcomes["cancelled"] == 0
         assert any(e.get("event") == "server_stopped" for e in server.log_events())
         done = server.verify()
         assert done.returncode == 0, done.stdout + done.stderr

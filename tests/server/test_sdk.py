@@ -275,20 +275,6 @@ def test_health_readiness_and_limits(server: ServerProcess, key: str) -> None:
     assert missing.status_code == 404 and missing.json()["type"] == "error"
 
 
-def test_streaming_is_refused_clearly_until_the_gateway_streams(
-    client: anthropic.Anthropic,
-) -> None:
-    from gateway import AsyncGateway
-
-    if hasattr(AsyncGateway, "stream"):
-        pytest.skip("AsyncGateway.stream exists: tests/server/test_stream.py covers it")
-    with pytest.raises(anthropic.BadRequestError) as refused:
-        client.messages.create(
-            model="compliance_review", max_tokens=512, messages=PROMPT, stream=True
-        )
-    assert "stream" in refused.value.message
-
-
 def test_the_access_log_has_ids_and_caller_but_never_text(server: ServerProcess) -> None:
     lines = [e for e in server.log_events() if e.get("event") == "http_request"]
     answered = [e for e in lines if e["status"] == 200 and e["path"] == "/v1/messages"]

@@ -1,0 +1,285 @@
+"""`gateway serve` against the fake directly, with the official Python SDK as the client.
+
+    $ .venv/bin/python bench/server_bench.py                          # about a minute
+    $ .venv/bin/python bench/server_bench.py --calls 600 --c32-calls 2000 --workers 2
+
+In one run, on the loopback fake (its own process) and a fresh SQLite file (durability os):
+
+- ``direct``: ``anthropic.Anthropic(base_url=fake).messages.create`` with the body the
+  gateway sends for the ``record`` task (``quant_strategy``: every call goes upstream and
+  writes REQUEST and RESPONSE);
+- ``served``: the same SDK call with ``base_url`` at `gateway serve` and ``model`` naming the
+  task, authenticated with a caller key;
+- ``library``: ``AsyncGateway.complete`` in-process, the same request (what the gateway
+  itself adds, so that ``served - library`` is the HTTP layer's share).
+
+c=1 runs the three interleaved, call by call, so load changes hit all alike; the figure is the
+p50 each adds over ``direct``. c=32 runs ``direct`` and ``served`` with ``AsyncAnthropic`` and
+32 calls in flight: throughput and p50/p99. ``--streams`` adds c=128 ``messages.stream``
+(direct vs served). Results print as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import anthropic  # noqa: E402
+import httpx2 as httpx  # noqa: E402
+
+TASK = "quant_strategy"
+MODEL = "claude-opus-4-6"
+
+
+def _serve_fake() -> None:
+    from tests.fakes.messages_api import FakeMessagesAPI
+
+    with FakeMessagesAPI() as fake:
+        # socketserver listens with a backlog of 5: 32 or 128 callers connecting at once
+        # would overflow it (the fake's limit, not the gateway's). listen() again raises it.
+        fake._server.socket.listen(256)
+        print(fake.base_url, flush=True)
+        sys.stdin.read()
+
+
+@contextmanager
+def fake_process() -> Iterator[str]:
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve-fake"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert child.stdout is not None
+        yield child.stdout.readline().strip()
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def gateway_server(env: dict[str, str], workers: int) -> Iterator[str]:
+    port = free_port()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,  # the access log is rendered, as a service would
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        yield url
+    finally:
+        child.send_signal(signal.SIGTERM)
+        child.wait(timeout=60)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def row(name: str, ms: list[float], wall: float, base: float | None) -> str:
+    p50 = statistics.median(ms)
+    added = f"+{p50 - base:.2f}" if base is not None else ""
+    return (
+        f"| {name} | {len(ms)} | {p50:.2f} | {pct(ms, 0.99):.2f} | {statistics.fmean(ms):.2f} "
+        f"| {len(ms) / wall:.0f} | {added} |"
+    )
+
+
+def timed(call: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+async def concurrent(
+    call: Callable[[int], Awaitable[Any]], calls: int, c: int
+) -> tuple[list[float], float]:
+    ms: list[float] = []
+    counter = iter(range(calls))
+
+    async def worker() -> None:
+        for n in counter:
+            started = time.perf_counter()
+            await call(n)
+            ms.append((time.perf_counter() - started) * 1000)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(c)))
+    return ms, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=400, help="timed calls per kind at c=1")
+    parser.add_argument("--c32-calls", type=int, default=1600)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--streams", action="store_true", help="also c=128 streams")
+    parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_fake:
+        _serve_fake()
+        return
+
+    home = Path(tempfile.mkdtemp(prefix="server-bench-"))
+    shutil.copytree(ROOT / "policies", home / "policies")
+    with fake_process() as fake_url:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "ANTHROPIC_"))}
+        env.update(
+            {
+                "GATEWAY_POLICY_DIR": str(home / "policies"),
+                "GATEWAY_DATABASE_URL": f"sqlite:///{home / 'audit.db'}",
+                "GATEWAY_DURABILITY": "os",
+                "ANTHROPIC_API_KEY": "sk-bench",
+                "ANTHROPIC_BASE_URL": fake_url,
+                "PYTHONPATH": str(ROOT),
+            }
+        )
+        os.environ.update(env)
+        from gateway import AsyncGateway, Settings
+        from gateway.callers import CallerKeys
+        from gateway.logging import configure_logging
+
+        settings = Settings.from_env()
+        with CallerKeys.open(settings) as keys:
+            caller_key = keys.create("bench").key
+        with gateway_server(env, args.workers) as served_url:
+            report(
+                args, fake_url, served_url, caller_key, settings, AsyncGateway, configure_logging
+            )
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def report(
+    args: argparse.Namespace,
+    fake_url: str,
+    served_url: str,
+    caller_key: str,
+    settings: Any,
+    gateway_class: Any,
+    configure_logging: Any,
+) -> None:
+    body = {"max_tokens": 256, "messages": [{"role": "user", "content": "Momentum on FX majors"}]}
+    direct = anthropic.Anthropic(base_url=fake_url, api_key="sk-bench", max_retries=0)
+    served = anthropic.Anthropic(base_url=served_url, api_key=caller_key, max_retries=0)
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - open for the whole run
+    sys.stderr = devnull  # the library's log lines, rendered as a service would, then dropped
+    configure_logging()
+
+    loop = asyncio.new_event_loop()
+    library = gateway_class(settings)
+
+    def lib_call() -> None:
+        loop.run_until_complete(
+            library.complete(
+                TASK, messages=body["messages"], caller="bench", overrides={"max_tokens": 256}
+            )
+        )
+
+    kinds: dict[str, Callable[[], Any]] = {
+        "direct SDK → fake": lambda: direct.messages.create(model=MODEL, **body),
+        "SDK → gateway serve → fake": lambda: served.messages.create(model=TASK, **body),
+        "AsyncGateway in-process → fake": lib_call,
+    }
+    for call in kinds.values():  # warm-up: connections, the SDK's first-call costs
+        for _ in range(30):
+            call()
+    c1: dict[str, list[float]] = {name: [] for name in kinds}
+    for _ in range(args.calls):
+        for name, call in kinds.items():
+            c1[name].append(timed(call))
+    loop.run_until_complete(library.aclose())
+    loop.close()
+
+    async def at_32() -> dict[str, tuple[list[float], float]]:
+        out = {}
+        async with (
+            anthropic.AsyncAnthropic(
+                base_url=fake_url, api_key="sk-bench", max_retries=0
+            ) as adirect,
+            anthropic.AsyncAnthropic(
+                base_url=served_url, api_key=caller_key, max_retries=0
+            ) as aserved,
+        ):
+            for name, call in (
+                ("direct SDK → fake", lambda n: adirect.messages.create(model=MODEL, **body)),
+                (
+                    "SDK → gateway serve → fake",
+                    lambda n: aserved.messages.create(model=TASK, **body),
+                ),
+            ):
+                await concurrent(call, 64, 32)  # warm-up
+                out[name] = await concurrent(call, args.c32_calls, 32)
+            if args.streams:
+
+                async def stream(client: Any, model: str) -> None:
+                    async with client.messages.stream(model=model, **body) as s:
+                        await s.get_final_message()
+
+                for name, call in (
+                    ("stream: direct", lambda n: stream(adirect, MODEL)),
+                    ("stream: via serve", lambda n: stream(aserved, TASK)),
+                ):
+                    await concurrent(call, 128, 128)
+                    out[f"{name} (c=128)"] = await concurrent(call, args.c32_calls, 128)
+        return out
+
+    c32 = asyncio.run(at_32())
+    sys.stderr = sys.__stderr__
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, "
+        f"anthropic {anthropic.__version__}, workers {args.workers}, load {os.getloadavg()[0]:.1f}"
+    )
+    print("\n| c=1 (interleaved) | calls | p50 ms | p99 ms | mean ms | calls/s | +p50 ms |")
+    print("|---|---|---|---|---|---|---|")
+    base = statistics.median(c1["direct SDK → fake"])
+    for name, ms in c1.items():
+        # Interleaved, so each kind's own time is its calls' sum (calls/s one after another).
+        print(row(name, ms, sum(ms) / 1000, None if name.startswith("direct") else base))
+    print("\n| concurrent | calls | p50 ms | p99 ms | mean ms | calls/s | +p50 ms |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (ms, wall) in c32.items():
+        label = name if "c=128" in name else f"{name} (c=32)"
+        print(row(label, ms, wall, None))
+
+
+if __name__ == "__main__":
+    main()
