@@ -40,8 +40,11 @@ $BIN/gateway ask --offline compliance_review "$QUESTION" --caller run-sh $SHORT
 step "ask the same question again (served from the replay cache)"
 $BIN/gateway ask --offline compliance_review "$QUESTION" --caller run-sh $SHORT
 
-step "ask offline_demo on the local model"
-$BIN/gateway ask offline_demo "The reviewer reads the" --caller run-sh
+step "ask offline_demo on the local model, streamed (text as it arrives)"
+$BIN/gateway ask --stream offline_demo "The reviewer reads the" --caller run-sh
+
+step "sanctions_screening offline: the model answers with a call of its lookup_entity tool"
+$BIN/gateway ask --offline sanctions_screening "ACME Shipping Ltd, Panama" --caller run-sh --format json
 
 step "a short sampling experiment (every sample audited)"
 $BIN/gateway experiment offline_demo --prompt "The reviewer reads the" -n 4
