@@ -31,6 +31,7 @@ from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, RequestPipeline
 from gateway._recording import Begun, Recorder, Sent, Terminal, cancel_reason, shielded
 from gateway._streams import AsyncStream, Opened, Outcomes, Stream
+from gateway.approvals import check_approvals
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
 from gateway.offline import offline_policy
@@ -67,6 +68,16 @@ class _Core:
         self.policies = PolicySet.load(Path(settings.policy_dir), self.catalog)
         self.recorder = Recorder.open(settings)
         self.store = self.recorder.store
+        try:  # four eyes: with require_approvals = N, an unapproved policy never serves
+            check_approvals(
+                self.store,
+                self.policies,
+                settings.require_approvals,
+                signature=self.recorder.signature,
+            )
+        except BaseException:
+            self.store.close()
+            raise
         self.providers = Providers(settings)
         transform = _compose(offline_policy if offline else None, policy_transform)
         self.pipeline = RequestPipeline(

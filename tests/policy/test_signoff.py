@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from audit import AuditStore
 from audit.signing import Signer, signature_check
-from gateway import Settings
+from gateway import Gateway, Settings
 from gateway.approvals import approval_draft, approval_status, check_approvals, sign_approval
 from gateway.auditing import record_signer, trusted_record_keys
 from gateway.catalog import Catalog
@@ -202,3 +202,17 @@ def test_the_shipped_policies_keep_their_fingerprints_without_signoff(catalog: C
     for task in ("compliance_review", "risk_report"):
         policy = PolicySet.load(SHIPPED, catalog, today=TODAY).get(task)
         assert "risk_tier" not in policy.content()
+
+
+def test_the_gateway_refuses_to_start_until_the_task_has_its_approvals(
+    write_folder: WriteFolder, db: str
+) -> None:
+    folder = _folder(write_folder)
+    settings = Settings(policy_dir=folder, database_url=db, require_approvals=1, durability="os")
+    with pytest.raises(PolicyLoadError, match="approved by nobody"):
+        Gateway(settings, offline=True)
+    approved = run(db, "policy", "approve", "task_a", "--approver", "alice", "--policy-dir",
+                   str(folder), GATEWAY_APPROVER_KEY=secrets.token_hex(32))  # fmt: skip
+    assert approved.exit_code == 0, approved.output
+    with Gateway(settings, offline=True) as gw:  # the exact fingerprint now has one approval
+        assert gw.complete("task_a", "The reviewer reads the").text is not None
