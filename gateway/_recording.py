@@ -458,9 +458,14 @@ class Recorder:
             reason = cancel_reason(exc)
             raise
         finally:
-            await _aclose(source)
-            if terminal.claim():
-                await shielded(outcomes.cancelled, partial, reason)
+            # Claimed before the upstream is closed: a scope that cancels again at every await
+            # (Starlette's streaming response does) must not skip the CANCELLED record.
+            cancelled = terminal.claim()
+            try:
+                await _aclose(source)
+            finally:
+                if cancelled:
+                    await shielded(outcomes.cancelled, partial, reason)
 
 
 class _NoReply(Exception):

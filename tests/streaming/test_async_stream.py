@@ -165,3 +165,27 @@ def test_a_per_call_timeout_on_complete_is_recorded(
 
     request_id = asyncio.run(run())
     assert events(db_path, request_id)[0].data["timeout_s"] == 5.0
+
+
+def test_a_scope_that_cancels_at_every_await_still_records_cancelled(
+    make_async: MakeAsync, fake_api: FakeMessagesAPI, db_path: Path
+) -> None:
+    # anyio's cancel scopes (Starlette's streaming response uses one) cancel again at every
+    # await after the first: the cleanup must still write its CANCELLED record.
+    import anyio
+
+    fake_api.script(Reply.stream(TEXT, deltas=8, delay=0.1))
+    ids: list[str] = []
+
+    async def run() -> None:
+        async with make_async() as agw:
+            with anyio.move_on_after(0.25):
+                async with agw.stream("chat", PROMPT) as s:  # type: ignore[attr-defined]
+                    ids.append(s.request_id)
+                    async for _event in s:
+                        pass
+
+    anyio.run(run)
+    end = terminal(db_path, ids[0])
+    assert str(end.kind) == "cancelled"
+    verified(db_path)
