@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import math
 import sys
 from collections.abc import AsyncIterator
@@ -187,13 +188,10 @@ async def count_tokens(request: Request) -> Response:
 
 
 def _estimate(body: dict[str, Any]) -> int:
-    system = body.get("system")
-    total = len(system.encode()) if isinstance(system, str) else 0
-    for message in body["messages"]:
-        content = message["content"]
-        texts = [content] if isinstance(content, str) else [b["text"] for b in content]
-        total += sum(len(text.encode()) for text in texts)
-    return max(1, math.ceil(total / BYTES_PER_TOKEN))
+    # Every part the model reads, whatever its block types (text, tool calls and results,
+    # cached system blocks, attachments): the bytes of its JSON form, a deliberate overcount.
+    read = {key: body[key] for key in ("system", "tools", "messages") if key in body}
+    return max(1, math.ceil(len(json.dumps(read, ensure_ascii=False).encode()) / BYTES_PER_TOKEN))
 
 
 def _task_entry(state: ServerState, task: str) -> dict[str, Any]:

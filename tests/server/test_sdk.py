@@ -261,6 +261,22 @@ def test_models_lists_the_tasks_and_count_tokens_estimates(client: anthropic.Ant
     assert len(page.data) == 2 and page.has_more
     counted = client.messages.count_tokens(model="compliance_review", messages=PROMPT)
     assert counted.input_tokens > len(PROMPT[0]["content"]) // 4  # the system prompt counts
+    # Blocks other than text (a tool call and its result) are counted, not a server error.
+    turns = [
+        {"role": "user", "content": "ACME Shipping Ltd"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "lookup_entity",
+                 "input": {"name": "ACME Shipping Ltd", "entity_type": "organisation"}},
+            ],
+        },
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "[]"},
+        ]},
+    ]  # fmt: skip
+    tools = client.messages.count_tokens(model="sanctions_screening", messages=turns)
+    assert tools.input_tokens > counted.input_tokens // 4
 
 
 def test_health_readiness_and_limits(server: ServerProcess, key: str) -> None:
