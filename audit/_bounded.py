@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any
 
+import orjson
+
 from audit.errors import InvalidEvent
 from audit.models import EventDraft
 
@@ -73,6 +75,24 @@ def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX
     try:
         return json.loads(text)
     except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+        raise UnreadableJSON(str(exc)) from None
+
+
+def fast_loads(data: bytes, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
+    """:func:`loads` by orjson (several times faster), within the same bounds.
+
+    Not a drop-in: orjson refuses some text ``json`` accepts (``NaN``, ``1e400``, a lone
+    surrogate escape) and reads an integer beyond 64 bits as a float. A caller uses it only
+    where it checks that neither can matter, and falls back to :func:`loads` (as
+    audit.chain.parse_body does); :class:`UnreadableJSON` for anything refused.
+    """
+    if len(data) > max_bytes:
+        raise UnreadableJSON(f"{len(data)} bytes, more than the {max_bytes} a reader accepts")
+    if data.count(b"[") + data.count(b"{") > max_depth:
+        return loads(data, max_depth=max_depth, max_bytes=max_bytes)  # it counts the nesting
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
         raise UnreadableJSON(str(exc)) from None
 
 

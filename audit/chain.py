@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from sqlalchemy import Result
 
+from audit._bounded import fast_loads
 from audit._bounded import loads as bounded_loads
 from audit.canonical import canonical_bytes, digest
 from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
@@ -41,6 +43,9 @@ MIRRORED = tuple(
     for c in EVENT_COLUMNS
     if c not in {"seq", "recorded_at", "body", "prev_hash", "hash", "signature", "key_id"}
 )
+
+
+_mirrored = itemgetter(*(EVENT_COLUMNS.index(c) for c in MIRRORED))
 
 
 def as_bytes(value: object) -> bytes:
@@ -235,6 +240,41 @@ def content_refs(parsed: Mapping[str, Any]) -> tuple[list[str], str | None]:
     return [str(d) for d in payloads.values()], str(policy) if policy is not None else None
 
 
+class Verdict(NamedTuple):
+    """Why a row's record signature does not check out."""
+
+    kind: DefectKind
+    detail: str
+
+
+def signature_verdict(
+    seq: int, kid: str | None, signature: str | None, event_hash: str, trust: Trust
+) -> Verdict | bool | None:
+    """None when an event's signature checks out under ``trust``; True for an unsigned
+    event that ``trust`` allows (it predates signing); else the :class:`Verdict`."""
+    if signature is None and seq < trust.allow_unsigned_before:
+        return True
+    reason = trust.keys.check(kid, signature, event_hash)
+    if reason is None:
+        return None
+    if signature is None:
+        return Verdict(DefectKind.UNSIGNED, reason)
+    if trust.keys.knows(kid):
+        return Verdict(DefectKind.BAD_SIGNATURE, reason)
+    return Verdict(DefectKind.UNTRUSTED_SIGNER, reason)
+
+
+# Whether a row's recorded_at column (as read) is the instant its body records: called with
+# the seq, the column's value, the body's text and that text parsed. A reader that reads the
+# column as stored text (audit._verify_read) compares the spelling first and parses only a
+# row whose spelling differs.
+SameTime = Callable[[int, object, str, datetime], bool]
+
+
+def _same_instant(seq: int, column: object, text: str, when: datetime) -> bool:
+    return column == when
+
+
 class Verifier:
     """Checks rows fed in seq order; holds only the previous hash, so memory stays flat.
 
@@ -243,9 +283,16 @@ class Verifier:
     in batches.
     """
 
-    def __init__(self, checkpoint: Checkpoint | None = None, trust: Trust | None = None) -> None:
+    def __init__(
+        self,
+        checkpoint: Checkpoint | None = None,
+        trust: Trust | None = None,
+        *,
+        same_time: SameTime | None = None,
+    ) -> None:
         self.checkpoint = checkpoint
         self.trust = trust
+        self.same_time = same_time or _same_instant
         self.expected = 1
         self.prev_hash = GENESIS
         self.count = 0
@@ -278,9 +325,15 @@ class Verifier:
             self.defects.append(Defect(seq=seq, kind=kind, detail=detail))
 
     def feed(
-        self, row: EventRow, parsed: dict[str, Any] | str, contents: Mapping[str, str | None]
+        self,
+        row: EventRow,
+        parsed: dict[str, Any] | str,
+        contents: Mapping[str, str | None],
+        signature: Verdict | bool | None = False,
     ) -> None:
-        """Check one row; ``parsed`` is :func:`parse_body` of its body."""
+        """Check one row; ``parsed`` is :func:`parse_body` of its body. ``signature`` is
+        :func:`signature_verdict` of the row when the caller checked it already (in a pool
+        of threads, audit._verify_pool); False (the default) checks it here."""
         seq = row.seq
         self.count += 1
         self.bytes += len(row.body)
@@ -295,7 +348,15 @@ class Verifier:
         if link_hash(row.prev_hash, row.body) != row.hash:
             self._defect(seq, DefectKind.HASH_MISMATCH, "stored hash != sha256(prev_hash || body)")
         if self.trust is not None:
-            self._check_signature(row, self.trust)
+            verdict = (
+                signature_verdict(seq, row.key_id, row.signature, row.hash, self.trust)
+                if signature is False
+                else signature
+            )
+            if isinstance(verdict, Verdict):
+                self._defect(seq, verdict.kind, verdict.detail)
+            elif verdict is True:
+                self.unsigned_allowed += 1  # a legacy row the caller said predates signing
         if isinstance(parsed, str):
             self._defect(seq, DefectKind.BAD_BODY, f"body does not parse: {parsed}")
         else:
@@ -310,22 +371,6 @@ class Verifier:
         self.expected = seq + 1
         self.prev_hash = row.hash
 
-    def _check_signature(self, row: EventRow, trust: Trust) -> None:
-        signature = row.signature
-        if signature is None and row.seq < trust.allow_unsigned_before:
-            self.unsigned_allowed += 1  # a legacy row the caller said predates signing
-            return
-        reason = trust.keys.check(row.key_id, signature, row.hash)
-        if reason is None:
-            return
-        if signature is None:
-            kind = DefectKind.UNSIGNED
-        elif trust.keys.knows(row.key_id):
-            kind = DefectKind.BAD_SIGNATURE
-        else:
-            kind = DefectKind.UNTRUSTED_SIGNER
-        self._defect(row.seq, kind, reason)
-
     def _check_body(
         self, row: EventRow, parsed: dict[str, Any], contents: Mapping[str, str | None]
     ) -> None:
@@ -333,15 +378,18 @@ class Verifier:
         self.life.feed(seq, parsed)
         if parsed.get("seq") != seq:
             self._defect(seq, DefectKind.SEQUENCE, f"row holds the body of seq {parsed.get('seq')}")
-        wrong = [c for c in MIRRORED if getattr(row, c) != parsed.get(c)]
-        if row.recorded_at != parsed["_time"]:
+        wrong = (
+            [c for c in MIRRORED if getattr(row, c) != parsed.get(c)]
+            if _mirrored(row) != tuple(map(parsed.get, MIRRORED))  # the whole row at once first
+            else []
+        )
+        if not self.same_time(seq, row.recorded_at, parsed["recorded_at"], parsed["_time"]):
             wrong.append("recorded_at")
         if wrong:
             self._defect(
                 seq, DefectKind.COLUMN_MISMATCH, f"column(s) {', '.join(wrong)} differ from body"
             )
-        payloads, policy = content_refs(parsed)
-        for ref in [*payloads, *([policy] if policy else [])]:
+        for ref in _refs(parsed):
             actual = contents.get(ref)
             if actual is None:
                 self._defect(seq, DefectKind.MISSING_CONTENT, f"content {ref} is missing")
@@ -398,17 +446,74 @@ class Verifier:
         )
 
 
+# Kinds whose ``data`` verify reads (audit.lifecycle): their bodies are parsed by ``json``.
+_DATA_READ = frozenset({"cache_hit", "replay", "integrity_alert"})
+
+
 def parse_body(body: bytes) -> dict[str, Any] | str:
-    """The parsed body (with its time under ``_time``), or why it is not an event body."""
+    """The parsed body (with its time under ``_time``), or why it is not an event body.
+
+    Parsed by orjson when its result is the one ``json`` gives on every field verify reads,
+    else by ``json`` (:func:`_faithful` says when; both within the same bounds), so the
+    speed-up changes no verdict and no defect's wording.
+    """
     try:
-        parsed = bounded_loads(body)  # depth and size bounded: a stored body is untrusted
+        fast = fast_loads(body)
+    except ValueError:
+        fast = None  # json decides: it accepts some text orjson refuses (NaN, 1e400, ...)
+    parsed = fast if _faithful(fast) else None
+    try:
+        if parsed is None:
+            parsed = bounded_loads(body)  # depth and size bounded: a stored body is untrusted
         if not isinstance(parsed, dict) or parsed.get("v") != BODY_VERSION:
             return "not a version 1 event body"
         parsed["_time"] = parse_time(parsed["recorded_at"])
-        content_refs(parsed)
+        payloads, policy = content_refs(parsed)
+        parsed["_refs"] = [*payloads, policy] if policy else payloads
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return parsed
+
+
+def _faithful(parsed: object) -> bool:
+    """Whether orjson's parse of a body can stand for ``json``'s.
+
+    They accept the same texts except that orjson refuses some json accepts (then ``json``
+    parses), and turns an integer beyond 64 bits into a float where json keeps the int. So
+    the fields verify reads must have types where that cannot have happened: ``seq`` an
+    int, ``recorded_at`` text, no other field a float (none is, in a body), payload digests
+    and ``policy_ref`` text, and no ``data`` that verify reads (the kinds of
+    :data:`_DATA_READ` take the ``json`` path). So every field but ``data`` is what json
+    gives, and ``data`` is read only where it is json's.
+    """
+    if type(parsed) is not dict:
+        return False
+    if type(parsed.get("seq")) is not int or type(parsed.get("recorded_at")) is not str:
+        return False
+    if float in list(map(type, parsed.values())):  # no field of a body is a float
+        return False
+    policy = parsed.get("policy_ref")
+    if policy is not None and type(policy) is not str:
+        return False
+    payloads = parsed.get("payloads")
+    if payloads:
+        if type(payloads) is not dict:
+            return False
+        for value in payloads.values():
+            if type(value) is not str:
+                return False
+    kind = parsed.get("kind")
+    return type(kind) is str and kind not in _DATA_READ
+
+
+def _refs(parsed: Mapping[str, Any]) -> list[str]:
+    """The content digests a parsed body references, payloads first (:func:`parse_body`
+    keeps them under ``_refs``)."""
+    refs: list[str] | None = parsed.get("_refs")
+    if refs is None:
+        payloads, policy = content_refs(parsed)
+        refs = [*payloads, policy] if policy else payloads
+    return refs
 
 
 def referenced(bodies: Iterable[dict[str, Any] | str]) -> set[str]:
@@ -417,8 +522,5 @@ def referenced(bodies: Iterable[dict[str, Any] | str]) -> set[str]:
     for parsed in bodies:
         if isinstance(parsed, str):
             continue
-        payloads, policy = content_refs(parsed)
-        refs.update(payloads)
-        if policy:
-            refs.add(policy)
+        refs.update(_refs(parsed))
     return refs

@@ -94,7 +94,11 @@ class Lifecycle:
         kind = parsed.get("kind")
         rid = parsed.get("request_id")
         rhash = parsed.get("request_hash")
-        if not isinstance(rid, str) or not (rhash is None or isinstance(rhash, str)):
+        if (
+            not isinstance(kind, str)  # a list would not even hash: the column check names it
+            or not isinstance(rid, str)
+            or not (rhash is None or isinstance(rhash, str))
+        ):
             return  # not an event body of the right shape: the column check names it
         key = (rid, rhash)
         if kind == "request":

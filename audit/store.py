@@ -14,7 +14,7 @@ Reads stream in keyset pages, so nothing ever loads the whole log.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +31,8 @@ from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
 from audit._fork import on_fork_child
 from audit._group import GroupCommitter
+from audit._verify_pool import POOL_FROM, Pending, SignaturePool
+from audit._verify_read import ChainReader
 from audit.canonical import digest
 from audit.chain import (
     GENESIS,
@@ -55,7 +57,8 @@ from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEven
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
 from audit.signing import Signer, Trust, TrustedKeys
 
-PAGE = 1000
+PAGE = 5000  # rows a verify reads and checks at a time
+READ_PAGE = 1000  # rows of the other reads (list, export, a request's events)
 # The one data key of an event read back from a body that cannot be parsed (damaged, or
 # nested deeper than a reader accepts): its value says why.
 UNREADABLE = "_unreadable"
@@ -226,22 +229,45 @@ class AuditStore:
         until: datetime | None = None,
         after_seq: int = 0,
         before_seq: int | None = None,
+        request_ids: Sequence[str] | None = None,
     ) -> Iterator[StoredEvent]:
-        """Events in seq order matching every given filter (``until`` is exclusive)."""
-        where: list[ColumnElement[bool]] = []
-        if task is not None:
-            where.append(Event.task == task)
-        if caller is not None:
-            where.append(Event.caller == caller)
-        if kind is not None:
-            where.append(Event.kind == EventKind(kind).value)
-        if since is not None:
-            where.append(Event.recorded_at >= since)
-        if until is not None:
-            where.append(Event.recorded_at < until)
-        if before_seq is not None:
-            where.append(Event.seq < before_seq)
+        """Events in seq order matching every given filter (``until`` is exclusive);
+        ``request_ids`` keeps the events of those requests only."""
+        where = _filters(task, caller, kind, since, until, before_seq)
+        if request_ids is not None:
+            where.append(Event.request_id.in_(sorted(set(request_ids))))
         return self._iter_where(where, after_seq=after_seq)
+
+    def newest_requests(
+        self,
+        limit: int,
+        *,
+        task: str | None = None,
+        caller: str | None = None,
+        kind: EventKind | str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        having_kind: EventKind | str | None = None,
+    ) -> list[str]:
+        """The ids of the ``limit`` requests whose first event matching the filters (as
+        :meth:`iter_events`) comes last, oldest first; with ``having_kind``, only requests
+        with a matching event of that kind. The database groups and sorts: memory holds
+        ``limit`` ids, whatever the size of the log."""
+        where = _filters(task, caller, kind, since, until, None)
+        first = func.min(Event.seq).label("first_seq")
+        query = (
+            select(Event.request_id, first)
+            .where(Event.seq >= 1, *where)  # chain rows only
+            .group_by(Event.request_id)
+            .order_by(first.desc())
+            .limit(limit)
+        )
+        if having_kind is not None:
+            wanted = EventKind(having_kind).value
+            query = query.having(func.sum(case((Event.kind == wanted, 1), else_=0)) > 0)
+        with self._backend.reader.connect() as conn:
+            rows = conn.execute(query).all()
+        return [row.request_id for row in reversed(rows)]
 
     def _iter_where(
         self, where: list[ColumnElement[bool]], *, after_seq: int = 0
@@ -250,7 +276,7 @@ class AuditStore:
             yield _stored(row)
 
     def _rows(
-        self, where: list[ColumnElement[bool]], *, after_seq: int = 0, page: int = PAGE
+        self, where: list[ColumnElement[bool]], *, after_seq: int = 0, page: int = READ_PAGE
     ) -> Iterator[EventRow]:
         # Keyset pages, each on a short-lived connection: memory stays flat and no read
         # transaction is held open across the whole log.
@@ -382,14 +408,22 @@ class AuditStore:
         # verify runs are neither walked nor miscounted.
         census = self._census()
         total = census.highest
-        verifier = Verifier(checkpoint, trust)
-        page: list[EventRow] = []
-        for row in self._rows([Event.seq <= census.highest]):
-            page.append(row)
-            if len(page) == PAGE:
-                self._verify_page(verifier, page, progress, total)
-                page = []
-        self._verify_page(verifier, page, progress, total)
+        reader = ChainReader(self._backend, upto=census.highest, page=PAGE)
+        verifier = Verifier(checkpoint, trust, same_time=reader.same_time)
+        # Signatures are checked by worker processes a page ahead of the walk (a large log).
+        pool = SignaturePool(trust) if trust is not None and total >= POOL_FROM else None
+        try:
+            ahead: tuple[list[EventRow], Pending | None] | None = None
+            for page in reader.pages():
+                pending = pool.submit(page) if pool is not None else None
+                if ahead is not None:
+                    self._verify_page(verifier, reader, *ahead, progress, total)
+                ahead = (page, pending)
+            if ahead is not None:
+                self._verify_page(verifier, reader, *ahead, progress, total)
+        finally:
+            if pool is not None:
+                pool.close()
         verifier.account(census)
         return verifier.report()
 
@@ -405,18 +439,21 @@ class AuditStore:
     def _verify_page(
         self,
         verifier: Verifier,
+        reader: ChainReader,
         page: list[EventRow],
+        pending: Pending | None,
         progress: Callable[[int, int], None] | None,
         total: int,
     ) -> None:
         parsed = [parse_body(row.body) for row in page]  # once per event: the hot loop
-        refs = referenced(parsed)
-        contents: dict[str, str | None] = {}
-        if refs:
-            with self._backend.reader.connect() as conn:
-                contents.update(_content_digests(conn, refs))
-        for row, body in zip(page, parsed, strict=True):
-            verifier.feed(row, body, contents)
+        contents = reader.content_digests(referenced(parsed))
+        feed = verifier.feed
+        if pending is None:
+            for row, body in zip(page, parsed, strict=True):
+                feed(row, body, contents)
+        else:
+            for row, body, verdict in zip(page, parsed, pending.result(), strict=True):
+                feed(row, body, contents, verdict)
         targets, request_ids = verifier.wanted()
         found: dict[int, Target] = {}
         lives: list[Target] = []
@@ -443,6 +480,30 @@ class AuditStore:
         return cp.sign(self.store_id, appended.seq, appended.hash, appended.recorded_at, key)
 
 
+def _filters(
+    task: str | None,
+    caller: str | None,
+    kind: EventKind | str | None,
+    since: datetime | None,
+    until: datetime | None,
+    before_seq: int | None,
+) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = []
+    if task is not None:
+        where.append(Event.task == task)
+    if caller is not None:
+        where.append(Event.caller == caller)
+    if kind is not None:
+        where.append(Event.kind == EventKind(kind).value)
+    if since is not None:
+        where.append(Event.recorded_at >= since)
+    if until is not None:
+        where.append(Event.recorded_at < until)
+    if before_seq is not None:
+        where.append(Event.seq < before_seq)
+    return where
+
+
 _TARGET_COLUMNS = (Event.seq, Event.kind, Event.request_id, Event.request_hash, Event.hash)
 
 
@@ -450,8 +511,8 @@ def _targets(conn: Connection, seqs: set[int]) -> dict[int, Target]:
     """The rows at the seqs a page's events name (CACHE_HIT, REPLAY, INTEGRITY_ALERT)."""
     found: dict[int, Target] = {}
     wanted = sorted(seqs)
-    for start in range(0, len(wanted), PAGE):
-        chunk = wanted[start : start + PAGE]
+    for start in range(0, len(wanted), READ_PAGE):
+        chunk = wanted[start : start + READ_PAGE]
         for row in conn.execute(select(*_TARGET_COLUMNS).where(Event.seq.in_(chunk))):
             found[row.seq] = Target(*row)
     return found
@@ -474,16 +535,6 @@ def _lives(
         .order_by(Event.seq)
     )
     return [Target(*row) for row in conn.execute(query)]
-
-
-def _content_digests(conn: Connection, refs: set[str]) -> Mapping[str, str | None]:
-    found: dict[str, str | None] = {}
-    wanted = sorted(refs)
-    for model, key in ((Payload, Payload.digest), (PolicyVersion, PolicyVersion.fingerprint)):
-        content = Payload.content if model is Payload else PolicyVersion.content
-        for name, blob in conn.execute(select(key, content).where(key.in_(wanted))):
-            found[name] = digest(as_bytes(blob))
-    return found
 
 
 def _stored(row: EventRow) -> StoredEvent:
