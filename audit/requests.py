@@ -128,11 +128,19 @@ def list_requests(
     """The newest ``limit`` requests with an event matching the filters, oldest first.
 
     ``kind`` selects requests that have an event of that kind; the other filters apply to
-    the events themselves. Memory grows with the number of matching requests, not events.
+    the events themselves. With a ``limit`` the database picks the requests and memory holds
+    only theirs, whatever the size of the log; without one, memory grows with the number
+    of matching requests (all are returned), not with the events.
     """
     filters = filters or EventFilter()
+    where = filters.model_dump(exclude={"kind"})
+    ids = None
+    if limit:
+        ids = store.newest_requests(limit, **where, having_kind=filters.kind)
+        if not ids:
+            return []
     accs: dict[str, _Acc] = {}  # insertion-ordered: by first seq
-    for event in store.iter_events(**filters.model_dump(exclude={"kind"})):
+    for event in store.iter_events(**where, request_ids=ids):
         accs.setdefault(event.request_id, _Acc(first=event)).add(event)
     selected = [
         a.summary() for a in accs.values() if filters.kind is None or filters.kind.value in a.kinds

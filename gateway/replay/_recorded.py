@@ -69,7 +69,8 @@ def load_selection(store: AuditStore, selection: Selection) -> list[Recorded]:
             "give request ids or filters (--task, --caller, --since, --until), not both."
         )
     ids = list(dict.fromkeys(selection.request_ids)) or _ids_from_filters(store, selection)
-    return [_load(store, request_id) for request_id in ids]
+    policies: dict[str, Policy] = {}  # frozen: requests under one policy version share it
+    return [_load(store, request_id, policies) for request_id in ids]
 
 
 def _has_filters(s: Selection) -> bool:
@@ -77,14 +78,22 @@ def _has_filters(s: Selection) -> bool:
 
 
 def _ids_from_filters(store: AuditStore, s: Selection) -> list[str]:
+    if s.limit:  # the database picks them: memory holds ``limit`` ids, not the log's
+        return store.newest_requests(
+            s.limit,
+            kind=EventKind.REQUEST,
+            task=s.task,
+            caller=s.caller,
+            since=s.since,
+            until=s.until,
+        )
     events = store.iter_events(
         kind=EventKind.REQUEST, task=s.task, caller=s.caller, since=s.since, until=s.until
     )
-    ids = list(dict.fromkeys(e.request_id for e in events))
-    return ids[-s.limit :] if s.limit else ids
+    return list(dict.fromkeys(e.request_id for e in events))
 
 
-def _load(store: AuditStore, request_id: str) -> Recorded:
+def _load(store: AuditStore, request_id: str, policies: dict[str, Policy]) -> Recorded:
     events = tuple(store.events_for_request(request_id))
     if not events:
         raise InputError(
@@ -95,6 +104,9 @@ def _load(store: AuditStore, request_id: str) -> Recorded:
     if request is None:
         return Recorded(request_id, events, None, None, None, skip=_why_not_replayable(events))
     fingerprint = request.policy_fingerprint
+    policy = policies.get(fingerprint) if fingerprint else None
+    if policy is not None:
+        return Recorded(request_id, events, request, _last(events, EventKind.RESPONSE), policy)
     content = store.policy_content(fingerprint) if fingerprint else None
     if content is None:
         raise InputError(
@@ -102,12 +114,15 @@ def _load(store: AuditStore, request_id: str) -> Recorded:
             "this audit database, so the request cannot be re-planned.",
             hint="Point GATEWAY_DATABASE_URL at the database the request was recorded in.",
         )
+    policy = Policy.from_content(content)
+    if fingerprint:  # always, with content: the content was looked up by it
+        policies[fingerprint] = policy
     return Recorded(
         request_id=request_id,
         events=events,
         request=request,
         response=_last(events, EventKind.RESPONSE),
-        policy=Policy.from_content(content),
+        policy=policy,
     )
 
 

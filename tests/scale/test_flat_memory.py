@@ -1,0 +1,96 @@
+"""Reads whose memory does not grow with the log: list, show, export, verify, a replay's
+selection. Each runs in a fresh process on a log of 20,000 and of 200,000 events, under
+tracemalloc; the peaks must agree within a few MB."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit import AuditStore, EventDraft, EventKind
+from audit.signing import Signer
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = "42" * 32
+MB = 1024 * 1024
+
+# Runs in the child: each operation's tracemalloc peak, in bytes, as one JSON line.
+CHILD = """
+import io, json, sys, tracemalloc
+from audit import AuditStore, EventFilter, export_events, list_requests
+from audit.signing import Signer, Trust, TrustedKeys
+from gateway.replay._recorded import Selection, _ids_from_filters
+
+url = sys.argv[1]
+signer = Signer.from_text(sys.argv[2])
+peaks = {}
+with AuditStore.open(url, "os", signer=signer) as store:
+    def measure(name, fn):
+        tracemalloc.start()
+        fn()
+        peaks[name] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+
+    measure("list", lambda: list_requests(store, EventFilter(), limit=50))
+    measure("list_kind", lambda: list_requests(store, EventFilter(kind="response"), limit=50))
+    measure("show", lambda: store.events_for_request("req-7"))
+    measure("replay_selection", lambda: _ids_from_filters(store, Selection()))
+    measure("export", lambda: export_events(store, io.StringIO(), "jsonl",
+                                            EventFilter(task="nothing-matches")))
+
+    class Sink(io.TextIOBase):
+        def write(self, text):
+            return len(text)
+
+    measure("export_all", lambda: export_events(store, Sink(), "jsonl"))
+    trust = Trust(TrustedKeys.of([signer.public_key]))
+    measure("verify", lambda: store.verify(trust=trust))
+print(json.dumps(peaks))
+"""
+
+
+def _log(path: Path, events: int) -> str:
+    url = f"sqlite:///{path}"
+    with AuditStore.open(url, "os", signer=Signer.from_text(SEED)) as store:
+        for first in range(0, events, 2000):
+            store.append_many(
+                [
+                    EventDraft(
+                        kind=EventKind.REQUEST if n % 2 == 0 else EventKind.RESPONSE,
+                        request_id=f"req-{n // 2}",
+                        task="compliance_review",
+                        caller="payments-svc",
+                        request_hash=f"sha256:{n // 2:064x}",
+                        data={"model": "claude-sonnet-4-6", "n": n},
+                    )
+                    for n in range(first, min(first + 2000, events))
+                ]
+            )
+    return url
+
+
+def _peaks(url: str) -> dict[str, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, url, SEED],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    peaks: dict[str, int] = json.loads(out.stdout.strip().splitlines()[-1])
+    return peaks
+
+
+@pytest.mark.slow
+def test_reads_use_the_same_memory_on_a_log_ten_times_larger(tmp_path: Path) -> None:
+    small = _peaks(_log(tmp_path / "small.db", 20_000))
+    large = _peaks(_log(tmp_path / "large.db", 200_000))
+    grown = {name: (large[name] - small[name]) / MB for name in small}
+    assert all(growth < 3 for growth in grown.values()), {
+        name: f"{small[name] / MB:.1f} -> {large[name] / MB:.1f} MB" for name in small
+    }
