@@ -59,7 +59,9 @@ from audit.store import sqlite_path
 from gateway._audit_content import PARTS, RecordedContent, recorded_content
 from gateway._audit_errors import audit_failure, translated
 from gateway._inputs import check_name
+from gateway._usage import GroupBy, UsageReport, UsageRow, usage_report
 from gateway.approvals import ApprovalStatus, approval_draft, approval_status, sign_approval
+from gateway.catalog import Catalog
 from gateway.errors import (
     ConfigurationError,
     InputError,
@@ -75,9 +77,12 @@ __all__ = [
     "EventKind",
     "ExportFormat",
     "ExportSummary",
+    "GroupBy",
     "RequestSummary",
     "SchemaStatus",
     "StoredEvent",
+    "UsageReport",
+    "UsageRow",
     "VerifyReport",
     "audit_failure",
     "checkpoint_text",
@@ -307,6 +312,19 @@ class Auditing:
         filters = filters or EventFilter()
         with translated():
             return len({e.request_id for e in self._store.iter_events(**filters.model_dump())})
+
+    def usage(
+        self, by: GroupBy, filters: EventFilter | None = None, *, catalog: Catalog | None = None
+    ) -> UsageReport:
+        """Recorded token usage and its cost, grouped ``by`` caller, task or model.
+
+        Streams the matching outcome events page by page (memory holds one row per group);
+        prices come from ``catalog`` (the configured one by default), and usage of a model
+        without a sourced price is counted as unpriced, never estimated."""
+        if catalog is None:
+            catalog = Catalog.load(self._settings.catalog_override)
+        with translated():
+            return usage_report(self._store.iter_events, catalog, by=by, filters=filters)
 
     def request_events(self, request_id: str) -> list[StoredEvent]:
         """A request's whole life in seq order; an ``InputError`` when nothing is recorded."""

@@ -8,10 +8,11 @@ info.honours_sampling  # True
 
 from __future__ import annotations
 
+import re
 from datetime import date
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.providers.registry import PROVIDER_NAMES
 
@@ -35,6 +36,12 @@ SOURCED_FACTS = (
     "strict_tools",
     "forced_tool_choice",
 )
+
+# Prices, in US dollars per million tokens of each kind the API's usage reports. Optional: a
+# price is set only where a source gives it, and then its source (ModelInfo.sources, same
+# key) must name the date it was read, since prices change; an unset price is "unpriced".
+PRICE_FACTS = ("price_input", "price_output", "price_cache_write", "price_cache_read")
+_DATED = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 
 
 class ModelInfo(BaseModel):
@@ -72,6 +79,12 @@ class ModelInfo(BaseModel):
     # The largest max_tokens the provider's SDK lets a call ask for without streaming (None:
     # not known to be limited). Review: a task above it must stream (max-tokens-streaming).
     non_streaming_max_tokens: int | None = Field(default=None, gt=0)
+    # USD per million tokens (PRICE_FACTS): input, output, cache writes (prompt caching's
+    # cache_creation_input_tokens) and cache reads (cache_read_input_tokens).
+    price_input: float | None = Field(default=None, ge=0)
+    price_output: float | None = Field(default=None, ge=0)
+    price_cache_write: float | None = Field(default=None, ge=0)
+    price_cache_read: float | None = Field(default=None, ge=0)
     sources: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("provider")
@@ -81,6 +94,16 @@ class ModelInfo(BaseModel):
             known = ", ".join(sorted(PROVIDER_NAMES))
             raise ValueError(f"provider {value!r} is not registered (known: {known})")
         return value
+
+    @model_validator(mode="after")
+    def _prices_sourced(self) -> Self:
+        for fact in PRICE_FACTS:
+            if getattr(self, fact) is not None and not _DATED.search(self.sources.get(fact, "")):
+                raise ValueError(
+                    f"{fact} is set without a dated source (sources.{fact} must say where "
+                    "the price was read and on which date, YYYY-MM-DD)"
+                )
+        return self
 
     @property
     def honours_sampling(self) -> bool:

@@ -9,10 +9,12 @@ Each command parses its options, calls :class:`gateway.auditing.Auditing` and re
 
 from __future__ import annotations
 
+import csv
 import getpass
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -21,7 +23,10 @@ from gateway.auditing import (
     Auditing,
     EventFilter,
     EventKind,
+    GroupBy,
     StoredEvent,
+    UsageReport,
+    UsageRow,
     VerifyReport,
     checkpoint_text,
     read_public_keys,
@@ -123,6 +128,84 @@ def _latency(ms: float | None) -> str:
     if ms is None:
         return "-"
     return f"{ms:,.0f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
+
+
+@audit_group.command("usage")
+@click.option(
+    "--by", type=click.Choice(["caller", "task", "model"]), required=True, help="Group by this."
+)
+@click.option("--task", help="Only this task.")
+@click.option("--caller", help="Only this calling service.")
+@click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")
+@click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.pass_context
+def audit_usage(ctx: click.Context, /, by: str, fmt: str, **filters: Any) -> None:
+    """Tokens (input, output, cache write, cache read) and cost per caller, task or model,
+    from the usage recorded with each answer; priced from the model catalog, and "unpriced"
+    where the catalog has no sourced price."""
+    with Auditing.open(settings_of(ctx)) as auditing:
+        report = auditing.usage(cast(GroupBy, by), EventFilter(**filters))
+    if fmt == "json":
+        echo_json(report.model_dump(mode="json"))
+    elif fmt == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow([by, *USAGE_FIELDS])
+        for row in (*report.rows, report.total):
+            writer.writerow([row.key, *(_usage_value(row, f) for f in USAGE_FIELDS)])
+    else:
+        _print_usage(report)
+
+
+USAGE_FIELDS = (
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cache_write_tokens",
+    "cache_read_tokens",
+    "cost_usd",
+    "unpriced_requests",
+)
+
+
+def _usage_value(row: UsageRow, name: str) -> object:
+    value = getattr(row, name)
+    return "unpriced" if name == "cost_usd" and value is None else value
+
+
+def _cost(row: UsageRow) -> str:
+    if row.cost_usd is None:
+        return "unpriced"
+    cost = f"${row.cost_usd:,.4f}"
+    return cost if row.priced else f"{cost} + {row.unpriced_requests} unpriced"
+
+
+def _print_usage(report: UsageReport) -> None:
+    if not report.rows:
+        click.echo("no recorded usage matches", err=True)
+        return
+    width = max(len(report.by), *(len(shown(r.key)) for r in report.rows), 5)
+    click.echo(
+        f"{report.by:{width}}  {'requests':>8}  {'input':>12}  {'output':>12}  "
+        f"{'cache write':>12}  {'cache read':>12}  cost (USD)"
+    )
+    for row in (*report.rows, report.total):
+        click.echo(
+            f"{shown(row.key):{width}}  {row.requests:>8,}  {row.input_tokens:>12,}  "
+            f"{row.output_tokens:>12,}  {row.cache_write_tokens:>12,}  "
+            f"{row.cache_read_tokens:>12,}  {_cost(row)}"
+        )
+    unpriced = sorted(
+        {m for r in report.rows if not r.priced for m in r.models} - set(report.price_sources)
+    )
+    if unpriced:
+        click.echo(
+            "unpriced: no sourced price in the model catalog for "
+            + ", ".join(shown(m) for m in unpriced)
+        )
+    for model, sources in report.price_sources.items():
+        first = next(iter(sources.values()))
+        click.echo(f"prices of {shown(model)}: {shown(first)}")
 
 
 @audit_group.command("show")
