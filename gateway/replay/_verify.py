@@ -67,9 +67,7 @@ def _checks(
         return
     yield Check(name="replan", ok=True, detail=f"planned for {model.id} ({plan.api_version})")
     yield _hash_check(plan, request)
-    # A streamed request went on the wire as the plan's body with "stream": true.
-    streamed = request.data.get("stream") is True
-    yield _body_check({**plan.body, "stream": True} if streamed else plan.body, body)
+    yield _body_check(plan, body, streamed=request.data.get("stream") is True)
     if recorded.response is not None:
         yield _sent_check(store, recorded, recorded.response)
 
@@ -94,7 +92,9 @@ def _hash_check(plan: Plan, request: StoredEvent) -> Check:
     return Check(name="request_hash", ok=ok, detail=detail)
 
 
-def _body_check(replanned_body: dict[str, Any], recorded_body: dict[str, object]) -> Check:
+def _body_check(plan: Plan, recorded_body: dict[str, object], *, streamed: bool = False) -> Check:
+    # A streamed request went on the wire as the plan's body with "stream": true.
+    replanned_body = {**plan.body, "stream": True} if streamed else plan.body
     replanned, recorded = _canonical(replanned_body), _canonical(recorded_body)
     if replanned is None or recorded is None:
         # Two bodies that both fail to canonicalise are not thereby equal: never compare None.
