@@ -3,27 +3,36 @@
     with open("audit.jsonl", "w") as out:
         summary = export_events(store, out, "jsonl", EventFilter(task="compliance_review"))
 
-Each exported event carries its body exactly as hashed (as UTF-8 text) with ``prev_hash`` and
-``hash``, so a recipient can recompute the chain without the database. The export covers the
-events before its own EXPORT event: the record of the read is the last thing in the log that
-the read could not include.
+Each exported event carries its body exactly as hashed (as UTF-8 text) with ``prev_hash``,
+``hash`` and the record ``signature`` and ``key_id``, so a recipient can recompute the chain
+and check who wrote each event without the database. The export covers the events up to the
+head it found (``upto_seq``) and its own EXPORT event records that head, how many events
+match and a digest of their hashes (``rows_digest``) before anything is written. In JSONL the
+last record carries that EXPORT event, signed, under ``export_head``: a slice that lost or
+gained a record, or lost its end, no longer matches it (``gateway audit verify --export``).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import uuid
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from audit.models import EXPORT_COLUMNS, EventDraft, EventKind
+from audit.models import EXPORT_COLUMNS, SIGNED_EXPORT_COLUMNS, EventDraft, EventKind, StoredEvent
 from audit.store import AuditStore
 
 ExportFormat = Literal["jsonl", "csv"]
-COLUMNS = EXPORT_COLUMNS  # the record's keys, in order: a documented format
+COLUMNS = EXPORT_COLUMNS  # an event's record keys, in order: a documented format
+EXPORTED_COLUMNS = SIGNED_EXPORT_COLUMNS  # an exported record's keys, in order
+HEAD_KEY = "export_head"  # the last JSONL record's key for the signed EXPORT event
+# Extra keys for an event's record (say, a request's content), or None for none.
+Annotate = Callable[[StoredEvent], dict[str, Any] | None]
 
 
 class EventFilter(BaseModel):
@@ -42,6 +51,16 @@ class ExportSummary(BaseModel):
     events: int
     bytes: int
     export_seq: int  # the EXPORT event that records this read
+    upto_seq: int = 0  # the head the export covers (events after it are left out)
+    rows_digest: str = ""  # what the EXPORT event recorded of the exported hashes
+
+
+def rows_digest(hashes: Iterable[str]) -> str:
+    """The digest an EXPORT event records of its slice: sha256 over each hash and a newline."""
+    digest = hashlib.sha256()
+    for value in hashes:
+        digest.update(value.encode("ascii") + b"\n")
+    return "sha256:" + digest.hexdigest()
 
 
 def export_events(
@@ -51,26 +70,64 @@ def export_events(
     filters: EventFilter | None = None,
     *,
     reviewer: str | None = None,
+    annotate: Annotate | None = None,
 ) -> ExportSummary:
+    """Write the matching events up to the current head; recorded first as an EXPORT event.
+
+    The slice is read twice, streamed both times: once to count and digest it for the
+    EXPORT event, then to write it (events at or below the head never change, so both reads
+    see the same events). ``annotate`` adds keys to an event's record (never to its body).
+    """
     filters = filters or EventFilter()
+    where = filters.model_dump()
+    upto, _ = store.head()
+    count = 0
+
+    def counted(events: Iterable[StoredEvent]) -> Iterable[str]:
+        nonlocal count
+        for event in events:
+            count += 1
+            yield event.hash
+
+    digest = rows_digest(counted(store.iter_events(**where, before_seq=upto + 1)))
     recorded = store.append(
         EventDraft(
             kind=EventKind.EXPORT,
             request_id=f"export-{uuid.uuid4().hex}",
             caller=reviewer,
-            data={"format": fmt, "filters": filters.model_dump(mode="json", exclude_none=True)},
+            data={
+                "format": fmt,
+                "filters": filters.model_dump(mode="json", exclude_none=True),
+                "upto_seq": upto,
+                "events": count,
+                "rows_digest": digest,
+            },
         )
     )
-    writer = csv.DictWriter(out, fieldnames=COLUMNS) if fmt == "csv" else None
+    writer = csv.DictWriter(out, fieldnames=EXPORTED_COLUMNS) if fmt == "csv" else None
     if writer is not None:
         writer.writeheader()
-    count = size = 0
-    for event in store.iter_events(**filters.model_dump(), before_seq=recorded.seq):
-        record = event.export_row()
+    written = size = 0
+    held: dict[str, Any] | None = None  # JSONL: the last record waits for the head
+    for event in store.iter_events(**where, before_seq=upto + 1):
+        record = event.export_row(signed=True)
         if writer is not None:
             writer.writerow(record)
         else:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        count += 1
+            if held is not None:
+                out.write(json.dumps(held, ensure_ascii=False) + "\n")
+            extra = annotate(event) if annotate is not None else None
+            held = {**record, **extra} if extra else record
+        written += 1
         size += len(event.body)
-    return ExportSummary(events=count, bytes=size, export_seq=recorded.seq)
+    if writer is None:
+        head = store.event(recorded.seq).export_row(signed=True)
+        held = {**held, HEAD_KEY: head} if held is not None else {HEAD_KEY: head}
+        out.write(json.dumps(held, ensure_ascii=False) + "\n")
+    return ExportSummary(
+        events=written,
+        bytes=size,
+        export_seq=recorded.seq,
+        upto_seq=upto,
+        rows_digest=digest,
+    )

@@ -20,15 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from audit.schema import EVENT_COLUMNS
 
-# The export's record (a documented format): the table's columns in order, with the long
-# body last.
-# The record signature columns are not in it (yet): the export's format is documented and
-# reviewers' tools read it; verify and the read path check signatures in the database.
+# The event's record (a documented format): the table's columns in order, with the long
+# body last; what `audit show --format json` is built from.
 SIGNATURE_COLUMNS = ("signature", "key_id")
 EXPORT_COLUMNS: tuple[str, ...] = (
     *(c for c in EVENT_COLUMNS if c != "body" and c not in SIGNATURE_COLUMNS),
     "body",
 )
+# An export's record: the same, with the record signature and its key id before the body, so
+# a recipient can check authorship as well as the chain without the database.
+SIGNED_EXPORT_COLUMNS: tuple[str, ...] = (*EXPORT_COLUMNS[:-1], *SIGNATURE_COLUMNS, "body")
 
 
 def format_time(moment: datetime) -> str:
@@ -110,14 +111,17 @@ class StoredEvent(_Frozen):
     data: dict[str, Any]
     payload_digests: dict[str, str]
 
-    def export_row(self) -> dict[str, Any]:
-        """The event as one export record, keyed by :data:`EXPORT_COLUMNS` in that order.
+    def export_row(self, *, signed: bool = False) -> dict[str, Any]:
+        """The event as one record, keyed by :data:`EXPORT_COLUMNS` in that order (signed:
+        :data:`SIGNED_EXPORT_COLUMNS`, what an export writes).
 
         Values are JSON-ready: the columns as stored, ``kind`` as its value, ``recorded_at``
         in the fixed-width form the body hashes and ``body`` as the UTF-8 text of the hashed
-        bytes, so ``sha256(prev_hash || body) == hash`` can be checked from the record alone.
+        bytes, so ``sha256(prev_hash || body) == hash`` (and, signed, the record signature of
+        that hash) can be checked from the record alone.
         """
-        row = {name: getattr(self, name) for name in EXPORT_COLUMNS}
+        columns = SIGNED_EXPORT_COLUMNS if signed else EXPORT_COLUMNS
+        row = {name: getattr(self, name) for name in columns}
         row["kind"] = self.kind.value
         row["recorded_at"] = format_time(self.recorded_at)
         row["body"] = self.body.decode("utf-8")

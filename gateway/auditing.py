@@ -58,8 +58,10 @@ from audit.signing import (
 from audit.store import sqlite_path
 from gateway._audit_content import PARTS, RecordedContent, recorded_content
 from gateway._audit_errors import audit_failure, translated
+from gateway._export_verify import ExportVerifyReport
+from gateway._export_verify import verify_export as _verify_export
 from gateway._inputs import check_name
-from gateway._usage import GroupBy, UsageReport, UsageRow, usage_report
+from gateway._usage import GroupBy, UsageReport, usage_report
 from gateway.approvals import ApprovalStatus, approval_draft, approval_status, sign_approval
 from gateway.catalog import Catalog
 from gateway.errors import (
@@ -77,12 +79,9 @@ __all__ = [
     "EventKind",
     "ExportFormat",
     "ExportSummary",
-    "GroupBy",
     "RequestSummary",
     "SchemaStatus",
     "StoredEvent",
-    "UsageReport",
-    "UsageRow",
     "VerifyReport",
     "audit_failure",
     "checkpoint_text",
@@ -214,6 +213,25 @@ def trusted_record_keys(
             f"GATEWAY_TRUSTED_KEYS is not usable: {exc}",
             hint="List public keys (64 hex characters each), comma-separated.",
         ) from None
+
+
+def verify_export(path: Path, public_keys: Sequence[str]) -> ExportVerifyReport:
+    """Verify an exported JSONL slice offline (no database): every record's hash, columns,
+    links and record signature under ``public_keys`` (hex), and that the signed EXPORT event
+    at its end counts exactly these records (gateway/_export_verify.py)."""
+    if not public_keys:
+        raise InputError(
+            "verifying an export needs the public key(s) of the gateway that wrote it.",
+            hint="Pass --public-key FILE (the record key's public half, hex, one a line).",
+        )
+    try:
+        keys = TrustedKeys.of(public_keys)
+    except UnusableKey as exc:
+        raise InputError(f"a public key is not usable: {exc}") from None
+    try:
+        return _verify_export(path, keys)
+    except OSError as exc:
+        raise InputError(f"cannot read the export {str(path)!r}: {exc.strerror}.") from None
 
 
 def checkpoint_text(head: Checkpoint) -> str:
@@ -417,12 +435,14 @@ class Auditing:
         return approval_status(self._store, policies, tasks=tasks, signature=check)
 
     def reads_of(self, request_id: str) -> list[StoredEvent]:
-        """The ACCESS events that read ``request_id``'s content, oldest first."""
+        """The ACCESS events that read ``request_id``'s content, oldest first: content reads
+        of that request, and content exports whose selection held it."""
         with translated():
+            life = self._store.events_for_request(request_id)
             return [
                 e
                 for e in self._store.iter_events(kind=EventKind.ACCESS)
-                if e.data.get("read_request_id") == request_id
+                if e.data.get("read_request_id") == request_id or _exported(e, life)
             ]
 
     def verify(
@@ -477,12 +497,56 @@ class Auditing:
         filters: EventFilter | None = None,
         *,
         reviewer: str | None = None,
+        with_content: bool = False,
     ) -> ExportSummary:
-        """Write the matching events (bodies exactly as hashed) to ``out``; the export is
-        recorded first as an EXPORT event naming ``reviewer``."""
+        """Write the matching events (bodies exactly as hashed, record signatures, and in
+        JSONL the signed EXPORT event at the end) to ``out``; recorded first as an EXPORT
+        event naming ``reviewer``.
+
+        ``with_content`` (JSONL) adds each REQUEST's system prompt, messages and answer under
+        ``content``, each checked as :meth:`read_content` checks it (a record that does not
+        check out is written as ``{"refused": [...]}``, never shown); the read is recorded
+        first as an ACCESS event naming the reviewer and the selection."""
         store = self._writing()
+        filters = filters or EventFilter()
+        annotate = None
+        if with_content:
+            if fmt != "jsonl":
+                raise InputError("--with-content writes JSONL: content has no CSV form.")
+            reviewer = check_name(reviewer, "reviewer", example="j.smith")
+            if not reviewer:
+                raise InputError("a content export needs the reviewer's name: it is recorded.")
+            check = signature_check(trusted_record_keys(self._settings, store.signer))
+            draft = EventDraft(
+                kind=EventKind.ACCESS,
+                request_id=f"access-{uuid.uuid4().hex}",
+                caller=reviewer,
+                data={
+                    "reviewer": reviewer,
+                    "read": list(PARTS),
+                    "export": {"format": fmt, "filters": _filter_json(filters)},
+                    "shown": True,
+                },
+            )
+            with translated():
+                store.append(draft)
+
+            def annotate(event: StoredEvent) -> dict[str, object] | None:
+                if event.kind != EventKind.REQUEST:
+                    return None
+                found = recorded_content(
+                    store, store.events_for_request(event.request_id), signature=check
+                )
+                if found.content is None:
+                    refused = found.problems or [found.nothing or "nothing was sent"]
+                    return {"content": {"refused": refused}}
+                shown = found.content.model_dump(
+                    mode="json", exclude={"seqs", "payloads", "access_seq", "request_id"}
+                )
+                return {"content": shown}
+
         with translated():
-            return export_events(store, out, fmt, filters, reviewer=reviewer)
+            return export_events(store, out, fmt, filters, reviewer=reviewer, annotate=annotate)
 
     def checkpoint(self, *, unsigned: bool = False) -> Checkpoint:
         """Record a CHECKPOINT event and return the head it made, signed with
@@ -518,3 +582,28 @@ class Auditing:
             ) from exc
         with translated():
             return checkpoints.loads(text)
+
+
+def _filter_json(filters: EventFilter) -> dict[str, object]:
+    return filters.model_dump(mode="json", exclude_none=True)
+
+
+def _exported(access: StoredEvent, life: Sequence[StoredEvent]) -> bool:
+    """Whether a content export (an ACCESS event with ``export``) selected this request: an
+    event of it before the export matches the export's filters."""
+    export = access.data.get("export")
+    if not isinstance(export, dict) or not isinstance(export.get("filters"), dict):
+        return False
+    try:
+        filters = EventFilter.model_validate(export["filters"])
+    except ValueError:
+        return False
+    return any(
+        e.seq < access.seq
+        and e.kind == EventKind.REQUEST
+        and (filters.task is None or e.task == filters.task)
+        and (filters.caller is None or e.caller == filters.caller)
+        and (filters.since is None or e.recorded_at >= filters.since)
+        and (filters.until is None or e.recorded_at < filters.until)
+        for e in life
+    )

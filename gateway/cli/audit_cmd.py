@@ -19,17 +19,17 @@ from typing import Any, cast
 import click
 
 from gateway._audit_content import RecordedContent
+from gateway._export_verify import ExportVerifyReport
+from gateway._usage import GroupBy, UsageReport, UsageRow
 from gateway.auditing import (
     Auditing,
     EventFilter,
     EventKind,
-    GroupBy,
     StoredEvent,
-    UsageReport,
-    UsageRow,
     VerifyReport,
     checkpoint_text,
     read_public_keys,
+    verify_export,
 )
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
@@ -414,6 +414,12 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
     is_flag=True,
     help="UNSAFE: accept a checkpoint signed by no trusted key (or unsigned); says so.",
 )
+@click.option(
+    "--export",
+    "export_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Verify this JSONL export offline instead of the database (needs --public-key).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
 def audit_verify(
@@ -422,11 +428,25 @@ def audit_verify(
     public_key_files: tuple[Path, ...],
     allow_unsigned_before: int | None,
     unsafe_accept_unpinned_checkpoint: bool,
+    export_file: Path | None,
     fmt: str,
 ) -> None:
     """Recompute every hash, link and record signature and check each request's life;
-    exit 0 if intact, 1 on any defect. Says which keys it trusted."""
+    exit 0 if intact, 1 on any defect. Says which keys it trusted. With --export FILE, the
+    same for an exported slice, without the database: only the given keys are trusted."""
     keys = [key for path in public_key_files for key in read_public_keys(path)]
+    if export_file is not None:
+        if (
+            checkpoint_file is not None
+            or allow_unsigned_before
+            or unsafe_accept_unpinned_checkpoint
+        ):
+            raise click.UsageError("--export takes only --public-key and --format.")
+        exported = verify_export(export_file, keys)
+        _print_export_report(exported, fmt)
+        if not exported.ok:
+            raise CheckFailed()
+        return
     with (
         Auditing.open(settings_of(ctx)) as auditing,
         Progress("verifying", threshold=PROGRESS_THRESHOLD) as progress,
@@ -441,6 +461,34 @@ def audit_verify(
     _print_report(report, fmt)
     if not report.ok:
         raise CheckFailed()
+
+
+def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
+    if fmt == "json":
+        echo_json(report.model_dump(mode="json"))
+        return
+    span = f"seq {report.first_seq}-{report.last_seq}" if report.events_checked else "no events"
+    export = (
+        f"exported by {shown(report.reviewer or '-')} (EXPORT event seq {report.export_seq}, "
+        f"head seq {report.upto_seq})"
+        if report.export_seq is not None
+        else "no EXPORT record"
+    )
+    filters = ", ".join(f"{k}={shown(v)}" for k, v in report.filters.items()) or "none"
+    if report.ok:
+        click.echo(f"intact: {report.events_checked} events ({span}), {export}")
+    else:
+        click.echo(f"DEFECTS: {len(report.defects)} found in {report.events_checked} events")
+        for d in report.defects[:50]:
+            seq = d.seq if d.seq is not None else "-"
+            click.echo(f"  line {d.line} seq {seq}: {shown(d.kind)}: {shown(d.detail)}")
+        click.echo(export)
+    click.echo(f"filters: {filters}")
+    click.echo(
+        "record signatures checked against "
+        + ", ".join(shown(k) for k in report.trusted_keys)
+        + " (offline: only --public-key keys are trusted)"
+    )
 
 
 @audit_group.command("checkpoint")
@@ -465,13 +513,37 @@ def audit_checkpoint(ctx: click.Context, output: Path | None, unsigned: bool) ->
     show_default="your login name",
     help="Who is exporting, recorded with the export.",
 )
+@click.option(
+    "--with-content",
+    is_flag=True,
+    help="Add each request's system prompt, messages and answer (JSONL), once its record "
+    "checks out; recorded as an ACCESS event naming --reviewer.",
+)
 @click.pass_context
 def audit_export(
-    ctx: click.Context, /, fmt: str, output: Path | None, reviewer: str, **filters: Any
+    ctx: click.Context,
+    /,
+    fmt: str,
+    output: Path | None,
+    reviewer: str,
+    with_content: bool,
+    **filters: Any,
 ) -> None:
-    """Export events (bodies exactly as hashed); the export is recorded as an event."""
+    """Export events (bodies exactly as hashed, with record signatures); the export is
+    recorded as an event, and a JSONL export ends with that event, signed, so `audit verify
+    --export FILE --public-key KEY` can check the slice without the database."""
+    if with_content and fmt != "jsonl":
+        raise click.UsageError("--with-content writes JSONL: use --format jsonl.")
     with Auditing.open(settings_of(ctx)) as auditing, open_output(output) as out:
         summary = auditing.export(
-            out, "csv" if fmt == "csv" else "jsonl", EventFilter(**filters), reviewer=reviewer
+            out,
+            "csv" if fmt == "csv" else "jsonl",
+            EventFilter(**filters),
+            reviewer=reviewer,
+            with_content=with_content,
         )
-    click.echo(f"exported {summary.events} events; recorded as seq {summary.export_seq}.", err=True)
+    click.echo(
+        f"exported {summary.events} events up to seq {summary.upto_seq}; recorded as seq "
+        f"{summary.export_seq}{' (content read recorded)' if with_content else ''}.",
+        err=True,
+    )

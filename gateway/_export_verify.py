@@ -1,0 +1,227 @@
+"""Verify an exported slice of the audit log offline: the file and public keys, no database.
+
+    report = verify_export(Path("audit.jsonl"), TrustedKeys.of([auditor_key_hex]))
+    report.ok, report.defects
+
+An export (``gateway audit export``, JSONL) carries each event's seq, prev_hash, hash, body,
+record signature and key id, and its last record carries the signed EXPORT event that
+recorded the export (``export_head``: the head it covers, how many events, a digest of their
+hashes). For every record this checks:
+
+- ``hash``: ``sha256(prev_hash || body) == hash``, the body is a version-1 event body of
+  that seq, and its columns equal the body's fields (``column_mismatch``);
+- ``signature``: the record signature checks out under one of the given keys;
+- ``link``: a record that follows the previous seq links to its hash; an unfiltered export
+  has no gap, starts at seq 1 and ends at the head its EXPORT event names;
+- the slice: the EXPORT event (itself hashed, signed and column-checked) counts exactly these
+  records and its digest is theirs, so a record dropped, added, changed or cut from the end
+  fails.
+
+A content annotation (``--with-content``) is not part of any hashed body; it is checked by
+the exporting gateway's read path before it is written, not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from audit._bounded import UnreadableJSON
+from audit._bounded import loads as bounded_loads
+from audit.chain import MIRRORED, link_hash, parse_body
+from audit.export import HEAD_KEY
+from audit.models import SIGNED_EXPORT_COLUMNS, EventKind
+from audit.signing import TrustedKeys
+
+__all__ = ["ExportDefect", "ExportVerifyReport", "verify_export"]
+
+MAX_LINE = 64 * 1024 * 1024  # one record, content included
+MAX_DEFECTS = 1000
+
+
+class ExportDefect(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    line: int
+    seq: int | None
+    kind: str  # bad_record, hash_mismatch, column_mismatch, bad_signature, ... (docs/audit.md)
+    detail: str
+
+
+class ExportVerifyReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ok: bool
+    events_checked: int
+    first_seq: int | None
+    last_seq: int | None
+    export_seq: int | None  # the EXPORT event that recorded the export
+    upto_seq: int | None  # the head it covers
+    reviewer: str | None
+    filters: dict[str, Any]
+    trusted_keys: tuple[str, ...]  # key ids
+    defects: tuple[ExportDefect, ...]
+
+
+class _Walk:
+    def __init__(self, keys: TrustedKeys) -> None:
+        self.keys = keys
+        self.defects: list[ExportDefect] = []
+        self.digest = hashlib.sha256()  # audit.export.rows_digest, kept as the walk goes
+        self.count = 0
+        self.first: int | None = None
+        self.last: int | None = None
+        self.last_hash: str | None = None
+        self.gaps = 0
+
+    def defect(self, line: int, seq: int | None, kind: str, detail: str) -> None:
+        if len(self.defects) < MAX_DEFECTS:
+            self.defects.append(ExportDefect(line=line, seq=seq, kind=kind, detail=detail))
+
+    def event(self, line: int, record: dict[str, Any], *, what: str = "") -> dict[str, Any]:
+        """Check one event record on its own; returns its parsed body ({} if unreadable)."""
+        missing = [c for c in SIGNED_EXPORT_COLUMNS if c not in record]
+        seq = record.get("seq") if isinstance(record.get("seq"), int) else None
+        if missing:
+            self.defect(line, seq, "bad_record", f"{what}missing {', '.join(missing)}")
+            return {}
+        body_text, prev, stored = record["body"], record["prev_hash"], record["hash"]
+        if not all(isinstance(v, str) for v in (body_text, prev, stored)):
+            self.defect(line, seq, "bad_record", f"{what}body, prev_hash and hash must be text")
+            return {}
+        body = body_text.encode("utf-8")
+        if link_hash(prev, body) != stored:
+            self.defect(line, seq, "hash_mismatch", f"{what}hash is not sha256(prev_hash || body)")
+        parsed = parse_body(body)
+        if isinstance(parsed, str):
+            self.defect(line, seq, "bad_body", f"{what}body does not parse: {parsed}")
+            return {}
+        wrong = [c for c in (*MIRRORED, "seq", "recorded_at") if record.get(c) != parsed.get(c)]
+        if wrong:
+            self.defect(
+                line, seq, "column_mismatch", f"{what}column(s) {', '.join(wrong)} differ from body"
+            )
+        problem = self.keys.check(record.get("key_id"), record.get("signature"), stored)
+        if problem is not None:
+            kind = (
+                "unsigned"
+                if record.get("signature") is None
+                else "untrusted_signer"
+                if not self.keys.knows(record.get("key_id"))
+                else "bad_signature"
+            )
+            self.defect(line, seq, kind, f"{what}{problem}")
+        return parsed
+
+    def row(self, line: int, record: dict[str, Any]) -> None:
+        self.event(line, record)
+        seq = record.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            return
+        if self.last is not None:
+            if seq <= self.last:
+                self.defect(line, seq, "sequence", f"seq {seq} does not follow seq {self.last}")
+            elif seq == self.last + 1 and record.get("prev_hash") != self.last_hash:
+                self.defect(line, seq, "broken_link", f"prev_hash is not seq {self.last}'s hash")
+            elif seq > self.last + 1:
+                self.gaps += 1
+        self.first = seq if self.first is None else self.first
+        self.last, self.last_hash = seq, record.get("hash")
+        self.count += 1
+        self.digest.update(str(record.get("hash")).encode("utf-8") + b"\n")
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            if len(raw) > MAX_LINE:
+                yield number, f"the line is over {MAX_LINE:,} bytes"
+                continue
+            try:
+                value = bounded_loads(raw)
+            except UnreadableJSON as exc:
+                yield number, f"not JSON ({exc})"
+                continue
+            yield number, value if isinstance(value, dict) else "not a JSON object"
+
+
+def verify_export(path: Path, keys: TrustedKeys) -> ExportVerifyReport:
+    """Check an exported JSONL slice against ``keys`` (the public keys trusted to have written
+    its events and its EXPORT event); see the module docstring for what is checked.
+    ``OSError`` if the file cannot be read."""
+    walk = _Walk(keys)
+    head: dict[str, Any] | None = None
+    head_line = 0
+    for number, record in _records(path):
+        if isinstance(record, str):
+            walk.defect(number, None, "bad_record", record)
+            continue
+        if head is not None:
+            walk.defect(number, None, "bad_record", "a record follows the export_head record")
+        found = record.pop(HEAD_KEY, None)
+        if record:
+            walk.row(number, record)
+        if found is not None:
+            head, head_line = (found if isinstance(found, dict) else {}), number
+    export = _check_head(walk, head, head_line)
+    return ExportVerifyReport(
+        ok=not walk.defects,
+        events_checked=walk.count,
+        first_seq=walk.first,
+        last_seq=walk.last,
+        export_seq=export.get("seq"),
+        upto_seq=export.get("upto_seq"),
+        reviewer=export.get("caller"),
+        filters=export.get("filters") or {},
+        trusted_keys=tuple(k.key_id for k in keys),
+        defects=tuple(walk.defects),
+    )
+
+
+def _check_head(walk: _Walk, head: dict[str, Any] | None, line: int) -> dict[str, Any]:
+    """The EXPORT event at the end: itself sound, and counting exactly the slice above it."""
+    if head is None:
+        walk.defect(
+            0, None, "no_head", "the export has no export_head record: it may have been cut short"
+        )
+        return {}
+    parsed = walk.event(line, head, what="export_head: ")
+    seq = head.get("seq") if isinstance(head.get("seq"), int) else None
+    found = parsed.get("data")
+    data: dict[str, Any] = found if isinstance(found, dict) else {}
+    if parsed and parsed.get("kind") != EventKind.EXPORT.value:
+        walk.defect(line, seq, "bad_head", "export_head is not an EXPORT event")
+        return {}
+    upto, count, digest = data.get("upto_seq"), data.get("events"), data.get("rows_digest")
+    filters = data.get("filters") if isinstance(data.get("filters"), dict) else {}
+    if not isinstance(upto, int) or not isinstance(count, int) or not isinstance(digest, str):
+        walk.defect(line, seq, "bad_head", "the EXPORT event records no head, count or digest")
+        return {}
+    if count != walk.count:
+        walk.defect(
+            line, seq, "slice_mismatch",
+            f"the EXPORT event counts {count} events, the file holds {walk.count}",
+        )  # fmt: skip
+    elif "sha256:" + walk.digest.hexdigest() != digest:
+        walk.defect(line, seq, "slice_mismatch", "the records' hashes are not the ones exported")
+    if walk.last is not None and walk.last > upto:
+        walk.defect(line, seq, "slice_mismatch", f"seq {walk.last} is after the head {upto}")
+    if not filters:  # the whole log up to its head: seq 1 to upto, no gap, linked to the head
+        if walk.count and (walk.first != 1 or walk.gaps or walk.last != upto):
+            walk.defect(
+                line, seq, "gap", f"an unfiltered export must hold seq 1 to {upto} without a gap"
+            )
+        if seq == upto + 1 and walk.last == upto and head.get("prev_hash") != walk.last_hash:
+            walk.defect(line, seq, "broken_link", f"the EXPORT event does not link to seq {upto}")
+    return {
+        "seq": seq,
+        "upto_seq": upto,
+        "caller": parsed.get("caller"),
+        "filters": filters,
+    }
