@@ -52,6 +52,13 @@ class EventKind(StrEnum):
     CHECKPOINT = "checkpoint"
     # The gateway refused to use a recorded event that did not check out (what, which seq).
     INTEGRITY_ALERT = "integrity_alert"
+    # An answer differs from what its policy pinned (the model that answered, where inference
+    # ran, a server-side context edit): which check, what was expected, what the answer
+    # reported, and the RESPONSE's seq. The answer was recorded and returned all the same.
+    ANSWER_ALERT = "answer_alert"
+    # A token count (Gateway.count_tokens): not a model call, but the planned request's content
+    # went to the provider to be counted, so it is recorded, before it is sent.
+    TOKEN_COUNT = "token_count"  # noqa: S105 - an event kind's name, not a secret
     # A reviewer read a request's recorded content (prompt, messages, answer): who, what, and
     # whether it was shown or refused because its record did not check out.
     ACCESS = "access"

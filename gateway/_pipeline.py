@@ -9,6 +9,7 @@ recorder (gateway._recording), so both clients record exactly the same events:
                          api_version=..., intent=pipeline.intent(prepared))
     result = pipeline.record_outcome(prepared, sent.reply, sent.wire)   # or record_failed
     pipeline.record_cancelled(prepared, reason="cancelled")           # the caller left
+    tokens = pipeline.count_tokens("compliance_review", prompt="...", caller="payments-svc")
 
 A streamed request is prepared with ``stream=True``: its wire body is the plan's with
 ``"stream": true`` (recorded exactly), its request hash the plan's (the replay key does not
@@ -23,8 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import SecretStr
+
 from audit import EventKind
 from audit.canonical import canonical_digest
+from gateway._answer_checks import answer_alerts, answer_facts
+from gateway._attachments import attachments
 from gateway._inputs import (
     check_bounded,
     check_caller,
@@ -37,6 +42,7 @@ from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway._recording import CallLabels, Intent, Recorder
 from gateway._served import Served, ServedMemo, recorded_message
+from gateway._user_id import forwarded_user_id
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
     AuditWriteError,
@@ -96,6 +102,7 @@ class RequestPipeline:
         durability: str,
         default_caller: str | None = None,
         policy_transform: Any = None,
+        user_id_salt: SecretStr | None = None,
     ) -> None:
         self.policies = policies
         self.catalog = catalog
@@ -104,6 +111,7 @@ class RequestPipeline:
         self.durability = durability
         self.default_caller = check_caller(default_caller)
         self._policy_transform = policy_transform
+        self._user_id_salt = user_id_salt
         self._served = ServedMemo()
 
     # -- stage 1-3: resolve, plan, key ---------------------------------------------------
@@ -118,7 +126,9 @@ class RequestPipeline:
         overrides: Mapping[str, object] | None = None,
         stream: bool = False,
         timeout: object = None,
+        counting: bool = False,
     ) -> Prepared:
+        """``counting``: planned for a token count, not a call (so no delivery mode applies)."""
         request_id = new_request_id()
         policy: Policy | None = None
         try:
@@ -128,7 +138,8 @@ class RequestPipeline:
             policy = self.policies.get(task)
             if self._policy_transform is not None:
                 policy = self._policy_transform(policy)
-            _check_stream_mode(policy, stream)
+            if not counting:
+                _check_stream_mode(policy, stream)
             model = self.catalog.get(policy.model_id)
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {policy.model_id!r} is not in the model catalog.")
@@ -139,13 +150,7 @@ class RequestPipeline:
                     hint="Pass caller='<calling service>' (gateway ask --caller NAME), or set "
                     "GATEWAY_DEFAULT_CALLER for a service with one identity.",
                 )
-            plan = plan_request(
-                policy,
-                model,
-                messages_from_input(prompt, messages),
-                overrides=overrides,
-                caller=checked_caller,
-            )
+            plan = self._plan(policy, model, prompt, messages, overrides, checked_caller)
             model_version = self.providers.model_version(model.provider, model.id)
         except (PolicyError, InputError) as exc:
             self._record_rejected(request_id, task, caller, policy, overrides, exc)
@@ -160,6 +165,27 @@ class RequestPipeline:
             model_version=model_version,
             stream=stream,
             timeout_s=timeout_s,
+        )
+
+    def _plan(
+        self,
+        policy: Policy,
+        model: ModelInfo,
+        prompt: object,
+        messages: object,
+        overrides: Mapping[str, object] | None,
+        caller: str | None,
+    ) -> Plan:
+        user_id = None
+        if policy.caller.forward_user_id:
+            user_id = forwarded_user_id(caller, salt=self._user_id_salt)
+        return plan_request(
+            policy,
+            model,
+            messages_from_input(prompt, messages),
+            overrides=overrides,
+            caller=caller,
+            user_id=user_id,
         )
 
     def _record_rejected(
@@ -197,6 +223,50 @@ class RequestPipeline:
             request_id=request_id,
             error=type(error).__name__,
         )
+
+    # -- a token count: a pre-flight check, not a model call -----------------------------
+
+    def count_tokens(
+        self, task: str, *, prompt: object = None, messages: object = None, caller: object = None
+    ) -> int:
+        """The input tokens the provider counts for the request ``task`` would send (the
+        policy's system prompt and tools included), through the provider's counting endpoint.
+
+        Nothing is generated, but the request's content goes to the provider, so a
+        TOKEN_COUNT event (``model_call: false``, the planned body as its ``request_body``)
+        is committed before it is sent, as an intent is; the count is returned, not recorded
+        (an estimate, not evidence). A request the policy refuses is recorded REJECTED."""
+        prepared = self.prepare(
+            task, prompt=prompt, messages=messages, caller=caller, counting=True
+        )
+        plan = prepared.plan
+        provider = self.providers.get(prepared.model.provider)
+        data: dict[str, Any] = {
+            "model_call": False,
+            "provider": plan.provider,
+            "api_version": plan.api_version,
+            "model_id": plan.model_id,
+            "model_version": prepared.model_version,
+            "gateway_version": GATEWAY_VERSION,
+        }
+        files = attachments(plan.body.get("messages"))
+        if files:
+            data["attachments"] = files
+        self.recorder.append(
+            prepared.labels.draft(
+                EventKind.TOKEN_COUNT,
+                data,
+                payloads={"request_body": provider.wire_bytes(plan.body)},
+                policy_content=prepared.policy.content(),
+            )
+        )
+        try:
+            counted = provider.count_tokens(plan.body, api_version=plan.api_version)
+        except UpstreamError as exc:
+            exc.request_id = prepared.request_id
+            raise
+        log.info("tokens_counted", task=plan.task, request_id=prepared.request_id)
+        return counted
 
     # -- stage 4: replay -----------------------------------------------------------------
 
@@ -271,6 +341,10 @@ class RequestPipeline:
             delivery["stream"] = True
         if prepared.timeout_s is not None:
             delivery["timeout_s"] = prepared.timeout_s
+        # Each image and document by digest, media type and size (its bytes are in the body).
+        files = attachments(plan.body.get("messages"))
+        if files:
+            delivery["attachments"] = files
         return Intent(
             EventKind.REQUEST,
             {
@@ -384,6 +458,13 @@ class RequestPipeline:
         }
         if reply.response.get("stop_details") is not None:
             data["stop_details"] = reply.response["stop_details"]
+        # What the answer says about itself (model, region, tier, thinking, server edits),
+        # and where it differs from the policy: alerts, in the RESPONSE itself (one commit
+        # with the answer) and each as an ANSWER_ALERT event that names it (to be found).
+        data.update(answer_facts(plan, reply.response))
+        alerts = answer_alerts(plan, reply.response)
+        if alerts:
+            data["alerts"] = alerts
         if reply.stream is not None:
             # The response body is the assembled message (what replay serves); the event
             # stream itself is recorded by the digest of its bytes as received.
@@ -398,6 +479,19 @@ class RequestPipeline:
                 },
             )
         )
+        for alert in alerts:
+            self.recorder.append(
+                prepared.labels.draft(
+                    EventKind.ANSWER_ALERT, {**alert, "response_seq": appended.seq}
+                )
+            )
+            log.warning(
+                "answer_alert",
+                task=plan.task,
+                request_id=prepared.request_id,
+                check=alert["check"],
+                seq=appended.seq,
+            )
         if data["ok"] and prepared.plan.cache_mode == "replay":
             self._served.put(
                 prepared.request_hash,

@@ -5,11 +5,11 @@
 
 An unusable value, from the environment or a keyword argument, raises ConfigurationError.
 
-Nothing else in the library reads the environment. The API key, checkpoint key and record key
-are ``SecretStr`` so that they never appear in a repr, a log line or an error message. The
-database URL is a plain ``str`` for the code that opens the database, but every rendering of
-the settings (``repr``, ``str``, ``model_dump``, ``model_dump_json``) shows it with its
-password as ``***``, as does ``settings.database_url_masked``::
+Nothing else in the library reads the environment. The API key, checkpoint key, record key
+and user-id salt are ``SecretStr`` so that they never appear in a repr, a log line or an error
+message. The database URL is a plain ``str`` for the code that opens the database, but every
+rendering of the settings (``repr``, ``str``, ``model_dump``, ``model_dump_json``) shows it
+with its password as ``***``, as does ``settings.database_url_masked``::
 
     Settings(database_url="postgresql+psycopg://app:s3cret@db/audit").database_url_masked
     # 'postgresql+psycopg://app:***@db/audit'
@@ -82,6 +82,9 @@ class Settings(BaseModel):
     # must name a caller (the audit trail and the information barrier need one) unless this
     # is set; a service with one identity sets it once instead of on every call.
     default_caller: str | None = None
+    # The per-deployment secret under which a caller's name becomes the opaque, stable
+    # ``metadata.user_id`` a policy may forward (HMAC-SHA256; [caller] forward_user_id).
+    user_id_salt: SecretStr | None = None
     catalog_override: Path | None = None
     request_timeout_s: float = Field(default=600.0, gt=0)
     max_attempts: int = Field(default=4, ge=1)
@@ -140,6 +143,7 @@ class Settings(BaseModel):
             "GATEWAY_APPROVER_KEY": "approver_key",
             "GATEWAY_REQUIRE_APPROVALS": "require_approvals",
             "GATEWAY_DEFAULT_CALLER": "default_caller",
+            "GATEWAY_USER_ID_SALT": "user_id_salt",
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",
             "ANTHROPIC_API_KEY": "anthropic_api_key",
             "ANTHROPIC_BASE_URL": "anthropic_base_url",

@@ -9,7 +9,10 @@ of the key, so no caller is served (or learns of) another caller's recorded answ
 policy's label is part of it too, so an experiment never shares the task's replay cache.
 
 Nothing is dropped silently: a setting the model cannot honour raises PolicyLoadError, a
-caller override outside the policy's [caller] table raises PolicyViolation.
+caller override outside the policy's [caller] table raises PolicyViolation. Some request fields
+are never a caller's (:data:`RESERVED`): server-side ``fallbacks`` would let another model than
+the pinned one answer, ``context_management`` edits change what the model saw after the
+request was recorded, and ``inference_geo`` and ``metadata`` are the policy's to set.
 """
 
 from __future__ import annotations
@@ -30,8 +33,31 @@ from gateway.policy._findings import Finding, Severity
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy
 from gateway.policy.rules import Subject, check
 from gateway.policy.rules.caller import INTEGER_KEYS
+from gateway.providers.registry import runs_offline
 
 BYTES_PER_TOKEN = 4  # a deliberately rough estimate, only to refuse obviously oversized input
+
+# Request fields no caller override may set, each with why and the policy key that governs it.
+RESERVED: dict[str, tuple[str, str]] = {
+    "fallbacks": (
+        "model.id",
+        "server-side fallbacks would let another model than the pinned {model!r} answer",
+    ),
+    "context_management": (
+        "context_management",
+        "context editing would change what the model read after the request was recorded; "
+        "no policy setting allows it yet",
+    ),
+    "inference_geo": (
+        "model.inference_geo",
+        "where inference runs is the policy's ([model] inference_geo)",
+    ),
+    "metadata": (
+        "caller.forward_user_id",
+        "metadata.user_id is set by the gateway when the policy forwards a caller identifier "
+        "([caller] forward_user_id)",
+    ),
+}
 
 
 class Plan(BaseModel):
@@ -59,13 +85,26 @@ def plan_request(
     *,
     overrides: Mapping[str, object] | None = None,
     caller: str | None = None,
+    user_id: str | None = None,
 ) -> Plan:
+    """``user_id``: the caller identifier forwarded as ``metadata.user_id`` under
+    ``[caller] forward_user_id = true`` (see gateway._user_id); never the caller's name."""
     requested = dict(overrides or {})
     generation = _apply_overrides(policy, requested)
     _refuse_unhonoured(policy, model, generation, requested)
     checked = check_messages(messages, policy)
     _refuse_oversized(policy, model, checked.text_bytes)
     body = _body(policy, model, generation, checked.messages)
+    if policy.caller.forward_user_id:
+        if user_id is None:
+            raise PolicyLoadError(
+                f"the policy for task {policy.task!r} forwards a caller identifier "
+                "([caller] forward_user_id = true), but the gateway has none for this "
+                "request: it needs a caller name and the deployment's GATEWAY_USER_ID_SALT.",
+                hint="Set GATEWAY_USER_ID_SALT (a long random secret, kept like a key) and "
+                "name the caller.",
+            )
+        body["metadata"] = {"user_id": user_id}
     scope = key_scope(policy, caller)
     return Plan(
         task=policy.task,
@@ -102,6 +141,13 @@ def _apply_overrides(policy: Policy, requested: Mapping[str, object]) -> Generat
     opened = policy.caller.opened()
     changes: dict[str, object] = {}
     for key, value in requested.items():
+        if key in RESERVED:
+            governing, why = RESERVED[key]
+            raise PolicyViolation(
+                f"the request sets {key!r}, which no caller may set: "
+                f"{why.format(model=policy.model_id)}.",
+                key=governing,
+            )
         bound = opened.get(key)
         if bound is None:
             allowed = ", ".join(_describe(k, b) for k, b in opened.items()) or "nothing"
@@ -207,6 +253,9 @@ def _body(
     policy: Policy, model: ModelInfo, g: Generation, messages: list[dict[str, Any]]
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model.id, "max_tokens": g.max_tokens, "messages": messages}
+    if policy.inference_geo is not None and not runs_offline(model.provider):
+        # A model that runs on this machine has no region to choose.
+        body["inference_geo"] = policy.inference_geo
     # Prompt caching: the cached prefix runs tools -> system -> messages, so one breakpoint at
     # the end of the policy's fixed part (the system prompt, else the last tool) caches both
     # and leaves the other breakpoints to callers the policy lets set them.

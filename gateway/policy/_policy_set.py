@@ -134,6 +134,7 @@ def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> Po
             **data.signoff(),
             reproducible=data.reproducible,
             model_id=data.model.id,
+            inference_geo=data.model.inference_geo,
             generation=data.generation,
             system_prompt=system_prompt,
             prompt_cache=data.prompt.cache,

@@ -22,6 +22,9 @@ from audit.canonical import canonical_digest
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 ThinkingType = Literal["enabled", "adaptive", "disabled", "between_tools"]
+ThinkingDisplay = Literal["summarized", "omitted"]
+# Where the provider may run inference (the Messages API's ``inference_geo``).
+InferenceGeo = Literal["us", "global"]
 OutputFormat = Literal["text", "json"]
 # Whether a task's answers may be streamed (Gateway.stream), must be, or never are.
 StreamMode = Literal["may", "must", "never"]
@@ -49,6 +52,9 @@ class Thinking(BaseModel):
 
     type: ThinkingType
     budget_tokens: int | None = None
+    # Whether the answer returns the reasoning (summarised) or only its signature (omitted:
+    # billed, not readable, so not auditable). None: the model's default.
+    display: ThinkingDisplay | None = None
 
 
 class Generation(BaseModel):
@@ -90,6 +96,10 @@ class Caller(BaseModel):
     top_p: CallerRange | None = None
     top_k: CallerRange | None = None
     effort: CallerChoice | None = None
+    # Forward a stable, non-reversible caller identifier as ``metadata.user_id`` (an HMAC of
+    # the caller name under the deployment's GATEWAY_USER_ID_SALT), never the name itself.
+    # None (unset) is "no", and is left out of the fingerprint.
+    forward_user_id: bool | None = None
 
     def opened(self) -> dict[str, CallerRange | CallerChoice]:
         return {
@@ -103,6 +113,7 @@ class ModelTable(BaseModel):
     model_config = _STRICT
 
     id: str
+    inference_geo: InferenceGeo | None = None
 
 
 class PromptTable(BaseModel):
@@ -215,6 +226,9 @@ class Policy(BaseModel):
     regulations: StrTuple = ()
     reproducible: bool
     model_id: str
+    # Where inference must run; sent as ``inference_geo`` and checked against the answer's
+    # ``usage.inference_geo``. None: wherever the workspace's default sends it.
+    inference_geo: InferenceGeo | None = None
     generation: Generation
     system_prompt: str | None
     prompt_cache: CacheTTL | None = None
@@ -256,9 +270,14 @@ class Policy(BaseModel):
             del content["derived"]
         # Settings a policy without tools, attachments or prompt caching leaves unset are left
         # out too, so such a policy keeps the fingerprint it had before they existed.
-        for key in ("prompt_cache", "tools", "tool_choice"):
+        for key in ("prompt_cache", "tools", "tool_choice", "inference_geo"):
             if content[key] is None:
                 del content[key]
+        thinking = content["generation"]["thinking"]
+        if thinking is not None and thinking["display"] is None:
+            del thinking["display"]
+        if content["caller"]["forward_user_id"] is None:
+            del content["caller"]["forward_user_id"]
         if not content["server_tools"]:
             del content["server_tools"]
         if content["input"] == InputTable().model_dump(mode="json"):

@@ -71,6 +71,10 @@ _NOT_BODY = frozenset(
     }
 )
 TYPED_BODY_FIELDS = frozenset(inspect.signature(Messages.create).parameters) - _NOT_BODY
+# What the counting endpoint reads (messages.count_tokens): everything that makes up the input.
+# Output controls (max_tokens, stop_sequences, sampling) and routing (metadata, inference_geo,
+# service_tier) do not change the count, and the endpoint refuses them.
+COUNT_BODY_FIELDS = frozenset(inspect.signature(Messages.count_tokens).parameters) - _NOT_BODY
 
 
 class MalformedResponse(Exception):
@@ -117,6 +121,11 @@ def split_body(body: Mapping[str, Any]) -> dict[str, Any]:
     typed = {k: v for k, v in body.items() if k in TYPED_BODY_FIELDS}
     extra = {k: v for k, v in body.items() if k not in TYPED_BODY_FIELDS}
     return {**typed, "extra_body": extra} if extra else typed
+
+
+def count_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a planned body ``messages.count_tokens`` takes (:data:`COUNT_BODY_FIELDS`)."""
+    return {k: v for k, v in body.items() if k in COUNT_BODY_FIELDS}
 
 
 def _strip_unchosen_headers(request: httpx2.Request) -> None:

@@ -120,6 +120,28 @@ class AnthropicProvider:
         """``None``: a Claude model id names one fixed model."""
         return None
 
+    def count_tokens(self, body: Mapping[str, Any], *, api_version: str) -> int:
+        """The input tokens ``POST /v1/messages/count_tokens`` counts for ``body`` (its input
+        fields only: :func:`_sdk.count_body`). One attempt: a pre-flight check is cheap to
+        repeat, and nothing is recorded per attempt."""
+        headers = {"anthropic-version": api_version, "Authorization": f"Bearer {self._api_key}"}
+        try:
+            counted = self._client.messages.count_tokens(
+                **_sdk.count_body(body), extra_headers=headers, timeout=self._timeout
+            )
+        except _sdk.UPSTREAM_FAILURES as exc:
+            failure = _sdk.classify(exc, secrets=(self._api_key,))
+            error = UpstreamUnavailable if failure.retryable else UpstreamRejected
+            raise error(
+                f"the model provider did not count the request's tokens: {failure.message}.",
+                hint=_hint_for(failure.error_type),
+                status=failure.status,
+                error_type=failure.error_type,
+                upstream_request_id=failure.upstream_request_id,
+                attempts=1,
+            ) from exc
+        return int(counted.input_tokens)
+
     # -- sync -------------------------------------------------------------------------------
 
     def send(

@@ -123,6 +123,11 @@ class Provider(Protocol):
     Closing the iterator early closes the upstream connection. ``timeout_s`` (if given) is
     the longest wait for the upstream to start answering or between two reads; no attempt
     starts after it has passed.
+
+    ``count_tokens(body)`` is the number of input tokens the provider counts for ``body`` (a
+    planned request; fields that do not change the input, such as ``max_tokens``, are left
+    out of what it sends to count). It generates nothing and is tried once; a failure raises
+    :class:`gateway.errors.UpstreamError`.
     """
 
     name: str
@@ -166,6 +171,8 @@ class Provider(Protocol):
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
         timeout_s: float | None = None,
     ) -> AsyncIterator[StreamItem]: ...
+
+    def count_tokens(self, body: Mapping[str, Any], *, api_version: str) -> int: ...
 
     def close(self) -> None: ...
 

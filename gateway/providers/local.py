@@ -389,6 +389,11 @@ class LocalProvider:
     def wire_bytes(self, body: Mapping[str, Any]) -> bytes:
         return canonical_bytes(dict(body))
 
+    def count_tokens(self, body: Mapping[str, Any], *, api_version: str) -> int:
+        """The prompt's tokens as the model reads them (system and messages, tool results
+        included), by its own tokenizer: the ``usage.input_tokens`` an answer would report."""
+        return len(tokenize(_parse(body).prompt))
+
     def send(
         self,
         body: Mapping[str, Any],

@@ -19,6 +19,13 @@ API does: ``deltas`` text deltas ``delay`` seconds apart, and optionally an ``er
 or ``max_tokens`` stop reason with ``stop_details``; ``fake.stream_closed(n)`` tells whether
 the client closed the n-th request's connection before the stream ended.
 
+What an answer says about itself: ``Reply.ok(model=...)`` answers as another model than the one
+asked for; ``inference_geo`` and ``service_tier`` go into its ``usage``; ``stop_details``,
+``thinking`` blocks (``(text, signature)``; empty text is an omitted display) and
+``context_management`` into the message. ``POST /v1/messages/count_tokens`` answers
+``{"input_tokens": n}`` (words in the messages and system prompt, as usage counts them), or a
+scripted error.
+
 ``GET /v1/models`` serves the list given to ``fake.set_models([model_entry("claude-x"), ...])``
 in the real API's paging shape (``data``, ``has_more``, ``first_id``, ``last_id``; ``limit``,
 ``after_id``, ``before_id`` and ``lifecycle`` honoured; retired models only when asked for), and
@@ -101,6 +108,12 @@ class Reply:
     stop_details: dict[str, Any] | None = None
     # Tool calls after the text block, as (id, name, input); non-streamed answers only.
     tool_uses: tuple[tuple[str, str, dict[str, Any]], ...] = ()
+    # Reported in usage when set (where inference ran, the capacity tier that served it).
+    inference_geo: str | None = None
+    service_tier: str | None = None
+    # Thinking blocks before the text, as (thinking text, signature); non-streamed only.
+    thinking: tuple[tuple[str, str], ...] = ()
+    context_management: dict[str, Any] | None = None
 
     @classmethod
     def ok(
@@ -110,10 +123,28 @@ class Reply:
         stop_reason: str = "end_turn",
         json_text: str | None = None,
         headers: tuple[tuple[str, str], ...] = (),
+        *,
+        inference_geo: str | None = None,
+        service_tier: str | None = None,
+        stop_details: dict[str, Any] | None = None,
+        thinking: tuple[tuple[str, str], ...] = (),
+        context_management: dict[str, Any] | None = None,
     ) -> Reply:
-        """A successful message; ``json_text`` (if given) is the text, for JSON tasks."""
+        """A successful message; ``json_text`` (if given) is the text, for JSON tasks.
+        ``model`` answers as that model whatever was asked for."""
         body_text = json_text if json_text is not None else text
-        return cls("ok", text=body_text, model=model, stop_reason=stop_reason, headers=headers)
+        return cls(
+            "ok",
+            text=body_text,
+            model=model,
+            stop_reason=stop_reason,
+            headers=headers,
+            inference_geo=inference_geo,
+            service_tier=service_tier,
+            stop_details=stop_details,
+            thinking=thinking,
+            context_management=context_management,
+        )
 
     @classmethod
     def tool_use(
@@ -327,7 +358,14 @@ class _Handler(BaseHTTPRequestHandler):
             reply = state.queue.popleft() if state.queue else None
         if reply is None:
             reply = state.default(recorded)
-        if self.path.split("?")[0] != "/v1/messages":
+        route = self.path.split("?")[0]
+        if route == "/v1/messages/count_tokens" and reply.kind in ("ok", "stream"):
+            body = recorded.json or {}
+            count = _count_words(body.get("messages")) + _count_words(body.get("system"))
+            headers = {"request-id": f"req_fake_{number}"}
+            self._reply_json(200, {"input_tokens": count}, headers)
+            return
+        if route not in ("/v1/messages", "/v1/messages/count_tokens"):
             reply = Reply.error(404, message=f"no route {self.path}")
         self._answer(reply, recorded, number)
 
@@ -556,12 +594,16 @@ def _count_words(value: Any) -> int:
 def _message(reply: Reply, request: RecordedRequest, number: int) -> dict[str, Any]:
     body = request.json or {}
     model = reply.model or body.get("model") or DEFAULT_MODEL
-    return {
+    message = {
         "id": f"msg_fake_{number}",
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": [
+            *(
+                {"type": "thinking", "thinking": thought, "signature": signature}
+                for thought, signature in reply.thinking
+            ),
             {"type": "text", "text": reply.text},
             *(
                 {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
@@ -577,6 +619,16 @@ def _message(reply: Reply, request: RecordedRequest, number: int) -> dict[str, A
             "cache_read_input_tokens": 0,
         },
     }
+    usage = message["usage"]
+    if reply.inference_geo is not None:
+        usage["inference_geo"] = reply.inference_geo
+    if reply.service_tier is not None:
+        usage["service_tier"] = reply.service_tier
+    if reply.kind == "ok" and reply.stop_details is not None:
+        message["stop_details"] = reply.stop_details
+    if reply.context_management is not None:
+        message["context_management"] = reply.context_management
+    return message
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
