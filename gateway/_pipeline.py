@@ -50,6 +50,7 @@ from gateway.errors import (
     InputError,
     OutputValidationError,
     PolicyError,
+    PolicyLoadError,
     PolicyViolation,
     UpstreamError,
 )
@@ -179,6 +180,14 @@ class RequestPipeline:
         user_id = None
         if policy.caller.forward_user_id:
             user_id = forwarded_user_id(caller, salt=self._user_id_salt)
+            if user_id is None:
+                raise PolicyLoadError(
+                    f"the policy for task {policy.task!r} forwards a caller identifier "
+                    "([caller] forward_user_id = true), but the gateway has none for this "
+                    "request: it needs a caller name and the deployment's GATEWAY_USER_ID_SALT.",
+                    hint="Set GATEWAY_USER_ID_SALT (a long random secret, kept like a key) and "
+                    "name the caller.",
+                )
         return plan_request(
             policy,
             model,

@@ -88,22 +88,16 @@ def plan_request(
     user_id: str | None = None,
 ) -> Plan:
     """``user_id``: the caller identifier forwarded as ``metadata.user_id`` under
-    ``[caller] forward_user_id = true`` (see gateway._user_id); never the caller's name."""
+    ``[caller] forward_user_id = true`` (see gateway._user_id), never the caller's name.
+    Without one the body has no ``metadata`` (a template, as ``policy show`` prints it); the
+    gateway refuses to send such a task's request without one."""
     requested = dict(overrides or {})
     generation = _apply_overrides(policy, requested)
     _refuse_unhonoured(policy, model, generation, requested)
     checked = check_messages(messages, policy)
     _refuse_oversized(policy, model, checked.text_bytes)
     body = _body(policy, model, generation, checked.messages)
-    if policy.caller.forward_user_id:
-        if user_id is None:
-            raise PolicyLoadError(
-                f"the policy for task {policy.task!r} forwards a caller identifier "
-                "([caller] forward_user_id = true), but the gateway has none for this "
-                "request: it needs a caller name and the deployment's GATEWAY_USER_ID_SALT.",
-                hint="Set GATEWAY_USER_ID_SALT (a long random secret, kept like a key) and "
-                "name the caller.",
-            )
+    if policy.caller.forward_user_id and user_id is not None:
         body["metadata"] = {"user_id": user_id}
     scope = key_scope(policy, caller)
     return Plan(

@@ -14,6 +14,7 @@ from audit import EventKind
 from gateway import Gateway, Settings
 from gateway._user_id import USER_ID_PREFIX, forwarded_user_id
 from gateway.errors import PolicyLoadError
+from gateway.policy import plan_request
 from tests.answer.conftest import SALT, WriteTask
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway.conftest import MakeGateway, events
@@ -85,3 +86,15 @@ def test_the_salt_is_a_secret_setting() -> None:
     assert settings.user_id_salt.get_secret_value() == SALT
     assert SALT not in repr(settings)
     assert SALT not in settings.model_dump_json()
+
+
+def test_a_template_of_a_forwarding_task_plans_without_an_identifier(
+    write_task: WriteTask, salted_gateway: Callable[..., Gateway]
+) -> None:
+    write_task("monitored", caller=FORWARD)
+    gateway = salted_gateway()
+    policy = gateway._core.policies.get("monitored")
+    model = gateway._core.catalog.get(policy.model_id)
+    assert model is not None
+    plan = plan_request(policy, model, [{"role": "user", "content": "..."}])  # policy show
+    assert "metadata" not in plan.body
