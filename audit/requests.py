@@ -34,6 +34,12 @@ OUTCOMES = {
     EventKind.INTEGRITY_ALERT: "integrity alert",
     EventKind.ACCESS: "access",
     EventKind.APPROVAL: "approval",
+    EventKind.TOKEN_COUNT: "token count",
+    EventKind.CALLER_KEY: "caller key",
+    EventKind.CALLER_KEY_REVOKED: "key revoked",
+    # After the RESPONSE: the answer was returned, but what it reported about itself differs
+    # from what its policy pinned, which an auditor should see in the list.
+    EventKind.ANSWER_ALERT: "answer alert",
 }
 FLAGGED = "flagged"  # a RESPONSE whose answer failed its output check (data ok = false)
 
