@@ -11,6 +11,7 @@ warnings only; 1 review errors (or, for diff, a side that does not load); 2 usag
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,13 @@ import click
 
 from audit.canonical import canonical_digest, digest
 from audit.store import missing_database
+from gateway._signoff_sheet import signoff_sheet
 from gateway.approvals import ApprovalStatus
 from gateway.auditing import Auditing
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
-from gateway.cli._render import echo_json, shown, shown_lines, text_table
+from gateway.cli._render import echo_json, open_output, shown, shown_lines, text_table
 from gateway.errors import AuditError, PolicyLoadError
 from gateway.policy import (
     Finding,
@@ -296,10 +298,24 @@ def _show_data(policy: Policy, catalog: Catalog) -> dict[str, Any]:
 @click.option(
     "--policy-dir", type=DIR, default=None, help="Default: GATEWAY_POLICY_DIR or ./policies."
 )
-@FORMAT
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "html"]),
+    default="text",
+    show_default=True,
+    help="html: a printable sign-off sheet (with -o FILE).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE."
+)
 @click.pass_context
-def show_command(ctx: click.Context, task: str, policy_dir: Path | None, fmt: str) -> None:
-    """Show TASK's effective settings, fingerprint and the exact request template."""
+def show_command(
+    ctx: click.Context, task: str, policy_dir: Path | None, fmt: str, output: Path | None
+) -> None:
+    """Show TASK's effective settings, fingerprint and the exact request template; with
+    --format html, a printable sign-off sheet (prompt, schema, tools, every finding, the
+    fingerprint and its approvals)."""
     settings = settings_of(ctx)
     catalog = _catalog(settings)
     policies = PolicySet.load(_policy_dir(policy_dir, settings), catalog)
@@ -307,6 +323,24 @@ def show_command(ctx: click.Context, task: str, policy_dir: Path | None, fmt: st
     data = _show_data(policy, catalog)
     approvals = _approvals(settings, policies, [task])
     status = approvals.get(task) if approvals is not None else None
+    if fmt == "html":
+        model = catalog.get(policy.model_id)
+        entry = policies.entry(task)
+        assert model is not None  # _show_data refused a model the catalog lacks
+        sheet = signoff_sheet(
+            policy,
+            model,
+            entry.findings if entry is not None else (),
+            status,
+            required=settings.require_approvals,
+            approvals_note=None if approvals is not None else "No audit database: no approvals.",
+            made_by=getpass.getuser(),
+        )
+        with open_output(output) as out:
+            out.write(sheet)
+        if output is not None:
+            click.echo(f"sign-off sheet written to {shown(output)}", err=True)
+        return
     if approvals is not None:
         data["approvals"] = _approval_json(status, settings.require_approvals)
     if fmt == "json":
