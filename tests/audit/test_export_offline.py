@@ -24,15 +24,36 @@ ANSWER = "<verdict>ESCALATE</verdict>"
 
 def _record(store: AuditStore, rid: str, task: str) -> None:
     rhash = "sha256:" + rid[-1] * 64
-    sent = {"model": "claude-sonnet-4-6", "max_tokens": 64, "system": SYSTEM,
-            "messages": [{"role": "user", "content": QUESTION}]}
-    answer = {"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
-              "content": [{"type": "text", "text": ANSWER}]}
+    sent = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 64,
+        "system": SYSTEM,
+        "messages": [{"role": "user", "content": QUESTION}],
+    }
+    answer = {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-6",
+        "content": [{"type": "text", "text": ANSWER}],
+    }
     common = {"request_id": rid, "task": task, "caller": "svc", "request_hash": rhash}
-    store.append(EventDraft(kind=EventKind.REQUEST, data={"model_id": "claude-sonnet-4-6"},
-                            payloads={"request_body": json.dumps(sent).encode()}, **common))
-    store.append(EventDraft(kind=EventKind.RESPONSE, data={"ok": True},
-                            payloads={"response_body": json.dumps(answer).encode()}, **common))  # fmt: skip
+    store.append(
+        EventDraft(
+            kind=EventKind.REQUEST,
+            data={"model_id": "claude-sonnet-4-6"},
+            payloads={"request_body": json.dumps(sent).encode()},
+            **common,
+        )
+    )
+    store.append(
+        EventDraft(
+            kind=EventKind.RESPONSE,
+            data={"ok": True},
+            payloads={"response_body": json.dumps(answer).encode()},
+            **common,
+        )
+    )
 
 
 @pytest.fixture
