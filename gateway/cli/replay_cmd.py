@@ -4,12 +4,15 @@
     $ gateway replay --task compliance_review --live --report replay.html
     $ gateway replay --task risk_report --model claude-opus-5-5 --live --format json
 
-Exit codes: 0 done; 1 a verify check failed; 2 bad input (nothing recorded); 3 a live call
-failed; 4 the audit database failed. Every run is recorded as REPLAY events.
+Exit codes: 0 done; 1 a verify check failed (or, with --fail-on-refused, a request the new
+model would refuse); 2 bad input (nothing recorded); 3 a live call failed; 4 the audit
+database failed. Every run is recorded as REPLAY events. Every report says when it was made,
+by whom (--operator), from which store and with which gateway version.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 from pathlib import Path
 from typing import Any
@@ -26,10 +29,12 @@ from gateway.replay import (
     PreparedRun,
     ReplayReport,
     ReplaySession,
+    ReportContext,
     RequestReplay,
     Selection,
     render_html,
 )
+from gateway.replay._model import UNCHANGED_MEANS
 
 
 @click.command("replay")
@@ -49,6 +54,17 @@ from gateway.replay import (
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write a self-contained HTML report to this file.",
 )
+@click.option(
+    "--operator",
+    default=getpass.getuser,
+    show_default="your login name",
+    help="Who runs this replay, named in the report.",
+)
+@click.option(
+    "--fail-on-refused",
+    is_flag=True,
+    help="Exit 1 when the new model (--model) would refuse any request: gate a migration in CI.",
+)
 def replay_command(
     request_ids: tuple[str, ...],
     verify: bool,
@@ -56,6 +72,8 @@ def replay_command(
     model_id: str | None,
     fmt: str,
     report_path: Path | None,
+    operator: str,
+    fail_on_refused: bool,
     **filters: Any,
 ) -> None:
     """Verify, re-execute or migrate recorded requests (REQUEST_IDS or filters)."""
@@ -63,10 +81,15 @@ def replay_command(
         raise click.UsageError("--verify cannot be combined with --live or --model.")
     if report_path is not None and not report_path.resolve().parent.is_dir():
         raise InputError(f"cannot write the report: folder {str(report_path.parent)!r} is missing.")
+    if fail_on_refused and model_id is None:
+        raise click.UsageError("--fail-on-refused applies to a migration: add --model ID.")
     selection = Selection(request_ids=request_ids, **filters)
-    with ReplaySession.open(settings_of()) as session:
+    settings = settings_of()
+    with ReplaySession.open(settings) as session:
         prepared = session.prepare(selection, live=live, model=model_id)
         report = _run(session, prepared)
+    context = ReportContext.made(operator, settings.database_url_masked)
+    report = report.model_copy(update={"context": context})
     _print(report, fmt)
     if report_path is not None:
         _write_report(report_path, report)
@@ -74,6 +97,12 @@ def replay_command(
         raise CheckFailed(
             ExitCode.CHECK_FAILED if report.summary.mode is Mode.VERIFY else ExitCode.UPSTREAM
         )
+    if fail_on_refused and report.any_refused:
+        refused = report.summary.counts.get(Outcome.REFUSED.value, 0)
+        click.echo(
+            f"{refused} request(s) refused on {shown(model_id)} (--fail-on-refused)", err=True
+        )
+        raise CheckFailed(ExitCode.CHECK_FAILED)
 
 
 def _run(session: ReplaySession, prepared: PreparedRun) -> ReplayReport:
@@ -91,22 +120,52 @@ def _run(session: ReplaySession, prepared: PreparedRun) -> ReplayReport:
 
 def _print(report: ReplayReport, fmt: str) -> None:
     if fmt == "json":
-        echo_json(report.model_dump(mode="json"))
+        data = report.model_dump(mode="json")
+        data["title"] = report.title
+        data["tasks"] = [t.model_dump(mode="json") for t in report.by_task()]
+        echo_json(data)
         return
     if fmt == "jsonl":
-        click.echo(json.dumps({"summary": report.summary.model_dump(mode="json")}))
+        head = {
+            "summary": report.summary.model_dump(mode="json"),
+            "title": report.title,
+            "context": report.context.model_dump(mode="json") if report.context else None,
+        }
+        click.echo(json.dumps(head, ensure_ascii=False))
         for row in report.requests:
             click.echo(json.dumps(row.model_dump(mode="json"), ensure_ascii=False))
         return
+    migration = report.summary.mode in (Mode.MODEL, Mode.MODEL_LIVE)
     click.echo(shown(report.summary.line()))
+    click.echo(shown(report.title))
+    if report.context is not None:
+        click.echo(shown(report.context.line()))
+    if migration:
+        _print_tasks(report)
     click.echo(
         f"{'seq':>8}  {'outcome':9}  {'sim':>5}  {'task':22}  {'model':26}  request / reason"
     )
     for row in report.requests:
-        click.echo(_table_row(row))
+        click.echo(_table_row(row, reason=not migration))
 
 
-def _table_row(row: RequestReplay) -> str:
+def _print_tasks(report: ReplayReport) -> None:
+    click.echo(f"note: {UNCHANGED_MEANS}")
+    for t in report.by_task():
+        counts = ", ".join(f"{n} {k}" for k, n in t.counts.items())
+        click.echo(f"task {shown(t.task)}: {t.total} request(s): {counts}")
+        for title, items in (
+            ("finding", t.findings),
+            ("reason", t.reasons),
+            ("request change", t.request_changes),
+        ):
+            for c in items:
+                click.echo(
+                    f"  {title} ({c.count} request{'s' if c.count != 1 else ''}): {shown(c.text)}"
+                )
+
+
+def _table_row(row: RequestReplay, *, reason: bool = True) -> str:
     similarity = "" if row.similarity is None else f"{row.similarity:.2f}"
     model = row.target_model or row.model_id or "-"
     task = shown(row.task or "-")[:22]
@@ -114,7 +173,7 @@ def _table_row(row: RequestReplay) -> str:
         f"{row.seq:>8}  {shown(row.outcome.value):9}  {similarity:>5}  {task:22}  "
         f"{shown(model)[:26]:26}  {shown(row.request_id)}"
     )
-    if row.reason and row.outcome is not Outcome.IDENTICAL:
+    if reason and row.reason and row.outcome is not Outcome.IDENTICAL:
         line += f"\n{'':>10}{shown(row.reason)}"
     return line
 

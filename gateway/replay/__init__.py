@@ -16,8 +16,10 @@ from gateway.replay._model import (
     Mode,
     Outcome,
     ReplayReport,
+    ReportContext,
     RequestReplay,
     Summary,
+    TaskSummary,
 )
 from gateway.replay._recorded import Selection
 from gateway.replay._runner import PreparedRun, Replayer
@@ -32,9 +34,11 @@ __all__ = [
     "ReplayReport",
     "ReplaySession",
     "Replayer",
+    "ReportContext",
     "RequestReplay",
     "Selection",
     "Summary",
+    "TaskSummary",
     "TextComparison",
     "compare_text",
     "json_changes",

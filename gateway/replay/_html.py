@@ -11,7 +11,15 @@ from __future__ import annotations
 import json
 from html import escape
 
-from gateway.replay._model import FieldChange, ReplayReport, RequestReplay
+from gateway.replay._model import (
+    UNCHANGED_MEANS,
+    Counted,
+    FieldChange,
+    Mode,
+    ReplayReport,
+    RequestReplay,
+    TaskSummary,
+)
 
 _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #1b1b1b; }
@@ -22,43 +30,91 @@ pre { background: #f6f6f6; padding: 8px; overflow-x: auto; white-space: pre-wrap
 .differing { color: #9a6700; } .skipped { color: #57606a; }
 .add { color: #1a7f37; } .del { color: #b42318; } .hunk { color: #0550ae; }
 section { border-top: 1px solid #ddd; margin-top: 1.5em; }
+.context { color: #444; } .note { background: #fff8e1; border: 1px solid #e0c36a; padding: 6px; }
+@media print { section, table { break-inside: avoid; } }
 """
 
 
 def render_html(report: ReplayReport) -> str:
     s = report.summary
+    migration = s.mode in (Mode.MODEL, Mode.MODEL_LIVE)
     counts = "".join(
         f"<tr><th class='{escape(k)}'>{escape(k)}</th><td>{v}</td></tr>"
         for k, v in s.counts.items()
     )
-    overview = "".join(_overview_row(r) for r in report.requests)
-    sections = "".join(_section(r) for r in report.requests)
+    overview = "".join(_overview_row(r, reason=not migration) for r in report.requests)
+    # A migration's findings and reasons are the same for every request of a task: they are
+    # said once per task, with a count, rather than once per request.
+    sections = (
+        ""
+        if s.mode is Mode.MODEL
+        else "".join(_section(r, findings=not migration) for r in report.requests)
+    )
+    context = (
+        f"<p class='context' id='context'>M{escape(report.context.line()[1:])}.</p>"
+        if report.context is not None
+        else ""
+    )
+    note = f"<p class='note'>{escape(UNCHANGED_MEANS)}</p>" if migration else ""
+    tasks = _by_task(report.by_task()) if migration else ""
+    reason_head = "" if migration else "<th>reason</th>"
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
         "style-src 'unsafe-inline'\">"
-        f"<title>gateway replay ({escape(s.mode.value)})</title><style>{_CSS}</style></head>"
-        f"<body><h1>Replay report: {escape(s.mode.value)}</h1>"
+        f"<title>{escape(report.title)}</title><style>{_CSS}</style></head>"
+        f"<body><h1>{escape(report.title)}</h1>{context}"
         f"<p>Run <code>{escape(s.run_id)}</code>, {s.total} request(s).</p>"
-        f"<table id='summary'>{counts}</table>"
+        f"<table id='summary'>{counts}</table>{note}{tasks}"
         "<table id='requests'><tr><th>seq</th><th>request</th><th>task</th><th>model</th>"
-        f"<th>outcome</th><th>similarity</th><th>reason</th></tr>{overview}</table>"
+        f"<th>outcome</th><th>similarity</th>{reason_head}</tr>{overview}</table>"
         f"{sections}</body></html>\n"
     )
 
 
-def _overview_row(r: RequestReplay) -> str:
+def _counted(title: str, items: tuple[Counted, ...]) -> str:
+    if not items:
+        return ""
+    lis = "".join(
+        f"<li>{escape(c.text)} <strong>({c.count} request{'s' if c.count != 1 else ''})"
+        "</strong></li>"
+        for c in items
+    )
+    return f"<p>{escape(title)}:</p><ul>{lis}</ul>"
+
+
+def _by_task(tasks: tuple[TaskSummary, ...]) -> str:
+    parts = ["<section id='tasks'><h2>By task</h2>"]
+    for t in tasks:
+        counts = ", ".join(f"{n} {escape(k)}" for k, n in t.counts.items())
+        parts.append(
+            f"<h3>{escape(t.task)}: {t.total} request(s): {counts}</h3>"
+            + _counted("Review findings on the new model", t.findings)
+            + _counted("Reasons", t.reasons)
+            + _counted("Request changes besides the model id", t.request_changes)
+        )
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _overview_row(r: RequestReplay, *, reason: bool = True) -> str:
     similarity = "" if r.similarity is None else f"{r.similarity:.3f}"
     model = r.target_model or r.model_id or ""
+    request = (
+        escape(r.request_id)
+        if r.mode is Mode.MODEL
+        else f"<a href='#{escape(r.request_id)}'>{escape(r.request_id)}</a>"
+    )
+    reason_cell = f"<td>{escape(r.reason or '')}</td>" if reason else ""
     return (
-        f"<tr><td>{r.seq}</td><td><a href='#{escape(r.request_id)}'>{escape(r.request_id)}</a>"
+        f"<tr><td>{r.seq}</td><td>{request}"
         f"</td><td>{escape(r.task or '')}</td><td>{escape(model)}</td>"
         f"<td class='{escape(r.outcome.value)}'>{escape(r.outcome.value)}</td>"
-        f"<td>{similarity}</td><td>{escape(r.reason or '')}</td></tr>"
+        f"<td>{similarity}</td>{reason_cell}</tr>"
     )
 
 
-def _section(r: RequestReplay) -> str:
+def _section(r: RequestReplay, *, findings: bool = True) -> str:
     parts = [
         f"<section id='{escape(r.request_id)}'><h2>{escape(r.request_id)} "
         f"<span class='{escape(r.outcome.value)}'>{escape(r.outcome.value)}</span></h2>",
@@ -77,7 +133,7 @@ def _section(r: RequestReplay) -> str:
             for c in r.checks
         )
         parts.append(f"<h3>Checks</h3><table>{rows}</table>")
-    if r.findings:
+    if r.findings and findings:
         items = "".join(f"<li>{escape(f)}</li>" for f in r.findings)
         parts.append(f"<h3>Review findings on the new model</h3><ul>{items}</ul>")
     if r.request_changes:

@@ -9,6 +9,8 @@ These cross the library/CLI boundary (table, JSON, HTML), so they are frozen pyd
 
 from __future__ import annotations
 
+from collections import Counter
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -94,13 +96,122 @@ class Summary(_Frozen):
         return f"{self.mode.value}: {self.total} request(s): {parts}"
 
 
+class ReportContext(_Frozen):
+    """Who made a report, when, from which store and with which gateway: what a reader needs
+    before trusting it. ``store`` is the database URL with its password masked."""
+
+    made_at: datetime
+    operator: str
+    store: str
+    gateway_version: str
+
+    @classmethod
+    def made(cls, operator: str, store: str) -> ReportContext:
+        """The context of a report made now by ``operator`` from ``store`` (masked URL)."""
+        from gateway._keys import GATEWAY_VERSION  # the version is the gateway's, not the model's
+
+        return cls(
+            made_at=datetime.now(UTC),
+            operator=operator,
+            store=store,
+            gateway_version=GATEWAY_VERSION,
+        )
+
+    def line(self) -> str:
+        return (
+            f"made {self.made_at:%Y-%m-%d %H:%M:%S} UTC by {self.operator} from {self.store}, "
+            f"compliance-gateway {self.gateway_version}"
+        )
+
+
+class Counted(_Frozen):
+    """One sentence and how many requests it applies to."""
+
+    text: str
+    count: int
+
+
+class TaskSummary(_Frozen):
+    """One task's results in a run: outcome counts, and each distinct finding, reason and
+    request change once, with how many requests it applies to."""
+
+    task: str
+    total: int
+    counts: dict[str, int]
+    findings: tuple[Counted, ...]
+    reasons: tuple[Counted, ...]
+    request_changes: tuple[Counted, ...]
+
+
+# What "identical" means under --model, said wherever that outcome is shown.
+UNCHANGED_MEANS = (
+    "'identical' means the request the new model would get is the recorded one with only the "
+    "model id changed; it says nothing about the answers, which may differ (add --live to "
+    "send the requests and compare the answers)."
+)
+
+
+def _counted(items: list[str]) -> tuple[Counted, ...]:
+    return tuple(Counted(text=t, count=n) for t, n in Counter(items).most_common())
+
+
 class ReplayReport(_Frozen):
     summary: Summary
     requests: tuple[RequestReplay, ...] = Field(default_factory=tuple)
+    context: ReportContext | None = None
 
     @property
     def any_failed(self) -> bool:
         return any(r.outcome is Outcome.FAILED for r in self.requests)
+
+    @property
+    def any_refused(self) -> bool:
+        return any(r.outcome is Outcome.REFUSED for r in self.requests)
+
+    @property
+    def target_model(self) -> str | None:
+        """The model a --model run moved the requests to."""
+        return next((r.target_model for r in self.requests if r.target_model), None)
+
+    @property
+    def title(self) -> str:
+        """``Replay report: MODE`` and the model it is about."""
+        mode = self.summary.mode
+        if mode in (Mode.MODEL, Mode.MODEL_LIVE):
+            target = self.target_model or "another model"
+            return f"Replay report: {mode.value}: migration to {target}"
+        models = sorted({r.model_id for r in self.requests if r.model_id})
+        return f"Replay report: {mode.value}: " + (
+            f"recorded on {', '.join(models)}" if models else "no requests"
+        )
+
+    def by_task(self) -> tuple[TaskSummary, ...]:
+        """The run per task, each distinct finding, reason and change counted once."""
+        tasks = sorted({r.task or "-" for r in self.requests})
+        out = []
+        for task in tasks:
+            rows = [r for r in self.requests if (r.task or "-") == task]
+            counts = Counter(r.outcome.value for r in rows)
+            out.append(
+                TaskSummary(
+                    task=task,
+                    total=len(rows),
+                    counts={o.value: counts[o.value] for o in SUMMARY_ORDER if counts[o.value]},
+                    findings=_counted([f for r in rows for f in r.findings]),
+                    # A refusal's reason restates its findings: said once, as findings.
+                    reasons=_counted(
+                        [
+                            r.reason
+                            for r in rows
+                            if r.reason and not (r.outcome is Outcome.REFUSED and r.findings)
+                        ]
+                    ),
+                    request_changes=_counted(
+                        [f"{c.path} {c.change}" for r in rows for c in r.request_changes]
+                    ),
+                )
+            )
+        return tuple(out)
 
 
 def summarise(mode: Mode, run_id: str, rows: list[RequestReplay]) -> Summary:
