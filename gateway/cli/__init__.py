@@ -28,6 +28,7 @@ from gateway.cli.experiment_cmd import experiment_command
 from gateway.cli.keys_cmd import keys_group
 from gateway.cli.models_cmd import models_group
 from gateway.cli.policy_cmd import policy_group
+from gateway.cli.receipt_cmd import attach as attach_receipt_commands
 from gateway.cli.replay_cmd import replay_command
 from gateway.cli.serve_cmd import serve_command
 
@@ -55,6 +56,7 @@ for command in (
     serve_command,
 ):
     main.add_command(command)
+attach_receipt_commands(audit_group)  # prove, tree-head, check-receipt, verify --from/--to
 
 
 def run(argv: list[str] | None = None) -> Any:

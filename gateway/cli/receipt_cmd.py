@@ -1,0 +1,182 @@
+"""`gateway audit prove`, `tree-head`, `check-receipt` and `verify --from/--to`: Merkle receipts.
+
+    $ gateway audit prove req-1 -o receipt.json
+    $ gateway audit check-receipt receipt.json --public-key 3b6a27bc...   # offline
+    $ gateway audit tree-head -o head-2026-11.json
+    $ gateway audit verify --from head-2026-10.json --to head-2026-11.json
+
+:func:`attach` adds the commands to the ``audit`` group and gives its ``verify`` the
+``--from``/``--to`` options (a consistency proof between two checkpoints); without them
+``verify`` is unchanged. Each command parses, calls :mod:`gateway.receipts` and renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gateway.auditing import read_public_keys
+from gateway.cli._boundary import CheckFailed
+from gateway.cli._context import settings_of
+from gateway.cli._render import echo_json, open_output, shown
+from gateway.receipts import (
+    ConsistencyReport,
+    ReceiptReport,
+    check_consistency,
+    check_receipt,
+    checkpoint_text,
+    note_verifier_key,
+    prove,
+    receipt_text,
+    tree_head,
+)
+
+__all__ = ["attach"]
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+def _keys(values: tuple[str, ...]) -> list[str]:
+    """Each ``--public-key``: a file of keys (one a line) if one is there, else a key."""
+    keys: list[str] = []
+    for value in values:
+        path = Path(value)
+        keys += read_public_keys(path) if path.is_file() else [value]
+    return keys
+
+
+@click.command("prove")
+@click.argument("request_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def prove_command(ctx: click.Context, request_id: str, output: Path | None) -> None:
+    """Write a receipt: each event of REQUEST_ID with its inclusion proof against a
+    checkpoint of the whole log (C2SP signed note, GATEWAY_CHECKPOINT_KEY). Anyone with the
+    public key can check it offline with `gateway audit check-receipt`."""
+    receipt = prove(settings_of(ctx), request_id)
+    with open_output(output) as out:
+        out.write(receipt_text(receipt))
+    cp = receipt.checkpoint
+    click.echo(
+        f"receipt for request {shown(request_id)}: {len(receipt.events)} event(s) proven in "
+        f"the tree of {cp.tree_size} events (root {cp.root}); signer "
+        f"{shown(note_verifier_key(cp))}",
+        err=True,
+    )
+
+
+@click.command("tree-head")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def tree_head_command(ctx: click.Context, output: Path | None) -> None:
+    """Write the log's Merkle tree head now, signed (GATEWAY_CHECKPOINT_KEY): keep it, and
+    check a later one extends it with `gateway audit verify --from OLD --to NEW`."""
+    head = tree_head(settings_of(ctx))
+    with open_output(output) as out:
+        out.write(checkpoint_text(head))
+
+
+@click.command("check-receipt")
+@click.argument("receipt_file", type=_FILE)
+@click.option(
+    "--public-key",
+    "public_keys",
+    multiple=True,
+    required=True,
+    metavar="KEY",
+    help="The checkpoint key's public half: 64 hex characters (or base64), or a file of "
+    "such keys, one a line. Only these are trusted. Repeatable.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def check_receipt_command(receipt_file: Path, public_keys: tuple[str, ...], fmt: str) -> None:
+    """Check a receipt offline, without the database: each event's hash from its body, its
+    inclusion proof, and the checkpoint's signature; exit 0 if it checks out, 1 if not."""
+    report = check_receipt(receipt_file, _keys(public_keys))
+    _print_receipt(report, fmt)
+    if not report.ok:
+        raise CheckFailed()
+
+
+def _print_receipt(report: ReceiptReport, fmt: str) -> None:
+    if fmt == "json":
+        echo_json(report.model_dump(mode="json"))
+        return
+    seqs = ", ".join(map(str, report.seqs)) or "none"
+    if report.ok:
+        click.echo(
+            f"receipt checks out: request {shown(report.request_id)}, events seq {seqs} are in "
+            f"the log {shown(report.origin)} of {report.tree_size} events (root {report.root})"
+        )
+        click.echo(f"checkpoint signed by trusted key {report.signer}")
+        return
+    click.echo(f"RECEIPT REFUSED: {len(report.problems)} problem(s)")
+    for problem in report.problems:
+        click.echo(f"  {shown(problem)}")
+
+
+def _print_consistency(report: ConsistencyReport, fmt: str) -> None:
+    if fmt == "json":
+        echo_json(report.model_dump(mode="json"))
+        return
+    if report.ok:
+        click.echo(
+            f"consistent: the tree of {report.new_size} events extends the tree of "
+            f"{report.old_size} ({shown(report.origin)}; the log holds {report.log_size}); "
+            f"consistency proof of {len(report.proof)} hash(es)"
+        )
+        return
+    click.echo(f"INCONSISTENT: {len(report.problems)} problem(s)")
+    for problem in report.problems:
+        click.echo(f"  {shown(problem)}")
+
+
+def _with_consistency(verify: click.Command) -> click.Command:
+    """``verify`` with ``--from OLD --to NEW``: check NEW extends OLD (and nothing else)."""
+    original: Callable[..., Any] | None = verify.callback
+    assert original is not None
+    verify.params += [
+        click.Option(
+            ["--from", "from_file"],
+            type=_FILE,
+            help="An older tree checkpoint (or receipt): with --to, prove the newer extends it.",
+        ),
+        click.Option(
+            ["--to", "to_file"],
+            type=_FILE,
+            help="A newer tree checkpoint (or receipt), checked to extend --from.",
+        ),
+    ]
+
+    def callback(from_file: Path | None, to_file: Path | None, **params: Any) -> Any:
+        if from_file is None and to_file is None:
+            return original(**params)
+        ctx = click.get_current_context()
+        if from_file is None or to_file is None:
+            raise click.UsageError("--from and --to go together.")
+        others = [k for k, v in params.items() if k not in ("public_key_files", "fmt") and v]
+        if others:
+            raise click.UsageError("--from/--to take only --public-key and --format.")
+        keys = [k for path in params["public_key_files"] for k in read_public_keys(path)]
+        report = check_consistency(settings_of(ctx), from_file, to_file, keys)
+        _print_consistency(report, params["fmt"])
+        if not report.ok:
+            raise CheckFailed()
+        return None
+
+    verify.callback = callback
+    verify.help = (verify.help or "") + (
+        "\n\nWith --from OLD --to NEW (tree checkpoints or receipts), prove from the log that "
+        "NEW extends OLD instead: a forked, rewritten or truncated log is refused."
+    )
+    return verify
+
+
+def attach(audit_group: click.Group) -> None:
+    for command in (prove_command, tree_head_command, check_receipt_command):
+        audit_group.add_command(command)
+    verify = audit_group.commands.get("verify")
+    if verify is not None:
+        _with_consistency(verify)

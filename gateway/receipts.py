@@ -1,0 +1,146 @@
+"""Receipts and tree checkpoints as the gateway's callers see them (audit.receipts).
+
+    receipt = prove(settings, "req-1")                  # signed with GATEWAY_CHECKPOINT_KEY
+    Path("receipt.json").write_text(receipt_text(receipt))
+    report = check_receipt(Path("receipt.json"), [public_key_hex])       # no database
+    report = check_consistency(settings, Path("old.json"), Path("new.json"), [])
+
+Errors leave as the gateway's (``translated``): an unreadable file or an unusable key is an
+:class:`~gateway.errors.InputError`, a missing key a ``ConfigurationError``. A receipt or a
+pair of checkpoints that does not check out is a report with ``ok`` false and its reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from audit import checkpoint as checkpoints
+from audit.errors import CheckpointError
+from audit.receipts import (
+    ConsistencyReport,
+    Receipt,
+    ReceiptReport,
+    TreeCheckpoint,
+    dumps,
+    make_receipt,
+    signed_head,
+    verifier_key,
+)
+from audit.receipts import check_consistency as _check_consistency
+from audit.receipts import check_receipt as _check_receipt
+from audit.store import AuditStore
+from gateway._audit_errors import translated
+from gateway.errors import ConfigurationError, InputError
+from gateway.settings import Settings
+
+__all__ = [
+    "ConsistencyReport",
+    "Receipt",
+    "ReceiptReport",
+    "TreeCheckpoint",
+    "check_consistency",
+    "check_receipt",
+    "checkpoint_text",
+    "note_verifier_key",
+    "prove",
+    "receipt_text",
+    "tree_head",
+]
+
+
+def _signing_key(settings: Settings) -> bytes:
+    secret = settings.checkpoint_key
+    if secret is None:
+        raise ConfigurationError(
+            "no checkpoint signing key is configured: a receipt's checkpoint is signed.",
+            hint=checkpoints.KEY_HINT,
+        )
+    try:
+        return checkpoints.parse_key(secret.get_secret_value())
+    except CheckpointError as exc:
+        raise ConfigurationError(exc.message, hint=exc.hint) from exc
+
+
+def _open(settings: Settings) -> AuditStore:
+    with translated():
+        return AuditStore.open(settings.database_url, settings.durability.value, create=False)
+
+
+def prove(settings: Settings, request_id: str) -> Receipt:
+    """Inclusion proofs of every event of ``request_id`` against a checkpoint of the whole
+    log as it is now, signed with ``GATEWAY_CHECKPOINT_KEY``."""
+    key = _signing_key(settings)
+    store = _open(settings)
+    try:
+        with translated():
+            return make_receipt(store, request_id, key)
+    finally:
+        store.close()
+
+
+def tree_head(settings: Settings) -> TreeCheckpoint:
+    """The log's Merkle tree head now, signed: keep it, and check later checkpoints extend
+    it (:func:`check_consistency`)."""
+    key = _signing_key(settings)
+    store = _open(settings)
+    try:
+        with translated():
+            return signed_head(store, key)
+    finally:
+        store.close()
+
+
+def receipt_text(receipt: Receipt) -> str:
+    return dumps(receipt)
+
+
+def checkpoint_text(checkpoint: TreeCheckpoint) -> str:
+    return dumps(checkpoint)
+
+
+def note_verifier_key(checkpoint: TreeCheckpoint) -> str:
+    """The signer as C2SP tools name a key (``origin+keyid+base64``), for a Go verifier."""
+    return verifier_key(checkpoint.origin, bytes.fromhex(checkpoint.public_key))
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise InputError(f"cannot read the {what} {str(path)!r}: {reason}.") from None
+
+
+def check_receipt(path: Path, public_keys: Sequence[str]) -> ReceiptReport:
+    """Check a receipt offline, trusting only ``public_keys`` (hex or base64)."""
+    if not public_keys:
+        raise InputError(
+            "checking a receipt needs the public key of the checkpoint key that signed it.",
+            hint="Pass --public-key KEY (64 hex characters, or a file of keys).",
+        )
+    text = _read(path, "receipt")
+    with translated():
+        return _check_receipt(text, public_keys)
+
+
+def check_consistency(
+    settings: Settings, old: Path, new: Path, public_keys: Sequence[str]
+) -> ConsistencyReport:
+    """Whether checkpoint ``new`` extends ``old``, proven from the log. Trusted signers:
+    ``public_keys``, ``GATEWAY_TRUSTED_KEYS`` and the key of ``GATEWAY_CHECKPOINT_KEY``."""
+    keys = [*public_keys, *settings.trusted_keys]
+    if settings.checkpoint_key is not None:
+        keys.append(checkpoints.public_key(_signing_key(settings)))
+    if not keys:
+        raise InputError(
+            "checking checkpoints needs the public key that signed them.",
+            hint="Pass --public-key FILE or set GATEWAY_CHECKPOINT_KEY.",
+        )
+    old_text, new_text = _read(old, "checkpoint"), _read(new, "checkpoint")
+    store = _open(settings)
+    try:
+        with translated():
+            return _check_consistency(store, old_text, new_text, keys)
+    finally:
+        store.close()
