@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import click
 
+from audit.signing import key_id
 from gateway._audit_content import RecordedContent
 from gateway._export_verify import ExportVerifyReport
 from gateway._usage import GroupBy, UsageReport, UsageRow
@@ -31,6 +32,7 @@ from gateway.auditing import (
     read_public_keys,
     verify_export,
 )
+from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import (
@@ -41,6 +43,9 @@ from gateway.cli._render import (
     parse_when,
     shown,
 )
+from gateway.errors import GatewayError
+from gateway.policy import PolicySet
+from gateway.settings import Settings
 
 PROGRESS_THRESHOLD = 20_000  # below this a verify is over before a bar is worth drawing
 
@@ -107,7 +112,25 @@ def audit_list(
         if len(rows) < total:
             click.echo(f"{len(rows)} of {total} (use --limit N or --all)")
         elif not rows:
-            click.echo("no requests match", err=True)
+            click.echo(f"no requests match{_selection_text(filters)}", err=True)
+            click.echo(known_tasks_line(settings_of(ctx)), err=True)
+
+
+def _selection_text(filters: dict[str, Any]) -> str:
+    given = {k: v for k, v in filters.items() if v is not None}
+    return (" " + " ".join(f"--{k} {shown(v)}" for k, v in given.items())) if given else ""
+
+
+def known_tasks_line(settings: Settings) -> str:
+    """The tasks a selection could name: those of the policy folder, said when a selection
+    is empty (a misspelt --task is the usual cause)."""
+    try:
+        tasks = PolicySet.load(settings.policy_dir, Catalog.load(settings.catalog_override)).tasks()
+    except GatewayError:
+        tasks = []
+    if not tasks:
+        return f"known tasks: none found in {shown(settings.policy_dir)}"
+    return f"known tasks (in {shown(settings.policy_dir)}): {', '.join(shown(t) for t in tasks)}"
 
 
 def _cell(value: str | None, width: int) -> str:
@@ -155,6 +178,8 @@ def audit_usage(ctx: click.Context, /, by: str, fmt: str, **filters: Any) -> Non
             writer.writerow([row.key, *(_usage_value(row, f) for f in USAGE_FIELDS)])
     else:
         _print_usage(report)
+        if not report.rows:
+            click.echo(known_tasks_line(settings_of(ctx)), err=True)
 
 
 USAGE_FIELDS = (
@@ -496,11 +521,22 @@ def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
 @click.option("--unsigned", is_flag=True, help="Write an unsigned head (no key configured).")
 @click.pass_context
 def audit_checkpoint(ctx: click.Context, output: Path | None, unsigned: bool) -> None:
-    """Record a checkpoint and write the signed head (GATEWAY_CHECKPOINT_KEY)."""
+    """Record a checkpoint and write the signed head (GATEWAY_CHECKPOINT_KEY); says its seq,
+    head hash, signer key id and where it wrote (on stderr: stdout may be the file)."""
     with Auditing.open(settings_of(ctx)) as auditing:
         head = auditing.checkpoint(unsigned=unsigned)
     with open_output(output) as out:
         out.write(checkpoint_text(head))
+    signer = (
+        f"signed by {key_id(bytes.fromhex(head.public_key))} (GATEWAY_CHECKPOINT_KEY)"
+        if head.public_key is not None
+        else "UNSIGNED (--unsigned)"
+    )
+    where = shown(output) if output is not None else "standard output"
+    click.echo(
+        f"checkpoint at seq {head.seq}, head {shown(head.hash)}, {signer}; written to {where}",
+        err=True,
+    )
 
 
 @audit_group.command("export")

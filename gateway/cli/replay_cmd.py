@@ -22,6 +22,7 @@ import click
 from gateway.cli._boundary import CheckFailed, ExitCode
 from gateway.cli._context import settings_of
 from gateway.cli._render import Progress, echo_json, parse_when, shown
+from gateway.cli.audit_cmd import known_tasks_line
 from gateway.errors import InputError
 from gateway.replay import (
     Mode,
@@ -91,6 +92,9 @@ def replay_command(
     context = ReportContext.made(operator, settings.database_url_masked)
     report = report.model_copy(update={"context": context})
     _print(report, fmt)
+    if not report.requests:
+        click.echo("no recorded requests match the selection", err=True)
+        click.echo(known_tasks_line(settings), err=True)
     if report_path is not None:
         _write_report(report_path, report)
     if report.any_failed:
