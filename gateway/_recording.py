@@ -41,6 +41,7 @@ from audit.errors import AuditStoreError
 from audit.signing import signature_check
 from audit.store import missing_database
 from gateway._audit_errors import translated
+from gateway._threads import AuditThreads
 from gateway.auditing import record_signer, trusted_record_keys
 from gateway.errors import (
     AuditError,
@@ -170,11 +171,19 @@ def cancel_reason(exc: BaseException) -> str:
 
 class Recorder:
     """``signature`` checks a recorded event's signature under the trusted keys (None: no
-    keys configured, so the read path checks everything but authorship)."""
+    keys configured, so the read path checks everything but authorship). ``threads`` run
+    the asyncio methods' audit writes (started on first use; closed by the recorder's owner)."""
 
-    def __init__(self, store: AuditStore, *, signature: SignatureCheck | None = None) -> None:
+    def __init__(
+        self,
+        store: AuditStore,
+        *,
+        signature: SignatureCheck | None = None,
+        threads: AuditThreads | None = None,
+    ) -> None:
         self.store = store
         self.signature = signature
+        self.threads = threads if threads is not None else AuditThreads()
 
     @classmethod
     def open(cls, settings: Settings, *, create: bool = True) -> Recorder:
@@ -304,7 +313,7 @@ class Recorder:
         intent: Intent,
     ) -> Sent:
         """:meth:`send` for asyncio: the intent is committed in a worker thread."""
-        begun = await asyncio.to_thread(self.begin, call, provider, body, intent)
+        begun = await self.threads.submit(self.begin, call, provider, body, intent)
         return await self.acall(call, provider, body, api_version=api_version, begun=begun)
 
     # The two I/O loops below mirror each other line for line; the decisions are _failed's.
@@ -351,7 +360,7 @@ class Recorder:
         fsync never blocks the event loop) and awaited by the provider before any retry."""
 
         async def on_attempt_failed(failure: AttemptFailure) -> None:
-            await asyncio.to_thread(self.attempt_failed, call, failure)
+            await self.threads.submit(self.attempt_failed, call, failure)
 
         try:
             reply = await provider.asend(
@@ -430,7 +439,7 @@ class Recorder:
         CANCELLED record is shielded, so a second cancellation cannot stop it."""
 
         async def on_attempt_failed(failure: AttemptFailure) -> None:
-            await asyncio.to_thread(self.attempt_failed, call, failure)
+            await self.threads.submit(self.attempt_failed, call, failure)
 
         partial = MessageAssembler()
         terminal = Terminal()
@@ -444,7 +453,7 @@ class Recorder:
                     partial.observe(item)
                     yield item
                 elif isinstance(item, ProviderReply) and terminal.claim():
-                    await asyncio.to_thread(outcomes.completed, item)
+                    await self.threads.submit(outcomes.completed, item)
                     return
             raise _NoReply(provider.name)
         except AuditError:
@@ -453,7 +462,7 @@ class Recorder:
         except Exception as exc:  # every failure after the intent gets an outcome
             if not terminal.claim():
                 raise
-            await asyncio.to_thread(outcomes.failed, _failed(provider, begun, exc), partial)
+            await self.threads.submit(outcomes.failed, _failed(provider, begun, exc), partial)
         except BaseException as exc:
             reason = cancel_reason(exc)
             raise
@@ -465,7 +474,7 @@ class Recorder:
                 await _aclose(source)
             finally:
                 if cancelled:
-                    await shielded(outcomes.cancelled, partial, reason)
+                    await self.threads.to_end(outcomes.cancelled, partial, reason)
 
 
 class _NoReply(Exception):
@@ -485,19 +494,6 @@ async def _aclose(source: object) -> None:
     aclose = getattr(source, "aclose", None)
     if aclose is not None:
         await asyncio.shield(aclose())
-
-
-async def shielded(record: Any, *args: Any) -> None:
-    """Run an audit write in a worker thread to its end, even if the caller is cancelled
-    again meanwhile (the thread then finishes on its own; the record is still written)."""
-    work = asyncio.ensure_future(asyncio.to_thread(record, *args))
-    try:
-        await asyncio.shield(work)
-    except asyncio.CancelledError:
-        if not work.done():
-            raise
-        work.result()
-        raise
 
 
 def _failed(provider: Provider, begun: Begun, exc: Exception) -> Sent:

@@ -29,7 +29,7 @@ from typing import Any, Self
 
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, RequestPipeline
-from gateway._recording import Begun, Recorder, Sent, Terminal, cancel_reason, shielded
+from gateway._recording import Begun, Recorder, Sent, Terminal, cancel_reason
 from gateway._streams import AsyncStream, Opened, Outcomes, Stream
 from gateway.approvals import check_approvals
 from gateway.catalog import Catalog
@@ -213,30 +213,14 @@ class _Core:
         try:
             self.providers.close()
         finally:
-            self.store.close()
+            try:
+                self.recorder.threads.close()  # audit writes still running finish first
+            finally:
+                self.store.close()
 
 
 class _AlreadyCancelled(Exception):
     """The call's CANCELLED outcome was recorded before its answer could be."""
-
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    # A finish whose caller was cancelled is not awaited; its error is in the audit log.
-    if not future.cancelled():
-        future.exception()
-
-
-async def _settled(work: asyncio.Future[_Step]) -> _Step | None:
-    """``work``'s result once it is done, however often the waiter is cancelled meanwhile
-    (a bounded audit write in a thread); ``None`` when it failed."""
-    while not work.done():
-        try:
-            await asyncio.shield(work)
-        except asyncio.CancelledError:
-            continue
-        except Exception:  # noqa: BLE001 - its error is the caller's no longer; it was cancelled
-            return None
-    return None if work.cancelled() or work.exception() is not None else work.result()
 
 
 PolicyTransform = Callable[[Policy], Policy]
@@ -373,7 +357,8 @@ class Gateway(_Client):
 class AsyncGateway(_Client):
     """The asyncio gateway: the same stages and records as ``Gateway``, awaited.
 
-    Audit writes run in a worker thread so that an fsync never blocks the event loop.
+    Audit reads and writes run in the gateway's worker threads (gateway._threads), so that an
+    fsync or a SQLite lock wait never blocks the event loop.
     """
 
     def _init_locks(self) -> None:
@@ -394,7 +379,7 @@ class AsyncGateway(_Client):
         arrived."""
         core = self._core
         # The same steps and locking as Gateway.complete, each step one worker-thread hop:
-        # a hit or a record-mode miss makes two hops in all, a replay miss three.
+        # a hit makes one hop in all, a record-mode miss two, a replay miss three.
         step = await self._step(
             core.start, task, prompt, messages, caller, overrides, False, timeout
         )
@@ -407,13 +392,15 @@ class AsyncGateway(_Client):
         """One worker-thread hop that may commit an intent. A cancellation meanwhile cannot
         stop the thread, so it is waited for, and an intent it committed gets its CANCELLED
         outcome before the cancellation goes on."""
-        work = asyncio.ensure_future(asyncio.to_thread(stage, *args))
+        threads = self._core.recorder.threads
+        job = threads.submit(stage, *args)
         try:
-            return await asyncio.shield(work)
+            return await job
         except asyncio.CancelledError as exc:
-            step = await _settled(work)
+            await job.settled()
+            step = None if job.failed() else job.result()
             if step is not None and step.begun is not None:
-                await shielded(self._core.cancelled, step.prepared, cancel_reason(exc), None)
+                await threads.to_end(self._core.cancelled, step.prepared, cancel_reason(exc), None)
             raise
 
     async def _complete(self, step: _Step) -> Result:
@@ -424,16 +411,15 @@ class AsyncGateway(_Client):
         prepared = step.prepared
         terminal = Terminal()
         sent: Sent | None = None
+        threads = core.recorder.threads
         try:
             sent = await core.acall(prepared, step.begun)
             # The outcome is written in a thread that a cancellation cannot stop: whichever of
             # it and the cancellation claims the terminal outcome first records it.
-            finish = asyncio.ensure_future(asyncio.to_thread(core.finish, prepared, sent, terminal))
-            finish.add_done_callback(_retrieved)
-            return await asyncio.shield(finish)
+            return await threads.submit(core.finish, prepared, sent, terminal)
         except asyncio.CancelledError as exc:
             if terminal.claim():
-                await shielded(core.cancelled, prepared, cancel_reason(exc), sent)
+                await threads.to_end(core.cancelled, prepared, cancel_reason(exc), sent)
             raise
 
     def stream(

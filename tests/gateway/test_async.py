@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
+import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from gateway import AsyncGateway, Settings
+from gateway._threads import AuditThreads
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import API_KEY, kinds
 
@@ -60,3 +67,146 @@ def test_async_local_model_runs_offline(policy_dir: Path, db_path: Path) -> None
             return result.model
 
     assert asyncio.run(run()) == "local:ngram"
+
+
+def test_audit_reads_and_writes_never_run_on_the_event_loop_thread(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A failed attempt, a record-mode miss, a replay miss then hit, a stream, a cancellation:
+    # every append and lookup of the audit store happens in a worker thread.
+    fake_api.set_default(lambda _request: Reply.ok(text="answer"))
+    where: list[tuple[str, int]] = []
+
+    async def run() -> int:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            store = gw._core.store
+            for name in ("append", "find_response"):
+                original = getattr(store, name)
+
+                def watched(*args: Any, _name: str = name, _original: Any = original) -> Any:
+                    where.append((_name, threading.get_ident()))
+                    return _original(*args)
+
+                monkeypatch.setattr(store, name, watched)
+            fake_api.script(Reply.error(503), Reply.ok(text="after a retry"))
+            await gw.complete("quant_strategy", "ideas", caller="research")
+            await gw.complete("compliance_review", "Transaction: 7")
+            await gw.complete("compliance_review", "Transaction: 7")
+            async with gw.stream("quant_strategy", "ideas", caller="research") as s:
+                async for _event in s:
+                    pass
+            fake_api.script(Reply.slow(2.0))
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(gw.complete("quant_strategy", "x", caller="r"), 0.2)
+            return threading.get_ident()
+
+    loop_thread = asyncio.run(run())
+    assert {"append", "find_response"} <= {name for name, _ in where}
+    assert all(thread != loop_thread for _, thread in where)
+    assert kinds(db_path)[-1] == "cancelled"
+
+
+def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # The most recently idle thread takes the next job: sequential calls do not rotate
+    # through (and wake) a pool of cold threads.
+    fake_api.set_default(lambda _request: Reply.ok())
+    threads: set[int] = set()
+
+    async def run() -> None:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            store = gw._core.store
+            original = store.append
+
+            def watched(draft: Any) -> Any:
+                threads.add(threading.get_ident())
+                return original(draft)
+
+            store.append = watched  # type: ignore[method-assign]
+            for n in range(8):
+                await gw.complete("quant_strategy", f"ideas {n}", caller="research")
+
+    asyncio.run(run())
+    assert len(threads) == 1
+
+
+# -- the worker threads themselves (gateway._threads) ---------------------------------------
+
+REQUEST_TAG: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_TAG", default="")
+
+
+def test_a_job_returns_its_result_raises_its_error_and_sees_the_callers_context() -> None:
+    def fail() -> None:
+        raise ValueError("no")
+
+    async def run() -> None:
+        threads = AuditThreads()
+        try:
+            REQUEST_TAG.set("req_1")
+            assert await threads.submit(REQUEST_TAG.get) == "req_1"
+            assert await threads.submit(threading.get_ident) != threading.get_ident()
+            with pytest.raises(ValueError, match="no"):
+                await threads.submit(fail)
+        finally:
+            threads.close()
+
+    asyncio.run(run())
+
+
+def test_a_cancelled_waiter_leaves_the_work_running_and_can_wait_for_it_again() -> None:
+    release = threading.Event()
+    finished: list[str] = []
+
+    def slow_write() -> str:
+        release.wait(5)
+        finished.append("written")
+        return "seq 7"
+
+    async def run() -> str:
+        threads = AuditThreads()
+        try:
+            job = threads.submit(slow_write)
+            waiter = asyncio.ensure_future(_await(job))
+            await asyncio.sleep(0.01)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            assert not job.done and not finished
+            release.set()
+            settling = asyncio.ensure_future(job.settled())
+            await asyncio.sleep(0)
+            settling.cancel()  # cancelled again: settled() still waits for the work
+            await asyncio.sleep(0.05)
+            await job.settled()
+            return job.result()
+        finally:
+            threads.close()
+
+    assert asyncio.run(run()) == "seq 7"
+    assert finished == ["written"]
+
+
+async def _await(job: Any) -> Any:
+    return await job
+
+
+def test_more_jobs_than_threads_wait_in_order_and_close_waits_for_them() -> None:
+    done: list[int] = []
+
+    def write(n: int) -> int:
+        time.sleep(0.01)
+        done.append(n)
+        return n
+
+    async def run() -> list[int]:
+        threads = AuditThreads(max_threads=2)
+        jobs = [threads.submit(write, n) for n in range(6)]
+        results = [await job for job in jobs[:2]]
+        threads.close()  # the four still queued or running are finished first
+        assert sorted(done) == list(range(6))
+        with pytest.raises(RuntimeError, match="closed"):
+            threads.submit(write, 9)
+        return results
+
+    assert asyncio.run(run()) == [0, 1]
