@@ -325,6 +325,7 @@ class Bench:
             "anthropic_api_key": API_KEY,
             "base_url": self.base_url,
             "durability": scenario.durability,
+            "default_caller": "bench",  # requests to Claude name a caller
         }
 
     def sync_level(self, scenario: Scenario, c: int, pg: str | None) -> Row:

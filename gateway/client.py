@@ -20,6 +20,7 @@ the derived policy is what the audit log records, with its own fingerprint.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass
@@ -87,6 +88,7 @@ class _Core:
             providers=self.providers,
             durability=str(settings.durability),
             default_caller=settings.default_caller,
+            user_id_salt=settings.user_id_salt,
             policy_transform=transform,
         )
         # A service pays each provider's start-up (the SDK's import: about a second) now,
@@ -339,6 +341,20 @@ class Gateway(_Client):
 
         return Stream(open_stream)
 
+    def count_tokens(
+        self,
+        task: str,
+        prompt: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        caller: str | None = None,
+    ) -> int:
+        """Input tokens the provider counts for the request ``task`` would send: a pre-flight
+        check, not a model call (recorded as TOKEN_COUNT, since the content leaves the bank)."""
+        return self._core.pipeline.count_tokens(
+            task, prompt=prompt, messages=messages, caller=caller
+        )
+
     def close(self) -> None:
         self._core.close()
 
@@ -446,6 +462,21 @@ class AsyncGateway(_Client):
             return core.opened(step, asynchronous=True)
 
         return AsyncStream(open_stream)
+
+    async def count_tokens(
+        self,
+        task: str,
+        prompt: str | None = None,
+        *,
+        messages: list[dict[str, Any]] | None = None,
+        caller: str | None = None,
+    ) -> int:
+        """:meth:`Gateway.count_tokens`, with its audit work off the event loop."""
+        count = functools.partial(
+            self._core.pipeline.count_tokens, task, prompt=prompt, messages=messages, caller=caller
+        )
+        tokens: int = await self._core.recorder.threads.submit(count)
+        return tokens
 
     async def aclose(self) -> None:
         core = self._core

@@ -27,7 +27,7 @@ def _request_body(db: Path, request_id: str) -> dict[str, Any]:
 
 
 def test_a_tool_call_and_its_result_are_two_linked_recorded_turns(
-    gw: Gateway,
+    gw: Gateway,  # noqa: F811
     fake_api: FakeMessagesAPI,
     db_path: Path,  # noqa: F811
 ) -> None:
@@ -66,7 +66,7 @@ def test_a_tool_call_and_its_result_are_two_linked_recorded_turns(
 
 
 def test_a_result_for_an_unmade_call_is_rejected_recorded_and_not_sent(
-    gw: Gateway,
+    gw: Gateway,  # noqa: F811
     fake_api: FakeMessagesAPI,
     db_path: Path,  # noqa: F811
 ) -> None:
