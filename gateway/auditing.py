@@ -65,6 +65,7 @@ from gateway._usage import GroupBy, UsageReport, usage_report
 from gateway.approvals import ApprovalStatus, approval_draft, approval_status, sign_approval
 from gateway.catalog import Catalog
 from gateway.errors import (
+    AuditUnavailable,
     ConfigurationError,
     InputError,
     IntegrityAlert,
@@ -150,6 +151,17 @@ def record_signer(settings: Settings, *, create: bool) -> Signer | None:
         raise ConfigurationError(
             f"the record key file {str(path)!r} does not hold a usable key.", hint=KEY_HINT
         ) from None
+    except PermissionError as exc:
+        if settings.record_key_file is None:
+            # The key beside the database is part of what it takes to write that database:
+            # a process that may not read it may not write the log (like a read-only file).
+            raise AuditUnavailable(
+                f"this process cannot use the audit database's record key {str(path)!r} "
+                f"({exc.strerror}), so it cannot write the audit log.",
+                hint="Run the gateway as the user that owns the audit database and its key, "
+                "or set GATEWAY_RECORD_KEY_FILE.",
+            ) from None
+        raise _unreadable_key(path, exc) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise _unreadable_key(path, exc) from None
     try:
