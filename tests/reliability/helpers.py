@@ -31,6 +31,9 @@ def copy_policies(target: Path) -> Path:
     return target
 
 
+RELIABILITY_RECORD_KEY = "5a" * 32  # one key for every gateway of a scenario
+
+
 def settings_for(url: str, base_url: str, policy_dir: Path, **extra: Any) -> dict[str, Any]:
     """Settings as JSON for a forked gateway (durability os: process crashes, not power cuts)."""
     values: dict[str, Any] = {
@@ -41,6 +44,9 @@ def settings_for(url: str, base_url: str, policy_dir: Path, **extra: Any) -> dic
         "durability": "os",
         "retry_backoff_base_s": 0.01,
     }
+    if url.startswith("postgresql"):
+        # PostgreSQL has no folder to keep a record key beside it: it is configured.
+        values["record_key"] = RELIABILITY_RECORD_KEY
     values.update(extra)
     return values
 

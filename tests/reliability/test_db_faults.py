@@ -68,15 +68,7 @@ class LockHolder:
 
 
 def _settings(url: str, fake: FakeMessagesAPI, policy_dir: Path) -> Settings:
-    return Settings(
-        policy_dir=policy_dir,
-        database_url=url,
-        anthropic_api_key="sk-ant-db-faults",
-        default_caller="tests",
-        anthropic_base_url=fake.base_url,
-        durability="os",
-        retry_backoff_base_s=0.01,
-    )
+    return Settings(**settings_for(url, fake.base_url, policy_dir, default_caller="tests"))
 
 
 def _assert_log_sound(url: str, fake: FakeMessagesAPI) -> dict[str, str]:
