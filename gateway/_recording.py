@@ -41,8 +41,8 @@ from audit.errors import AuditStoreError
 from audit.signing import signature_check
 from audit.store import missing_database
 from gateway._audit_errors import translated
+from gateway._record_keys import record_signer, trusted_record_keys
 from gateway._threads import AuditThreads
-from gateway.auditing import record_signer, trusted_record_keys
 from gateway.errors import (
     AuditError,
     AuditWriteError,
