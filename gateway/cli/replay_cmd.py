@@ -59,7 +59,7 @@ from gateway.replay._model import UNCHANGED_MEANS
     "--operator",
     default=getpass.getuser,
     show_default="your login name",
-    help="Who runs this replay, named in the report.",
+    help="Who runs this replay: named in the report and recorded as its events' caller.",
 )
 @click.option(
     "--fail-on-refused",
@@ -86,7 +86,7 @@ def replay_command(
         raise click.UsageError("--fail-on-refused applies to a migration: add --model ID.")
     selection = Selection(request_ids=request_ids, **filters)
     settings = settings_of()
-    with ReplaySession.open(settings) as session:
+    with ReplaySession.open(settings, operator=operator) as session:
         prepared = session.prepare(selection, live=live, model=model_id)
         report = _run(session, prepared)
     context = ReportContext.made(operator, settings.database_url_masked)

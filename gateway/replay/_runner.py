@@ -86,10 +86,14 @@ class Replayer:
         catalog: Catalog,
         providers: Providers | None = None,
         *,
+        operator: str | None = None,
         today: date | None = None,
     ) -> None:
         self.store = store
         self.recorder = Recorder(store)
+        # Who runs the replay: its events are theirs (the replayed request's caller is kept
+        # as ``original_caller``); without one, they are recorded under that caller.
+        self.operator = operator
         self.catalog = catalog
         # Without providers configured, only what needs no credentials can be called.
         self.providers = providers or Providers(Settings())
@@ -276,7 +280,7 @@ class Replayer:
         labels = CallLabels(
             request_id=call.run_id,
             task=first.task,
-            caller=first.caller,
+            caller=self.operator or first.caller,
             policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
             request_hash=call.request_hash,
             attempt_context={"original_request_id": call.recorded.request_id},
@@ -288,6 +292,7 @@ class Replayer:
                 "mode": call.mode.value,
                 "original_request_id": call.recorded.request_id,
                 "original_seq": first.seq,
+                "original_caller": first.caller,
                 "target_model": call.target,
                 "provider": call.provider,
                 "api_version": call.api_version,
@@ -371,6 +376,7 @@ class Replayer:
             "mode": prepared.mode.value,
             "original_request_id": recorded.request_id,
             "original_seq": first.seq,
+            "original_caller": first.caller,
             "outcome": row.outcome.value,
             "reason": row.reason,
             "target_model": target,
@@ -385,7 +391,7 @@ class Replayer:
         labels = CallLabels(
             request_id=run_id,
             task=first.task,
-            caller=first.caller,
+            caller=self.operator or first.caller,
             policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
             request_hash=built.request_hash,
         )

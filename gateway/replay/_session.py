@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
+from gateway._inputs import check_name
 from gateway._recording import Recorder
 from gateway.catalog import Catalog
 from gateway.providers.registry import Providers
@@ -23,15 +24,31 @@ from gateway.settings import Settings
 
 
 class ReplaySession:
-    def __init__(self, recorder: Recorder, catalog: Catalog, providers: Providers) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        catalog: Catalog,
+        providers: Providers,
+        *,
+        operator: str | None = None,
+    ) -> None:
         self._recorder = recorder
         self._providers = providers
-        self.replayer = Replayer(recorder.store, catalog, providers)
+        self.replayer = Replayer(recorder.store, catalog, providers, operator=operator)
 
     @classmethod
-    def open(cls, settings: Settings, *, providers: Providers | None = None) -> ReplaySession:
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        providers: Providers | None = None,
+        operator: str | None = None,
+    ) -> ReplaySession:
+        """``operator``: who runs the replay, recorded as its events' caller."""
+        operator = check_name(operator, "operator", example="j.smith")
         catalog = Catalog.load(settings.catalog_override)
-        return cls(Recorder.open(settings, create=False), catalog, providers or Providers(settings))
+        recorder = Recorder.open(settings, create=False)
+        return cls(recorder, catalog, providers or Providers(settings), operator=operator)
 
     def prepare(
         self, selection: Selection, *, live: bool = False, model: str | None = None
