@@ -7,10 +7,8 @@ its approvals; self-contained, escaped, and it opens in headless Chromium.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,8 @@ from click.testing import CliRunner, Result
 from audit import AuditStore
 from gateway.cli import main
 from tests.policy.conftest import SHIPPED
+from tests.support.chromium import chromium, rendered_dom
+from tests.support.chromium import screenshot as shared_screenshot
 
 REPO = Path(__file__).resolve().parents[2]
 SIGNOFF = (
@@ -98,28 +98,8 @@ def test_without_an_audit_database_the_sheet_says_approvals_are_unknown(
     assert not (tmp_path / "none.db").exists()
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.skip("chromium is not installed (apt-get install chromium to run this test)")
-    return found
-
-
 def screenshot(html: Path, png: Path, size: str = "1000,1400") -> None:
-    """Open ``html`` in headless Chromium and save what it shows; ``GATEWAY_UPDATE_SCREENSHOTS``
-    copies it to docs/images/ under the same name."""
-    done = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--no-first-run", "--hide-scrollbars",
-         f"--window-size={size}", f"--screenshot={png}", html.as_uri()],
-        capture_output=True, text=True, timeout=90, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 10_000
-    if os.environ.get("GATEWAY_UPDATE_SCREENSHOTS"):
-        target = REPO / "docs" / "images" / png.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(png, target)
+    shared_screenshot(html, png, size, min_bytes=10_000)
 
 
 def test_the_sheet_opens_in_headless_chromium(db: str, folder: Path, tmp_path: Path) -> None:
@@ -129,12 +109,7 @@ def test_the_sheet_opens_in_headless_chromium(db: str, folder: Path, tmp_path: P
             str(folder), GATEWAY_APPROVER_KEY=secrets.token_hex(32))  # fmt: skip
     path = tmp_path / "signoff-sheet.html"
     sheet(db, folder, path)
-    dom = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--no-first-run", "--dump-dom", path.as_uri()],
-        capture_output=True, text=True, timeout=90, check=False,
-    )  # fmt: skip
-    assert dom.returncode == 0, dom.stderr
-    assert "Policy sign-off: sanctions_screening" in dom.stdout
-    assert "2 of 2 required: enough" in dom.stdout
+    dom = rendered_dom(path)
+    assert "Policy sign-off: sanctions_screening" in dom
+    assert "2 of 2 required: enough" in dom
     screenshot(path, tmp_path / "signoff-sheet.png")

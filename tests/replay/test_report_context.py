@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from gateway.cli import main
 from gateway.replay import ReportContext
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.replay.conftest import API_KEY, Recorded
+from tests.support.chromium import chromium, rendered_dom, screenshot
 
 Cli = Callable[..., Result]
 REPO = Path(__file__).resolve().parents[2]
@@ -112,28 +112,6 @@ def test_fail_on_refused_gates_a_migration(cli: Cli, three_compliance: Recorded)
     assert usage.exit_code == 2 and "--model" in usage.output
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.skip("chromium is not installed (apt-get install chromium to run this test)")
-    return found
-
-
-def screenshot(page: Path, png: Path, size: str) -> None:
-    done = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--no-first-run", "--hide-scrollbars",
-         f"--window-size={size}", f"--screenshot={png}", page.as_uri()],
-        capture_output=True, text=True, timeout=90, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and png.stat().st_size > 5_000
-    if os.environ.get("GATEWAY_UPDATE_SCREENSHOTS"):
-        target = REPO / "docs" / "images" / png.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(png, target)
-
-
 def test_the_migration_report_opens_in_headless_chromium(
     cli: Cli, three_compliance: Recorded, tmp_path: Path
 ) -> None:
@@ -142,13 +120,8 @@ def test_the_migration_report_opens_in_headless_chromium(
     result = cli("--model", "claude-sonnet-4-6", "--operator", "m.risk",
                  "--report", str(path))  # fmt: skip
     assert result.exit_code == 0, result.output
-    dom = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--no-first-run", "--dump-dom", path.as_uri()],
-        capture_output=True, text=True, timeout=90, check=False,
-    )  # fmt: skip
-    assert dom.returncode == 0, dom.stderr
-    assert "migration to claude-sonnet-4-6" in dom.stdout and "m.risk" in dom.stdout
+    dom = rendered_dom(path)
+    assert "migration to claude-sonnet-4-6" in dom and "m.risk" in dom
     screenshot(path, tmp_path / "replay-report.png", "1100,900")
 
 
