@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -219,22 +220,35 @@ def read_system_prompt(
     return text, [problem] if problem else []
 
 
+def _read_json_file(
+    policy_dir: Path, relative: str, name: str, key: str, invalid: Callable[[str], Finding]
+) -> tuple[bool, Any, list[Finding]]:
+    """A JSON file inside the policy folder, read with the schema files' size and depth
+    bounds: whether it was read, its value, and the findings that say why it was not
+    (``invalid`` words a file that is not JSON)."""
+    path, problem = resolve_inside(policy_dir, relative, name, key)
+    if path is None:
+        return False, None, [problem] if problem else []
+    text, problem = _read_text(path, name, key, MAX_SCHEMA_CHARS)
+    if text is None:
+        return False, None, [problem] if problem else []
+    try:
+        return True, load_json(text, max_depth=MAX_SCHEMA_DEPTH, max_chars=MAX_SCHEMA_CHARS), []
+    except JSONLimitError:
+        return False, None, [_too_deep(name, key, relative, MAX_SCHEMA_DEPTH)]
+    except ValueError as exc:
+        return False, None, [invalid(str(exc))]
+
+
 def read_output_schema(
     policy_dir: Path, relative: str, name: str
 ) -> tuple[dict[str, Any] | None, list[Finding]]:
     key = "output.schema_file"
-    path, problem = resolve_inside(policy_dir, relative, name, key)
-    if path is None:
-        return None, [problem] if problem else []
-    text, problem = _read_text(path, name, key, MAX_SCHEMA_CHARS)
-    if text is None:
-        return None, [problem] if problem else []
-    try:
-        schema = load_json(text, max_depth=MAX_SCHEMA_DEPTH, max_chars=MAX_SCHEMA_CHARS)
-    except JSONLimitError:
-        return None, [_too_deep(name, key, relative, MAX_SCHEMA_DEPTH)]
-    except ValueError as exc:
-        return None, [_invalid_schema(name, key, relative, str(exc))]
+    read, schema, found = _read_json_file(
+        policy_dir, relative, name, key, lambda why: _invalid_schema(name, key, relative, why)
+    )
+    if not read:
+        return None, found
     try:
         if not isinstance(schema, dict):
             raise ValueError("the top level must be a JSON object")
@@ -263,18 +277,11 @@ def read_tools(
 ) -> tuple[list[dict[str, Any]] | None, list[Finding]]:
     """The tool definitions file: a JSON array of tools exactly as they are sent."""
     key = "tools.file"
-    path, problem = resolve_inside(policy_dir, relative, name, key)
-    if path is None:
-        return None, [problem] if problem else []
-    text, problem = _read_text(path, name, key, MAX_SCHEMA_CHARS)
-    if text is None:
-        return None, [problem] if problem else []
-    try:
-        tools = load_json(text, max_depth=MAX_SCHEMA_DEPTH, max_chars=MAX_SCHEMA_CHARS)
-    except JSONLimitError:
-        return None, [_too_deep(name, key, relative, MAX_SCHEMA_DEPTH)]
-    except ValueError as exc:
-        return None, [_invalid_tools(name, relative, str(exc))]
+    read, tools, found = _read_json_file(
+        policy_dir, relative, name, key, lambda why: _invalid_tools(name, relative, why)
+    )
+    if not read:
+        return None, found
     if not isinstance(tools, list) or not tools or len(tools) > MAX_TOOLS:
         shape = f"the top level must be a JSON array of 1 to {MAX_TOOLS} tool objects"
         return None, [_invalid_tools(name, relative, shape)]
