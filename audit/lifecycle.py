@@ -16,7 +16,8 @@ these checks prove that the events fit together (docs/security.md):
   hash whose hash is the one named;
 - a REPLAY outcome's ``intent_seq`` is an open intent of the same replay run, and a REPLAY's
   ``original_seq`` an earlier event of the request it names;
-- an INTEGRITY_ALERT's ``served_seq`` is an earlier event.
+- an INTEGRITY_ALERT's ``served_seq`` is an earlier event (an alert for content planted
+  ahead of its event, ``check: "content_conflict"``, names none: no event of it exists).
 
 Memory stays flat on any size of log: only *open* intents are held (a request that ended is
 forgotten; one that never ended is an incomplete request, a handful at most, and past
@@ -128,7 +129,9 @@ class Lifecycle:
                          key[1], True, served_hash if isinstance(served_hash, str) else None)
                 )  # fmt: skip
         elif kind == "integrity_alert":
-            served = self._ref_seq(seq, data, "served_seq", required=True)
+            # A content conflict was refused before any event of it existed: it names none.
+            planted = data.get("check") == "content_conflict"
+            served = self._ref_seq(seq, data, "served_seq", required=not planted)
             if served is not None:
                 self._refs.append(_Ref(seq, "served_seq", served, None, None, None, False, None))
         else:  # replay

@@ -29,6 +29,7 @@ propagates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
 from audit.authenticity import SignatureCheck, check_outcome
-from audit.errors import AuditStoreError
+from audit.errors import AuditStoreError, ContentConflict
 from audit.signing import signature_check
 from audit.store import missing_database
 from gateway._audit_errors import translated
@@ -212,6 +213,8 @@ class Recorder:
         try:
             return self.store.append(draft)
         except AuditStoreError as exc:
+            if isinstance(exc, ContentConflict):
+                self._alert_content_conflict(draft, exc)
             raise AuditWriteError(
                 f"the audit record ({draft.kind}) could not be committed, so the gateway "
                 f"stopped: {exc.message}",
@@ -219,6 +222,27 @@ class Recorder:
                 hint="Nothing was sent upstream after this point. Fix the audit database "
                 "and retry.",
             ) from exc
+
+    def _alert_content_conflict(self, draft: EventDraft, conflict: ContentConflict) -> None:
+        """Content planted ahead of its event never happens by accident: say so in the log.
+
+        The alert holds no payload (the refused bytes stay unwritten). If even the alert
+        cannot be committed, the refused append's own error is what the caller gets."""
+        alert = EventDraft(
+            kind=EventKind.INTEGRITY_ALERT,
+            request_id=draft.request_id,
+            task=draft.task,
+            caller=draft.caller,
+            request_hash=draft.request_hash,
+            data={
+                "check": "content_conflict",
+                "refused_kind": str(draft.kind),
+                "table": conflict.table,
+                "digests": list(conflict.digests),
+            },
+        )
+        with contextlib.suppress(AuditStoreError):
+            self.store.append(alert)
 
     def find_response(self, request_hash: str, call: CallLabels) -> StoredEvent | None:
         """The recorded answer for ``request_hash``, checked before it is used (invariant 8).
