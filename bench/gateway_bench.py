@@ -174,14 +174,14 @@ def serve_fake() -> None:
 
 
 def deepen_backlog(fake: Any) -> None:
-    """Let 32 callers connect at once.
+    """Let 32 callers (128 streams in bench/server_bench.py) connect at once.
 
     socketserver listens with a backlog of 5; 32 simultaneous connects then overflow the accept
     queue, and the kernel drops handshakes (a 1 s SYN retry) or resets them (``ReadError``).
     That is the fake's limit, not the gateway's, so the benchmark raises it: a second
     ``listen()`` on a listening socket only changes the backlog.
     """
-    fake._server.socket.listen(128)
+    fake._server.socket.listen(256)
 
 
 @contextmanager

@@ -44,37 +44,10 @@ sys.path.insert(0, str(ROOT))
 import anthropic  # noqa: E402
 import httpx2 as httpx  # noqa: E402
 
+from bench.gateway_bench import fake_api  # noqa: E402
+
 TASK = "quant_strategy"
 MODEL = "claude-opus-4-6"
-
-
-def _serve_fake() -> None:
-    from tests.fakes.messages_api import FakeMessagesAPI
-
-    with FakeMessagesAPI() as fake:
-        # socketserver listens with a backlog of 5: 32 or 128 callers connecting at once
-        # would overflow it (the fake's limit, not the gateway's). listen() again raises it.
-        fake._server.socket.listen(256)
-        print(fake.base_url, flush=True)
-        sys.stdin.read()
-
-
-@contextmanager
-def fake_process() -> Iterator[str]:
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--serve-fake"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert child.stdout is not None
-        yield child.stdout.readline().strip()
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=10)
 
 
 def free_port() -> int:
@@ -152,15 +125,11 @@ def main() -> None:
     parser.add_argument("--c32-calls", type=int, default=1600)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--streams", action="store_true", help="also c=128 streams")
-    parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_fake:
-        _serve_fake()
-        return
 
     home = Path(tempfile.mkdtemp(prefix="server-bench-"))
     shutil.copytree(ROOT / "policies", home / "policies")
-    with fake_process() as fake_url:
+    with fake_api(in_process=False) as fake_url:  # its own process, as in gateway_bench
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "ANTHROPIC_"))}
         env.update(
             {
