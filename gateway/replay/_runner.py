@@ -88,9 +88,10 @@ class Replayer:
         *,
         operator: str | None = None,
         today: date | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.store = store
-        self.recorder = Recorder(store)
+        self.recorder = recorder if recorder is not None else Recorder(store)
         # Who runs the replay: its events are theirs (the replayed request's caller is kept
         # as ``original_caller``); without one, they are recorded under that caller.
         self.operator = operator

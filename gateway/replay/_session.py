@@ -34,7 +34,9 @@ class ReplaySession:
     ) -> None:
         self._recorder = recorder
         self._providers = providers
-        self.replayer = Replayer(recorder.store, catalog, providers, operator=operator)
+        self.replayer = Replayer(
+            recorder.store, catalog, providers, operator=operator, recorder=recorder
+        )
 
     @classmethod
     def open(
