@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,6 +14,7 @@ from audit import AuditStore, EventDraft, EventKind
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.replay.conftest import Recorded
 from tests.replay.helpers import head, replay_events
+from tests.support.chromium import chromium, rendered_dom
 
 Cli = Callable[..., Result]
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
@@ -133,16 +132,9 @@ def test_the_html_report_escapes_the_answer(
 def test_the_html_report_opens_in_headless_chromium(
     cli: Cli, recorded: Recorded, fake_api: FakeMessagesAPI, tmp_path: Path
 ) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("chromium is not installed (apt-get install chromium to run this test)")
+    chromium()  # skips, saying why, when it is not installed
     path = tmp_path / "r.html"
     _hostile_report(cli, recorded, fake_api, path)
-    done = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--dump-dom", path.as_uri()],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "Replay report: live" in done.stdout
-    assert "<script>" not in done.stdout
+    dom = rendered_dom(path)
+    assert "Replay report: live" in dom
+    assert "<script>" not in dom
