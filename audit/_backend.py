@@ -19,6 +19,8 @@ role that can connect may take and hold.
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,24 @@ class _NoRowsOrValues(logging.Filter):
 
 
 logging.getLogger("sqlalchemy.engine.Engine").addFilter(_NoRowsOrValues())
+
+
+def _enter_wal(cursor: Any, busy_ms: int) -> None:
+    """Switch the file to WAL, waiting like any other lock wait.
+
+    Only the first switch of a new file changes anything, and it needs the file to itself;
+    SQLite answers "database is locked" at once, without its busy handler, while another
+    process (creating the same new file) holds a lock. So the switch is retried until the
+    busy timeout, as every other statement would wait."""
+    deadline = time.monotonic() + busy_ms / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _engine(url: URL, **kwargs: Any) -> Engine:
@@ -160,7 +180,7 @@ class Backend:
                 dbapi_conn.isolation_level = None
                 cur = dbapi_conn.cursor()
                 cur.execute(f"PRAGMA busy_timeout = {busy_ms}")
-                cur.execute("PRAGMA journal_mode = WAL")
+                _enter_wal(cur, busy_ms)
                 cur.execute(f"PRAGMA synchronous = {sync}")
                 cur.close()
 
