@@ -4,8 +4,9 @@
     grant("postgresql+psycopg://admin@db/audit", "auditor", read_only=True)  # reviewers
 
 A reviewer (``read_only``) reads every table and may INSERT into ``events`` only, because its
-exports and checkpoints record themselves; the row-level security policies of migration 0003
-let a role without INSERT on ``payloads`` append only ``export`` and ``checkpoint`` events.
+exports, checkpoints and content reads record themselves; the row-level security policies of
+migrations 0003 and 0008 let a role without INSERT on ``payloads`` append only ``export``,
+``checkpoint`` and ``access`` events.
 The chain lock needs no grant of its own: ``audit_chain_lock()`` (migration 0007) takes it for
 any session that may INSERT into ``events`` and for no other, so a role granted here can hold
 appends up only while it keeps a transaction open, and then only for their ``lock_timeout``.
@@ -25,7 +26,8 @@ from audit.errors import DatabaseUnavailable
 from audit.migrate import check_at_head
 
 APPEND_TABLES = ("events", "payloads", "policies")
-# What a reviewer's own records need: EXPORT and CHECKPOINT events carry no payload or policy.
+# What a reviewer's own records need: EXPORT, CHECKPOINT and ACCESS events carry no payload
+# or policy.
 # Holding INSERT on payloads is what marks a full appender to the events policies (0003).
 REVIEW_TABLES = ("events",)
 READ_TABLES = (*APPEND_TABLES, "audit_meta", "alembic_version")

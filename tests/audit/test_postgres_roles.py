@@ -131,6 +131,37 @@ def test_reviewer_appends_only_the_records_of_its_own_reads(
         ]
 
 
+def test_reviewer_records_its_content_reads_and_nothing_with_content(
+    postgres_server: PostgresServer,
+) -> None:
+    """`audit show --content` appends an ACCESS event before it shows anything (0008)."""
+    from audit.migrate import upgrade
+
+    db = _owned_database(postgres_server, "audit_owner")
+    owner_url = postgres_server.url(db, "audit_owner")
+    upgrade(owner_url)
+    _create_role(postgres_server, "auditor")
+    grant(owner_url, "auditor", read_only=True)
+    with AuditStore.open(owner_url) as owner:
+        owner.append(EventDraft(kind=EventKind.REQUEST, request_id="r1", payloads={"b": b"x"}))
+    read = {"reviewer": "auditor", "read_request_id": "r1", "read": ["request"]}
+    with AuditStore.open(postgres_server.url(db, "auditor")) as store:
+        access = store.append(
+            EventDraft(kind=EventKind.ACCESS, request_id="access-1", caller="auditor", data=read)
+        )
+        assert access.seq == 2
+        with pytest.raises(AppendFailed, match="permission denied for table payloads"):
+            store.append(
+                EventDraft(kind=EventKind.ACCESS, request_id="access-2", payloads={"b": b"y"})
+            )
+        for kind in (EventKind.APPROVAL, EventKind.RESPONSE):
+            with pytest.raises(AppendFailed, match="row-level security"):
+                store.append(EventDraft(kind=kind, request_id="forged"))
+    with AuditStore.open(owner_url) as owner:
+        report = owner.verify()
+    assert report.ok and report.head_seq == 2
+
+
 def _rls(dsn: str) -> tuple[bool, bool, set[str]]:
     """(row security on, forced, policy names) for events."""
     with psycopg.connect(dsn) as conn:
