@@ -18,7 +18,6 @@ from typing import Any
 
 import click
 
-from audit.canonical import canonical_digest, digest
 from audit.store import missing_database
 from gateway._signoff_sheet import signoff_sheet
 from gateway.approvals import ApprovalStatus
@@ -26,21 +25,19 @@ from gateway.auditing import Auditing
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
+from gateway.cli._policy_show import PLACEHOLDER_INPUT, show_data, show_rows, signoff_fields
 from gateway.cli._render import echo_json, open_output, shown, shown_lines, text_table
-from gateway.errors import AuditError, PolicyLoadError
+from gateway.errors import AuditError
 from gateway.policy import (
     Finding,
-    Policy,
     PolicyEntry,
     PolicySet,
     TaskDiff,
     diff_policy_sets,
-    plan_request,
     review_policies,
 )
 from gateway.settings import Settings
 
-PLACEHOLDER_INPUT = "<user input>"
 FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -99,16 +96,6 @@ def _approval_json(status: ApprovalStatus | None, required: int) -> dict[str, An
         "required": required,
         "enough": status.enough(required),
         "not_counted": list(status.rejected),
-    }
-
-
-def _signoff(data: Any) -> dict[str, Any]:
-    """The sign-off fields of a PolicyFile or Policy, JSON-ready."""
-    return {
-        "owner": data.owner,
-        "risk_tier": data.risk_tier,
-        "effective_date": data.effective_date.isoformat() if data.effective_date else None,
-        "regulations": list(data.regulations),
     }
 
 
@@ -192,7 +179,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
                         else None,
                         "errors": e.errors,
                         "warnings": e.warnings,
-                        "signoff": _signoff(e.data) if e.data else None,
+                        "signoff": signoff_fields(e.data) if e.data else None,
                         "approvals": _approval_json((approvals or {}).get(e.task), required)
                         if approvals is not None
                         else None,
@@ -208,7 +195,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         click.echo(f"Policy review of {shown(folder)}")
         click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
         click.echo("")
-        _echo_signoff(report.entries, approvals, required)
+        _echosignoff_fields(report.entries, approvals, required)
         if report.findings:
             click.echo(f"Findings ({report.errors} errors, {report.warnings} warnings):")
             for f in report.findings:
@@ -229,7 +216,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         raise CheckFailed()
 
 
-def _echo_signoff(
+def _echosignoff_fields(
     entries: tuple[PolicyEntry, ...] | list[PolicyEntry],
     approvals: dict[str, ApprovalStatus] | None,
     required: int,
@@ -238,7 +225,7 @@ def _echo_signoff(
     for e in entries:
         if e.data is None:
             continue
-        s = _signoff(e.data)
+        s = signoff_fields(e.data)
         approved = (
             _approval_text(approvals.get(e.task), required)
             if approvals is not None
@@ -262,35 +249,6 @@ def _echo_signoff(
 
 
 # --- show ------------------------------------------------------------------------------------
-
-
-def _show_data(policy: Policy, catalog: Catalog) -> dict[str, Any]:
-    model = catalog.get(policy.model_id)
-    if model is None:  # review refuses this; only a catalog override changed under us
-        raise PolicyLoadError(f"model {policy.model_id!r} is not in the catalog.")
-    plan = plan_request(policy, model, [{"role": "user", "content": PLACEHOLDER_INPUT}])
-    prompt = policy.system_prompt
-    return {
-        "task": policy.task,
-        "description": policy.description,
-        **_signoff(policy),
-        "reproducible": policy.reproducible,
-        "model_id": policy.model_id,
-        "provider": plan.provider,
-        "api_version": plan.api_version,
-        "cache_mode": policy.cache_mode,
-        "output_format": policy.output_format,
-        "stream": policy.stream,
-        "effective": plan.effective,
-        "caller": policy.caller.model_dump(mode="json", exclude_none=True),
-        "system_prompt_digest": digest(prompt.encode()) if prompt is not None else None,
-        "output_schema_digest": canonical_digest(policy.output_schema)
-        if policy.output_schema is not None
-        else None,
-        "fingerprint": policy.fingerprint,
-        "request_template": {"api_version": plan.api_version, "body": plan.body},
-        "placeholder_input": PLACEHOLDER_INPUT,
-    }
 
 
 @policy_group.command("show")
@@ -320,13 +278,14 @@ def show_command(
     catalog = _catalog(settings)
     policies = PolicySet.load(_policy_dir(policy_dir, settings), catalog)
     policy = policies.get(task)
-    data = _show_data(policy, catalog)
+    entry = policies.entry(task)
+    tools_file = entry.data.tools.file if entry is not None and entry.data else None
+    data = show_data(policy, tools_file, catalog)
     approvals = _approvals(settings, policies, [task])
     status = approvals.get(task) if approvals is not None else None
     if fmt == "html":
         model = catalog.get(policy.model_id)
-        entry = policies.entry(task)
-        assert model is not None  # _show_data refused a model the catalog lacks
+        assert model is not None  # show_data refused a model the catalog lacks
         sheet = signoff_sheet(
             policy,
             model,
@@ -347,22 +306,7 @@ def show_command(
         echo_json(data)
         return
     rows = [
-        ("task", data["task"]),
-        ("description", data["description"]),
-        ("owner", data["owner"]),
-        ("risk tier", data["risk_tier"] or "-"),
-        ("effective date", data["effective_date"] or "-"),
-        ("regulations", "; ".join(data["regulations"]) or "-"),
-        ("model", f"{data['model_id']} ({data['provider']}, API {data['api_version']})"),
-        ("reproducible", "yes" if data["reproducible"] else "no"),
-        ("cache mode", data["cache_mode"]),
-        ("output", data["output_format"]),
-        ("stream", data["stream"]),
-        *[(f"generation.{k}", json.dumps(v)) for k, v in data["effective"].items()],
-        *[(f"caller.{k}", json.dumps(v)) for k, v in data["caller"].items()],
-        ("system prompt", data["system_prompt_digest"] or "none"),
-        ("output schema", data["output_schema_digest"] or "none"),
-        ("fingerprint", data["fingerprint"]),
+        *show_rows(data),
         (
             "approvals",
             _approval_text(status, settings.require_approvals)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,75 @@ def test_models_list_json_matches_the_catalog(runner: CliRunner) -> None:
 def test_usage_error_exits_2(runner: CliRunner) -> None:
     result = runner.invoke(main, ["policy", "review", "--format", "yaml"])
     assert result.exit_code == 2
+
+
+def test_show_json_has_tools_attachments_and_prompt_cache(runner: CliRunner) -> None:
+    def show(task: str) -> dict[str, object]:
+        args = ["policy", "show", task, "--policy-dir", str(SHIPPED), "--format", "json"]
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, result.output
+        return dict(json.loads(result.output))
+
+    tools = show("sanctions_screening")
+    assert tools["prompt_cache"] == "1h"
+    assert tools["tools"] == {
+        "file": "tools/lookup_entity.json",
+        "names": ["lookup_entity"],
+        "choice": "auto",
+        "server": [],
+    }
+    assert tools["attachments"] == {
+        "images": None,
+        "documents": None,
+        "caller_cache_control": False,
+    }
+    pdf = show("prospectus_summary")
+    assert pdf["prompt_cache"] == "5m" and pdf["tools"] is None
+    assert pdf["attachments"] == {
+        "images": None,
+        "documents": {"max_bytes": 10_000_000, "max_count": 1, "url": False},
+        "caller_cache_control": False,
+    }
+
+
+def test_show_text_has_tools_attachments_and_prompt_cache(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "p.md").write_text("Describe the chart.\n", encoding="utf-8")
+    (folder / "charts.toml").write_text(
+        'schema = 1\ndescription = "Read a chart."\nowner = "t"\n'
+        '[model]\nid = "claude-sonnet-4-6"\n[generation]\nmax_tokens = 512\n'
+        '[prompt]\nsystem_file = "prompts/p.md"\n'
+        "[input]\nimages = { max_bytes = 2_000_000, max_count = 3, url = true }\n"
+        "cache_control = true\n",
+        encoding="utf-8",
+    )
+
+    def rows(task: str, folder: Path) -> dict[str, str]:
+        result = runner.invoke(main, ["policy", "show", task, "--policy-dir", str(folder)])
+        assert result.exit_code == 0, result.output
+        table = result.output.split("\n\n")[0].splitlines()[2:]
+        pairs = [re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in table]
+        return {pair[0]: pair[-1] for pair in pairs}
+
+    charts = rows("charts", folder)
+    assert charts["prompt cache"] == "off"
+    assert charts["tools"] == "none"
+    assert charts["attachments.images"] == (
+        "up to 3 per request, 2,000,000 bytes each; URL sources allowed"
+    )
+    assert charts["attachments.documents"] == "refused"
+    assert charts["caller cache_control"] == "allowed"
+    screening = rows("sanctions_screening", SHIPPED)
+    assert screening["prompt cache"] == "ttl 1h"
+    assert screening["tools.file"] == "tools/lookup_entity.json"
+    assert screening["tools.names"] == "lookup_entity"
+    assert screening["tools.choice"] == "auto"
+    assert screening["tools.server"] == "none allowed"
+    summary = rows("prospectus_summary", SHIPPED)
+    assert summary["attachments.documents"] == (
+        "up to 1 per request, 10,000,000 bytes each; base64 only (URL sources refused)"
+    )
