@@ -37,13 +37,17 @@ def plan_migration(
     requested: Mapping[str, Any],
     *,
     caller: str | None = None,
+    user_id: str | None = None,
     today: date | None = None,
 ) -> Migration:
+    """``user_id``: the recorded ``metadata.user_id``, kept when the policy forwards one."""
     moved = policy.model_copy(update={"model_id": target.id})
     day = today or date.today()
     findings = tuple(f.line() for f in check(Subject.of_policy(moved, target, today=day)))
     try:
-        plan = plan_request(moved, target, messages, overrides=dict(requested), caller=caller)
+        plan = plan_request(
+            moved, target, messages, overrides=dict(requested), caller=caller, user_id=user_id
+        )
     except PolicyLoadError as exc:
         refused = tuple(f.line() for f in exc.findings if hasattr(f, "line"))
         return Migration(moved, None, findings or refused, refusal=exc.message)

@@ -173,6 +173,15 @@ def request_body(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None
     return body if isinstance(body, dict) else None
 
 
+def recorded_user_id(body: dict[str, Any]) -> str | None:
+    """The ``metadata.user_id`` the recorded body carried: an HMAC of the caller under the
+    recording deployment's salt, which a re-plan cannot recompute (and need not: it re-plans
+    the request that was sent, identifier included)."""
+    metadata = body.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+    return user_id if isinstance(user_id, str) else None
+
+
 def response_json(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None:
     if recorded.response is None:
         return None

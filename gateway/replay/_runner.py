@@ -37,6 +37,7 @@ from gateway.replay._recorded import (
     Recorded,
     Selection,
     load_selection,
+    recorded_user_id,
     request_body,
     response_json,
 )
@@ -232,6 +233,7 @@ class Replayer:
             body.get("messages"),
             request.data.get("requested") or {},
             caller=request.caller,
+            user_id=recorded_user_id(body),
             today=self.today,
         )
         row = _Row({"findings": migration.findings}, policy=migration.policy)

@@ -22,7 +22,7 @@ from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import GatewayError
 from gateway.policy import Plan, plan_request
 from gateway.replay._model import Check
-from gateway.replay._recorded import Recorded, payload, request_body
+from gateway.replay._recorded import Recorded, payload, recorded_user_id, request_body
 
 
 def verify_request(store: AuditStore, catalog: Catalog, recorded: Recorded) -> tuple[Check, ...]:
@@ -61,6 +61,7 @@ def _checks(
             messages,
             overrides=request.data.get("requested") or {},
             caller=request.caller,
+            user_id=recorded_user_id(body),
         )
     except GatewayError as exc:
         yield Check(name="replan", ok=False, detail=f"re-planning failed: {exc.message}")
