@@ -40,7 +40,8 @@ from gateway._inputs import (
 from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
-from gateway._recording import CallLabels, Intent, Recorder
+from gateway._recording import CallLabels, Intent, Recorder, answer_alerted
+from gateway._replayable import outside_world
 from gateway._served import Served, ServedMemo, recorded_message
 from gateway._user_id import forwarded_user_id
 from gateway.catalog import Catalog, ModelInfo
@@ -286,8 +287,8 @@ class RequestPipeline:
     def cached_hit(self, prepared: Prepared) -> tuple[Result, Mapping[str, Any]] | None:
         """A replay hit: its Result and the recorded message it serves (which a streamed
         request streams as events); ``None`` on a miss or outside replay mode."""
-        if prepared.plan.cache_mode != "replay":
-            return None
+        if prepared.plan.cache_mode != "replay" or outside_world(prepared.policy):
+            return None  # an answer that depended on the outside world is never replayed
         served = self._served.get(prepared.request_hash) or self._find_served(prepared)
         if served is None:
             return None
@@ -371,6 +372,7 @@ class RequestPipeline:
                 if prepared.policy.derived
                 else None,
                 "output_format": plan.output_format,
+                **_replayability(prepared.policy),
                 "durability": self.durability,
                 "gateway_version": GATEWAY_VERSION,
             },
@@ -501,7 +503,7 @@ class RequestPipeline:
                 check=alert["check"],
                 seq=appended.seq,
             )
-        if data["ok"] and prepared.plan.cache_mode == "replay":
+        if data["ok"] and not answer_alerted(data) and prepared.plan.cache_mode == "replay":
             self._served.put(
                 prepared.request_hash,
                 Served(
@@ -565,9 +567,21 @@ class RequestPipeline:
             usage=dict(response.get("usage") or {}),
             policy_fingerprint=prepared.policy.fingerprint,
             stop_reason=stop_reason,
+            stop_sequence=_stop_sequence(response),
             content=blocks,
             tool_uses=tool_uses,
         )
+
+
+def _stop_sequence(response: Mapping[str, Any]) -> str | None:
+    stop = response.get("stop_sequence")
+    return stop if isinstance(stop, str) else None
+
+
+def _replayability(policy: Policy) -> dict[str, str]:
+    """``not_replayable``: why this request's answer cannot be replayed; absent when it can."""
+    reason = outside_world(policy)
+    return {"not_replayable": reason} if reason else {}
 
 
 def _check_stream_mode(policy: Policy, stream: bool) -> None:

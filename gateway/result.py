@@ -35,6 +35,8 @@ class Result:
     usage: dict[str, Any] = field(default_factory=dict)
     policy_fingerprint: str = ""
     stop_reason: str | None = None
+    # Which of the request's stop_sequences the answer stopped at (stop_reason "stop_sequence").
+    stop_sequence: str | None = None
     # The answer's content blocks as received, and its tool calls for convenience.
     content: tuple[dict[str, Any], ...] = ()
     tool_uses: tuple[ToolUse, ...] = ()
@@ -51,6 +53,7 @@ class Result:
             "usage": self.usage,
             "policy_fingerprint": self.policy_fingerprint,
             "stop_reason": self.stop_reason,
+            "stop_sequence": self.stop_sequence,
             "content": list(self.content),
             "tool_uses": [{"id": t.id, "name": t.name, "input": t.input} for t in self.tool_uses],
         }

@@ -115,7 +115,7 @@ def message_body(result: Result) -> dict[str, Any]:
         "model": result.model,
         "content": [{"type": "text", "text": result.text}],
         "stop_reason": result.stop_reason,
-        "stop_sequence": None,
+        "stop_sequence": result.stop_sequence,
         "usage": usage,
     }
 

@@ -93,6 +93,8 @@ class Reply:
     text: str = DEFAULT_TEXT
     model: str | None = None
     stop_reason: str = "end_turn"
+    # The stop sequence the answer ended at (with stop_reason "stop_sequence").
+    stop_sequence: str | None = None
     error_type: str | None = None
     message: str | None = None
     retry_after: float | str | None = None
@@ -129,15 +131,18 @@ class Reply:
         stop_details: dict[str, Any] | None = None,
         thinking: tuple[tuple[str, str], ...] = (),
         context_management: dict[str, Any] | None = None,
+        stop_sequence: str | None = None,
     ) -> Reply:
         """A successful message; ``json_text`` (if given) is the text, for JSON tasks.
-        ``model`` answers as that model whatever was asked for."""
+        ``model`` answers as that model whatever was asked for. ``stop_sequence``: the answer
+        stopped at it (``stop_reason`` becomes ``"stop_sequence"``)."""
         body_text = json_text if json_text is not None else text
         return cls(
             "ok",
             text=body_text,
             model=model,
-            stop_reason=stop_reason,
+            stop_reason="stop_sequence" if stop_sequence is not None else stop_reason,
+            stop_sequence=stop_sequence,
             headers=headers,
             inference_geo=inference_geo,
             service_tier=service_tier,
@@ -150,8 +155,9 @@ class Reply:
     def tool_use(
         cls, *calls: tuple[str, str, dict[str, Any]], text: str = "Let me look that up."
     ) -> Reply:
-        """A non-streamed answer that calls tools: a text block, then one ``tool_use`` block
-        per ``(id, name, input)``, with ``stop_reason: "tool_use"``."""
+        """An answer that calls tools: a text block, then one ``tool_use`` block per
+        ``(id, name, input)``, with ``stop_reason: "tool_use"`` (streamed when asked: each
+        call's input as one ``input_json_delta``)."""
         return cls("ok", text=text, stop_reason="tool_use", tool_uses=calls)
 
     @classmethod
@@ -209,6 +215,7 @@ class Reply:
         error_type: str = "overloaded_error",
         drop_after: int | None = None,
         model: str | None = None,
+        stop_sequence: str | None = None,
     ) -> Reply:
         """A 200 event stream written event by event (chunked): ``text`` in ``deltas`` text
         deltas, ``delay`` seconds apart (``first_delay`` before the first). ``error_after=n``
@@ -218,7 +225,8 @@ class Reply:
             "stream",
             text=text,
             model=model,
-            stop_reason=stop_reason,
+            stop_reason="stop_sequence" if stop_sequence is not None else stop_reason,
+            stop_sequence=stop_sequence,
             stop_details=stop_details,
             deltas=deltas,
             delay=delay,
@@ -611,7 +619,7 @@ def _message(reply: Reply, request: RecordedRequest, number: int) -> dict[str, A
             ),
         ],
         "stop_reason": reply.stop_reason,
-        "stop_sequence": None,
+        "stop_sequence": reply.stop_sequence,
         "usage": {
             "input_tokens": _count_words(body.get("messages")) + _count_words(body.get("system")),
             "output_tokens": len(reply.text.split()),
@@ -642,6 +650,7 @@ def _stream_events(message: dict[str, Any], failure: Reply | None) -> bytes:
         **message,
         "content": [],
         "stop_reason": None,
+        "stop_sequence": None,
         "usage": {**message["usage"], "output_tokens": 1},
     }
     out = [
@@ -670,12 +679,33 @@ def _stream_events(message: dict[str, Any], failure: Reply | None) -> bytes:
             _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
         )
     out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    for index, block in enumerate(message["content"][1:], start=1):
+        if block.get("type") != "tool_use":
+            continue
+        start_block = {**block, "input": {}}
+        partial = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        out.append(
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start_block},
+            )
+        )
+        out.append(
+            _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": partial},
+            )
+        )
+        out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
     out.append(
         _sse(
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "delta": {
+                    "stop_reason": message["stop_reason"],
+                    "stop_sequence": message["stop_sequence"],
+                },
                 "usage": {"output_tokens": message["usage"]["output_tokens"]},
             },
         )
@@ -738,7 +768,10 @@ def _stream_script(message: dict[str, Any], reply: Reply) -> Iterator[tuple[str,
         yield "drop", None
         return
     yield "send", _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
-    delta_body: dict[str, Any] = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    delta_body: dict[str, Any] = {
+        "stop_reason": message["stop_reason"],
+        "stop_sequence": message["stop_sequence"],
+    }
     if message.get("stop_details") is not None:
         delta_body["stop_details"] = message["stop_details"]
     yield (
