@@ -247,12 +247,14 @@ class Recorder:
     def find_response(self, request_hash: str, call: CallLabels) -> StoredEvent | None:
         """The recorded answer for ``request_hash``, checked before it is used (invariant 8).
 
+        An alerted answer (:func:`answer_alerted`) is not one: the request goes upstream.
+
         An answer that does not check out is never returned: an INTEGRITY_ALERT event is
         recorded for ``call`` (what failed, which seq) and :class:`IntegrityAlert` raised.
         """
         try:
             event = self.store.find_response(request_hash)
-            if event is None:
+            if event is None or answer_alerted(event.data):
                 return None
             problems = check_outcome(self.store, event, signature=self.signature)
         except AuditStoreError as exc:
@@ -499,6 +501,15 @@ class Recorder:
             finally:
                 if cancelled:
                     await self.threads.to_end(outcomes.cancelled, partial, reason)
+
+
+def answer_alerted(data: Mapping[str, Any]) -> bool:
+    """Whether a RESPONSE's data says its answer broke its policy's pins (another model, another
+    region, server-side edits: gateway._answer_checks). Such an answer was returned once, with
+    its alert; serving it again as a replay hit would repeat, without a fresh alert, an answer
+    the policy did not allow, so an identical request goes upstream again (docs/gateway.md).
+    Read from the RESPONSE itself, which commits its alerts with the answer."""
+    return bool(data.get("alerts"))
 
 
 class _NoReply(Exception):
