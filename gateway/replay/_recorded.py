@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from audit import AuditStore, EventKind, StoredEvent
 from audit.errors import ContentMismatch, NotFound
+from gateway._replayable import outside_world
 from gateway.errors import InputError
 from gateway.policy import Policy
 
@@ -105,8 +106,28 @@ def _load(store: AuditStore, request_id: str, policies: dict[str, Policy]) -> Re
         return Recorded(request_id, events, None, None, None, skip=_why_not_replayable(events))
     fingerprint = request.policy_fingerprint
     policy = policies.get(fingerprint) if fingerprint else None
-    if policy is not None:
-        return Recorded(request_id, events, request, _last(events, EventKind.RESPONSE), policy)
+    if policy is None:
+        policy = _policy_of(store, request_id, fingerprint)
+        if fingerprint:  # always, with content: the content was looked up by it
+            policies[fingerprint] = policy
+    return Recorded(
+        request_id=request_id,
+        events=events,
+        request=request,
+        response=_last(events, EventKind.RESPONSE),
+        policy=policy,
+        skip=_outside_world(request, policy),
+    )
+
+
+def _outside_world(request: StoredEvent, policy: Policy) -> str | None:
+    # The record says so; the recorded policy says so for a record made before it did.
+    reason = request.data.get("not_replayable") or outside_world(policy)
+    reason = str(reason) if reason else None
+    return f"not replayable: {reason}" if reason else None
+
+
+def _policy_of(store: AuditStore, request_id: str, fingerprint: str | None) -> Policy:
     content = store.policy_content(fingerprint) if fingerprint else None
     if content is None:
         raise InputError(
@@ -114,16 +135,7 @@ def _load(store: AuditStore, request_id: str, policies: dict[str, Policy]) -> Re
             "this audit database, so the request cannot be re-planned.",
             hint="Point GATEWAY_DATABASE_URL at the database the request was recorded in.",
         )
-    policy = Policy.from_content(content)
-    if fingerprint:  # always, with content: the content was looked up by it
-        policies[fingerprint] = policy
-    return Recorded(
-        request_id=request_id,
-        events=events,
-        request=request,
-        response=_last(events, EventKind.RESPONSE),
-        policy=policy,
-    )
+    return Policy.from_content(content)
 
 
 def _why_not_replayable(events: tuple[StoredEvent, ...]) -> str:
