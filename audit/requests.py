@@ -41,6 +41,13 @@ OUTCOMES = {
     # from what its policy pinned, which an auditor should see in the list.
     EventKind.ANSWER_ALERT: "answer alert",
 }
+# The recorded usage fields the list carries, and the column each is shown in.
+USAGE_COLUMNS = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_creation_input_tokens": "cache_write_tokens",
+    "cache_read_input_tokens": "cache_read_tokens",
+}
 FLAGGED = "flagged"  # a RESPONSE whose answer failed its output check (data ok = false)
 
 
@@ -62,7 +69,13 @@ class RequestSummary(BaseModel):
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cache_write_tokens: int | None = None  # usage.cache_creation_input_tokens
+    cache_read_tokens: int | None = None  # usage.cache_read_input_tokens
     latency_ms: float | None = None
+    # The estimated cost of that usage in US dollars. The audit store knows no prices: the
+    # gateway fills this in from its model catalog (gateway._usage.priced); None where no
+    # usage was recorded or the model has no sourced price, never a guessed 0.
+    cost_usd: float | None = None
 
 
 @dataclass
@@ -104,7 +117,8 @@ class _Acc:
 
 
 def _measures(event: StoredEvent) -> dict[str, Any]:
-    """The list's model, token and latency columns, from what this event's data records."""
+    """The list's model, token and latency columns, from what this event's data records
+    (token counts only as non-negative integers, as gateway._usage sums them)."""
     data = event.data
     found: dict[str, Any] = {}
     model = data.get("model") if event.kind != EventKind.REQUEST else data.get("model_id")
@@ -112,10 +126,10 @@ def _measures(event: StoredEvent) -> dict[str, Any]:
         found["model"] = model
     usage = data.get("usage")
     if isinstance(usage, dict):
-        for key in ("input_tokens", "output_tokens"):
+        for key, column in USAGE_COLUMNS.items():
             value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                found[key] = value
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                found[column] = value
     latency = data.get("latency_ms")
     if isinstance(latency, int | float) and not isinstance(latency, bool):
         found["latency_ms"] = float(latency)

@@ -23,9 +23,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from audit import EventFilter, EventKind, StoredEvent
+from audit.requests import USAGE_COLUMNS, RequestSummary
 from gateway.catalog import Catalog, ModelInfo
 
-__all__ = ["TOKEN_KINDS", "GroupBy", "UsageReport", "UsageRow", "usage_report"]
+__all__ = ["TOKEN_KINDS", "GroupBy", "UsageReport", "UsageRow", "priced", "usage_report"]
 
 GroupBy = Literal["caller", "task", "model"]
 
@@ -126,6 +127,20 @@ def _cost(usage: Mapping[str, int], info: ModelInfo | None) -> float | None:
             continue
         total += count * price / PER
     return total
+
+
+def priced(summary: RequestSummary, catalog: Catalog) -> RequestSummary:
+    """``summary`` with ``cost_usd``: its recorded usage priced as :func:`usage_report` prices
+    it (the model that answered; cache writes and reads at their own prices). None when it
+    recorded no usage (no upstream call: a cache hit, a rejection) or its model, or a token
+    kind it used, has no sourced price."""
+    usage = {
+        kind: count
+        for kind, column in USAGE_COLUMNS.items()
+        if (count := getattr(summary, column)) is not None
+    }
+    info = catalog.get(summary.model) if summary.model is not None and usage else None
+    return summary.model_copy(update={"cost_usd": _cost(usage, info)})
 
 
 def _usage(event: StoredEvent) -> dict[str, int] | None:

@@ -64,7 +64,7 @@ from gateway._record_keys import read_public_keys as read_public_keys
 from gateway._record_keys import record_key_path as record_key_path
 from gateway._record_keys import record_signer as record_signer
 from gateway._record_keys import trusted_record_keys as trusted_record_keys
-from gateway._usage import GroupBy, UsageReport, usage_report
+from gateway._usage import GroupBy, UsageReport, priced, usage_report
 from gateway.approvals import ApprovalStatus, approval_draft, approval_status, sign_approval
 from gateway.catalog import Catalog
 from gateway.errors import (
@@ -205,11 +205,19 @@ class Auditing:
         self.close()
 
     def requests(
-        self, filters: EventFilter | None = None, *, limit: int | None = 50
+        self,
+        filters: EventFilter | None = None,
+        *,
+        limit: int | None = 50,
+        catalog: Catalog | None = None,
     ) -> list[RequestSummary]:
-        """The newest ``limit`` requests matching ``filters`` (all when None), oldest first."""
+        """The newest ``limit`` requests matching ``filters`` (all when None), oldest first,
+        each with its estimated cost priced from ``catalog`` (the configured one by default;
+        ``cost_usd`` None where unpriced, as :meth:`usage`)."""
+        catalog = catalog if catalog is not None else Catalog.load(self._settings.catalog_override)
         with translated():
-            return list_requests(self._store, filters, limit=limit)
+            rows = list_requests(self._store, filters, limit=limit)
+        return [priced(row, catalog) for row in rows]
 
     def count_requests(self, filters: EventFilter | None = None) -> int:
         """How many requests :meth:`requests` would list without a limit (one pass over

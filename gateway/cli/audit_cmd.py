@@ -86,7 +86,8 @@ def audit_list(
     ctx: click.Context, /, limit: int, everything: bool, fmt: str, **filters: Any
 ) -> None:
     """One row per request: status (completed, flagged, failed, cancelled, rejected, cache
-    hit, integrity alert, incomplete, ...), model, tokens and latency."""
+    hit, integrity alert, incomplete, ...), model, tokens, latency and estimated cost
+    (priced from the model catalog; "-" where no usage was recorded or no price is sourced)."""
     selection = EventFilter(**filters)
     limit_or_all = None if everything or not limit else limit
     with Auditing.open(settings_of(ctx)) as auditing:
@@ -99,7 +100,8 @@ def audit_list(
     else:
         click.echo(
             f"{'seq':>13}  {'started (UTC)':19}  {'status':15}  {'task':22}  {'label':22}  "
-            f"{'caller':18}  {'model':20}  {'tokens in/out':>13}  {'latency':>9}  id"
+            f"{'caller':18}  {'model':20}  {'tokens in/out':>13}  {'latency':>9}  "
+            f"{'cost (USD)':>10}  id"
         )
         for r in rows:
             seqs = str(r.first_seq) if r.first_seq == r.last_seq else f"{r.first_seq}-{r.last_seq}"
@@ -107,7 +109,8 @@ def audit_list(
                 f"{seqs:>13}  {r.started_at:%Y-%m-%d %H:%M:%S}  {_cell(r.status, 15)}  "
                 f"{_cell(r.task, 22)}  {_cell(r.label, 22)}  {_cell(r.caller, 18)}  "
                 f"{_cell(r.model, 20)}  {_tokens(r.input_tokens, r.output_tokens):>13}  "
-                f"{_latency(r.latency_ms):>9}  {shown(r.request_id)}"
+                f"{_latency(r.latency_ms):>9}  {_request_cost(r.cost_usd):>10}  "
+                f"{shown(r.request_id)}"
             )
         if len(rows) < total:
             click.echo(f"{len(rows)} of {total} (use --limit N or --all)")
@@ -151,6 +154,11 @@ def _latency(ms: float | None) -> str:
     if ms is None:
         return "-"
     return f"{ms:,.0f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
+
+
+def _request_cost(usd: float | None) -> str:
+    # "-" for no usage or no sourced price: never a 0 that nobody priced.
+    return "-" if usd is None else f"${usd:,.4f}"
 
 
 @audit_group.command("usage")

@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 from audit import AuditStore, EventDraft, EventKind
 from gateway import Settings
 from gateway.auditing import record_signer
+from gateway.catalog import Catalog
 from gateway.cli import main
 
 RESPONSE_DATA = {
@@ -100,3 +101,99 @@ def test_a_cut_listing_says_how_much_was_left_out(url: str) -> None:
     jsonl = run(url, "audit", "list", "--limit", "2", "--format", "jsonl").stdout.splitlines()
     assert len(jsonl) == 2  # machine formats carry rows only
     assert len(json.loads(run(url, "audit", "list", "--all", "--format", "json").stdout)) == 5
+
+
+# -- estimated cost ---------------------------------------------------------------------------
+
+PRICES = {"price_input": 3.0, "price_output": 15.0, "price_cache_write": 3.75,
+          "price_cache_read": 0.3}  # fmt: skip
+CACHED_USAGE = {
+    "input_tokens": 100,
+    "output_tokens": 20,
+    "cache_creation_input_tokens": 30,
+    "cache_read_input_tokens": 400,
+}
+
+
+def _priced_catalog(tmp_path: Path) -> Path:
+    """A catalog override that prices claude-sonnet-4-6 (the shipped catalog prices no Claude
+    model), each price with a dated source."""
+    shipped = Catalog.load().get("claude-sonnet-4-6")
+    assert shipped is not None
+    entry = shipped.model_dump(
+        mode="json", exclude={"id", "sources", "retires_at"}, exclude_none=True
+    )
+    lines = [f"{k} = {json.dumps(v)}" for k, v in {**entry, **PRICES}.items()]
+    sources = ", ".join(f'{f} = "a price sheet read on 2026-12-01"' for f in PRICES)
+    override = tmp_path / "prices.toml"
+    override.write_text(
+        'schema = 1\n[models."claude-sonnet-4-6"]\n' + "\n".join(lines)
+        + f"\nsources = {{ {sources} }}\n"
+    )  # fmt: skip
+    return override
+
+
+@pytest.fixture
+def cost_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'costs.db'}"
+    signer = record_signer(Settings(database_url=url), create=True)
+    with AuditStore.open(url, signer=signer) as store:
+
+        def request(rid: str, model: str, outcome: EventKind, data: dict[str, object]) -> None:
+            common = {"request_id": rid, "task": "kyc", "caller": "svc",
+                      "request_hash": "sha256:" + rid[-1] * 64}  # fmt: skip
+            store.append(EventDraft(kind=EventKind.REQUEST, data={"model_id": model}, **common))
+            store.append(EventDraft(kind=outcome, data=data, **common))
+
+        answer = {"ok": True, "model": "claude-sonnet-4-6", "usage": CACHED_USAGE}
+        request("r-claude1", "claude-sonnet-4-6", EventKind.RESPONSE, answer)
+        local = {"ok": True, "model": "local:ngram", "usage": {"input_tokens": 7,
+                                                             "output_tokens": 3}}  # fmt: skip
+        request("r-local2", "local:ngram", EventKind.RESPONSE, local)
+        request("r-hit3", "claude-sonnet-4-6", EventKind.CACHE_HIT, {"served_seq": 2})
+        request("r-reject4", "claude-sonnet-4-6", EventKind.REJECTED, {"key": "tools"})
+    return url
+
+
+def _listed(url: str, catalog: Path | None = None, *args: str) -> Result:
+    env = {"GATEWAY_DATABASE_URL": url}
+    if catalog is not None:
+        env["GATEWAY_CATALOG_OVERRIDE"] = str(catalog)
+    return CliRunner().invoke(main, ["audit", "list", *args], env=env)
+
+
+def test_rows_carry_the_estimated_cost_with_cache_tokens_priced_apart(
+    cost_url: str, tmp_path: Path
+) -> None:
+    catalog = _priced_catalog(tmp_path)
+    rows = {r["request_id"]: r for r in json.loads(_listed(cost_url, catalog, "--format",
+                                                           "json").stdout)}  # fmt: skip
+    claude = rows["r-claude1"]
+    assert (claude["cache_write_tokens"], claude["cache_read_tokens"]) == (30, 400)
+    expected = (100 * 3.0 + 20 * 15.0 + 30 * 3.75 + 400 * 0.3) / 1_000_000
+    assert claude["cost_usd"] == pytest.approx(expected)
+    assert rows["r-local2"]["cost_usd"] == 0.0  # priced, at 0: it runs in-process
+    # No upstream call recorded no usage: no cost figure, not a 0 nobody priced.
+    assert rows["r-hit3"]["cost_usd"] is None
+    assert rows["r-reject4"]["cost_usd"] is None
+    jsonl = [
+        json.loads(x) for x in _listed(cost_url, catalog, "--format", "jsonl").stdout.splitlines()
+    ]
+    assert {r["request_id"]: r["cost_usd"] for r in jsonl} == {
+        rid: r["cost_usd"] for rid, r in rows.items()
+    }
+    table = _listed(cost_url, catalog).stdout.splitlines()
+    assert "cost (USD)" in table[0]
+    assert f"${expected:,.4f}" in next(x for x in table if "r-claude1" in x)
+    assert "$0.0000" in next(x for x in table if "r-local2" in x)
+
+
+def test_an_unpriced_model_shows_no_cost_never_zero(cost_url: str) -> None:
+    rows = {r["request_id"]: r for r in json.loads(_listed(cost_url, None, "--format",
+                                                           "json").stdout)}  # fmt: skip
+    assert rows["r-claude1"]["cost_usd"] is None  # the shipped catalog prices no Claude model
+    assert rows["r-claude1"]["input_tokens"] == 100  # its usage is still shown
+    table = _listed(cost_url).stdout.splitlines()
+    start = table[0].index("cost (USD)")
+    line = next(x for x in table if "r-claude1" in x)
+    assert line[start : start + len("cost (USD)")].strip() == "-"
