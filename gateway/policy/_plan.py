@@ -59,6 +59,10 @@ RESERVED: dict[str, tuple[str, str]] = {
     ),
 }
 
+# A policy with tools sends its own definitions and choice: a caller's different ones are
+# refused naming the policy key that sets them (a front end drops identical ones).
+POLICY_TOOL_KEYS = {"tools": "tools.file", "tool_choice": "tools.choice"}
+
 
 class Plan(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -140,6 +144,14 @@ def _apply_overrides(policy: Policy, requested: Mapping[str, object]) -> Generat
             raise PolicyViolation(
                 f"the request sets {key!r}, which no caller may set: "
                 f"{why.format(model=policy.model_id)}.",
+                key=governing,
+            )
+        if key in POLICY_TOOL_KEYS and policy.tools is not None:
+            governing = POLICY_TOOL_KEYS[key]
+            raise PolicyViolation(
+                f"the request's {key!r} is not the policy's: the tools of task "
+                f"{policy.task!r} are its own ({governing}). Send exactly the policy's "
+                f"definitions, or leave {key!r} out and the gateway sends them.",
                 key=governing,
             )
         bound = opened.get(key)

@@ -8,13 +8,17 @@ The request's ``model`` names the task (or the ``x-gateway-task`` header does; t
 ``model`` is then not used): the policy decides the real model. ``messages`` is the input.
 Every other field is an override, checked by the gateway against the policy's ``[caller]``
 table, so a ``system`` prompt, a sampling value or ``tools`` the policy does not open is a
-PolicyViolation naming the key (and a REJECTED event), never dropped. Two mappings only:
+PolicyViolation naming the key (and a REJECTED event), never dropped. Three mappings only:
 
 - ``max_tokens``, which the API and every SDK require, is a ceiling: when the policy does not
   open ``max_tokens`` to callers, a value at or above the policy's own is satisfied by it and
   not passed on; a lower one is passed, and refused. When the policy opens it, it is passed.
 - ``output_config.effort`` is the ``effort`` override (other ``output_config`` keys pass as
   ``output_config.<key>``).
+- ``tools`` identical to the policy's tools file, and a ``tool_choice`` that is its ``[tools]
+  choice``, are what the gateway sends anyway (SDK tool loops send them every turn): not
+  passed on. Any other is passed, and the planner refuses it naming ``tools.file`` /
+  ``tools.choice``.
 """
 
 from __future__ import annotations
@@ -69,6 +73,9 @@ def parse_messages(body: object, *, header_task: str | None, policies: PolicySet
         elif key == "max_tokens":
             if not _ceiling_met(task, value, policies):
                 overrides[key] = value
+        elif key in ("tools", "tool_choice"):
+            if not _policy_tools_repeated(task, key, value, policies):
+                overrides[key] = value
         else:
             overrides[key] = value
     return MessagesCall(task=task, messages=messages, overrides=overrides, stream=stream)
@@ -103,6 +110,32 @@ def _ceiling_met(task: str, value: object, policies: PolicySet) -> bool:
     return own is not None and value >= own
 
 
+def _policy_tools_repeated(task: str, key: str, value: object, policies: PolicySet) -> bool:
+    """``tools`` identical to the policy's tools file, or a ``tool_choice`` that is the
+    policy's ``[tools] choice``: what the gateway sends anyway, so not an override."""
+    try:
+        policy = policies.get(task)
+    except GatewayError:
+        return False
+    if policy.tools is None:
+        return False  # a policy without tools refuses both, naming the key
+    if key == "tools":
+        return value == policy.tools
+    return _choice_name(value) == (policy.tool_choice or "auto")
+
+
+def _choice_name(value: object) -> str | None:
+    """A tool_choice in the policy file's terms: its keyword, or the forced tool's name."""
+    if not isinstance(value, dict):
+        return None
+    if value.keys() == {"type"} and value["type"] in ("auto", "any", "none"):
+        return str(value["type"])
+    if value.keys() == {"type", "name"} and value["type"] == "tool":
+        name = value["name"]
+        return name if isinstance(name, str) else None
+    return None
+
+
 def message_body(result: Result) -> dict[str, Any]:
     """``result`` as the API's message object; ``id`` is the gateway's request id."""
     usage = dict(result.usage)
@@ -113,7 +146,8 @@ def message_body(result: Result) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": result.model,
-        "content": [{"type": "text", "text": result.text}],
+        # The blocks as the model answered them (text, tool calls, thinking).
+        "content": list(result.content) or [{"type": "text", "text": result.text}],
         "stop_reason": result.stop_reason,
         "stop_sequence": result.stop_sequence,
         "usage": usage,
