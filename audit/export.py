@@ -43,6 +43,9 @@ class EventFilter(BaseModel):
     kind: EventKind | None = None
     since: datetime | None = None
     until: datetime | None = None
+    # Leave out the events of this caller (the gateway's experiment runner, say): filtered by
+    # the database, like the others.
+    exclude_caller: str | None = None
 
 
 class ExportSummary(BaseModel):

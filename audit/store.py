@@ -230,10 +230,12 @@ class AuditStore:
         after_seq: int = 0,
         before_seq: int | None = None,
         request_ids: Sequence[str] | None = None,
+        exclude_caller: str | None = None,
     ) -> Iterator[StoredEvent]:
         """Events in seq order matching every given filter (``until`` is exclusive);
-        ``request_ids`` keeps the events of those requests only."""
-        where = _filters(task, caller, kind, since, until, before_seq)
+        ``request_ids`` keeps the events of those requests only; ``exclude_caller`` leaves
+        out the events recorded under that caller."""
+        where = _filters(task, caller, kind, since, until, before_seq, exclude_caller)
         if request_ids is not None:
             where.append(Event.request_id.in_(sorted(set(request_ids))))
         return self._iter_where(where, after_seq=after_seq)
@@ -248,12 +250,13 @@ class AuditStore:
         since: datetime | None = None,
         until: datetime | None = None,
         having_kind: EventKind | str | None = None,
+        exclude_caller: str | None = None,
     ) -> list[str]:
         """The ids of the ``limit`` requests whose first event matching the filters (as
         :meth:`iter_events`) comes last, oldest first; with ``having_kind``, only requests
         with a matching event of that kind. The database groups and sorts: memory holds
         ``limit`` ids, whatever the size of the log."""
-        where = _filters(task, caller, kind, since, until, None)
+        where = _filters(task, caller, kind, since, until, None, exclude_caller)
         first = func.min(Event.seq).label("first_seq")
         query = (
             select(Event.request_id, first)
@@ -268,6 +271,23 @@ class AuditStore:
         with self._backend.reader.connect() as conn:
             rows = conn.execute(query).all()
         return [row.request_id for row in reversed(rows)]
+
+    def count_requests(
+        self,
+        *,
+        task: str | None = None,
+        caller: str | None = None,
+        kind: EventKind | str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        exclude_caller: str | None = None,
+    ) -> int:
+        """How many requests have an event matching the filters (as :meth:`iter_events`):
+        counted by the database, so memory does not grow with the log."""
+        where = _filters(task, caller, kind, since, until, None, exclude_caller)
+        query = select(func.count(func.distinct(Event.request_id))).where(Event.seq >= 1, *where)
+        with self._backend.reader.connect() as conn:
+            return int(conn.execute(query).scalar_one())
 
     def _iter_where(
         self, where: list[ColumnElement[bool]], *, after_seq: int = 0
@@ -487,6 +507,7 @@ def _filters(
     since: datetime | None,
     until: datetime | None,
     before_seq: int | None,
+    exclude_caller: str | None = None,
 ) -> list[ColumnElement[bool]]:
     where: list[ColumnElement[bool]] = []
     if task is not None:
@@ -501,6 +522,8 @@ def _filters(
         where.append(Event.recorded_at < until)
     if before_seq is not None:
         where.append(Event.seq < before_seq)
+    if exclude_caller is not None:  # NULL is another caller: plain != would drop those rows
+        where.append(Event.caller.is_distinct_from(exclude_caller))
     return where
 
 

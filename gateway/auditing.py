@@ -220,11 +220,11 @@ class Auditing:
         return [priced(row, catalog) for row in rows]
 
     def count_requests(self, filters: EventFilter | None = None) -> int:
-        """How many requests :meth:`requests` would list without a limit (one pass over
-        the matching events, holding only their request ids)."""
+        """How many requests :meth:`requests` would list without a limit (counted by the
+        database)."""
         filters = filters or EventFilter()
         with translated():
-            return len({e.request_id for e in self._store.iter_events(**filters.model_dump())})
+            return self._store.count_requests(**filters.model_dump())
 
     def usage(
         self, by: GroupBy, filters: EventFilter | None = None, *, catalog: Catalog | None = None

@@ -44,6 +44,7 @@ from gateway.cli._render import (
     shown,
 )
 from gateway.errors import GatewayError
+from gateway.experiment import EXPERIMENT_CALLER
 from gateway.policy import PolicySet
 from gateway.settings import Settings
 
@@ -80,19 +81,35 @@ def audit_group() -> None:
     help="The newest N requests (0: all).",
 )
 @click.option("--all", "everything", is_flag=True, help="Every matching request (no limit).")
+@click.option(
+    "--include-experiments",
+    is_flag=True,
+    help="Also list the experiment runner's samples (left out by default).",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl"]), default="table")
 @click.pass_context
 def audit_list(
-    ctx: click.Context, /, limit: int, everything: bool, fmt: str, **filters: Any
+    ctx: click.Context,
+    /,
+    limit: int,
+    everything: bool,
+    include_experiments: bool,
+    fmt: str,
+    **filters: Any,
 ) -> None:
     """One row per request: status (completed, flagged, failed, cancelled, rejected, cache
     hit, integrity alert, incomplete, ...), model, tokens, latency and estimated cost
     (priced from the model catalog; "-" where no usage was recorded or no price is sourced)."""
-    selection = EventFilter(**filters)
+    # Experiment samples are not production records: left out unless asked for.
+    excluded = None if include_experiments else EXPERIMENT_CALLER
+    selection = EventFilter(**filters, exclude_caller=excluded)
     limit_or_all = None if everything or not limit else limit
     with Auditing.open(settings_of(ctx)) as auditing:
         rows = auditing.requests(selection, limit=limit_or_all)
         total = auditing.count_requests(selection) if limit_or_all is not None else len(rows)
+        left_out = 0
+        if excluded is not None and fmt == "table":
+            left_out = auditing.count_requests(EventFilter(**filters)) - total
     if fmt == "json":
         echo_json([r.model_dump(mode="json") for r in rows])
     elif fmt == "jsonl":
@@ -117,6 +134,13 @@ def audit_list(
         elif not rows:
             click.echo(f"no requests match{_selection_text(filters)}", err=True)
             click.echo(known_tasks_line(settings_of(ctx)), err=True)
+        if left_out:
+            click.echo(experiments_left_out_line(left_out))
+
+
+def experiments_left_out_line(count: int) -> str:
+    """The footer of a selection that left experiment samples out (audit list, replay)."""
+    return f"{count} experiment request(s) left out (use --include-experiments)"
 
 
 def _selection_text(filters: dict[str, Any]) -> str:

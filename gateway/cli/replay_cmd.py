@@ -22,7 +22,7 @@ import click
 from gateway.cli._boundary import CheckFailed, ExitCode
 from gateway.cli._context import settings_of
 from gateway.cli._render import Progress, echo_json, parse_when, shown
-from gateway.cli.audit_cmd import known_tasks_line
+from gateway.cli.audit_cmd import experiments_left_out_line, known_tasks_line
 from gateway.errors import InputError
 from gateway.replay import (
     Mode,
@@ -48,6 +48,12 @@ from gateway.replay._model import UNCHANGED_MEANS
 @click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")
 @click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601).")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--all", "everything", is_flag=True, help="Every matching request (no limit).")
+@click.option(
+    "--include-experiments",
+    is_flag=True,
+    help="Also select the experiment runner's samples (left out of filters by default).",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl"]), default="table")
 @click.option(
     "--report",
@@ -75,6 +81,7 @@ def replay_command(
     report_path: Path | None,
     operator: str,
     fail_on_refused: bool,
+    everything: bool,
     **filters: Any,
 ) -> None:
     """Verify, re-execute or migrate recorded requests (REQUEST_IDS or filters)."""
@@ -84,6 +91,8 @@ def replay_command(
         raise InputError(f"cannot write the report: folder {str(report_path.parent)!r} is missing.")
     if fail_on_refused and model_id is None:
         raise click.UsageError("--fail-on-refused applies to a migration: add --model ID.")
+    if everything:
+        filters["limit"] = None
     selection = Selection(request_ids=request_ids, **filters)
     settings = settings_of()
     with ReplaySession.open(settings, operator=operator) as session:
@@ -92,6 +101,8 @@ def replay_command(
     context = ReportContext.made(operator, settings.database_url_masked)
     report = report.model_copy(update={"context": context})
     _print(report, fmt)
+    if report.experiments_left_out and fmt == "table":
+        click.echo(experiments_left_out_line(report.experiments_left_out))
     if not report.requests:
         click.echo("no recorded requests match the selection", err=True)
         click.echo(known_tasks_line(settings), err=True)

@@ -159,6 +159,8 @@ class ReplayReport(_Frozen):
     summary: Summary
     requests: tuple[RequestReplay, ...] = Field(default_factory=tuple)
     context: ReportContext | None = None
+    # Experiment requests the selection's filters matched and left out (--include-experiments).
+    experiments_left_out: int = 0
 
     @property
     def any_failed(self) -> bool:

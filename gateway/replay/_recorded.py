@@ -21,6 +21,7 @@ from audit import AuditStore, EventKind, StoredEvent
 from audit.errors import ContentMismatch, NotFound
 from gateway._replayable import outside_world
 from gateway.errors import InputError
+from gateway.experiment import EXPERIMENT_CALLER
 from gateway.policy import Policy
 
 DEFAULT_LIMIT = 50
@@ -36,7 +37,9 @@ class Selection(BaseModel):
     caller: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-    limit: int | None = Field(default=DEFAULT_LIMIT, ge=1)
+    limit: int | None = Field(default=DEFAULT_LIMIT, ge=1)  # None: every matching request
+    # Filters leave the experiment runner's samples out unless asked for; ids never do.
+    include_experiments: bool = False
 
     @property
     def by_id(self) -> bool:
@@ -78,20 +81,32 @@ def _has_filters(s: Selection) -> bool:
     return any(v is not None for v in (s.task, s.caller, s.since, s.until))
 
 
+def _where(s: Selection, *, experiments: bool | None = None) -> dict[str, Any]:
+    include = s.include_experiments if experiments is None else experiments
+    return {
+        "kind": EventKind.REQUEST,
+        "task": s.task,
+        "caller": s.caller,
+        "since": s.since,
+        "until": s.until,
+        "exclude_caller": None if include else EXPERIMENT_CALLER,
+    }
+
+
+def experiments_left_out(store: AuditStore, s: Selection) -> int:
+    """How many experiment requests the selection's filters matched and left out."""
+    if s.by_id or s.include_experiments:
+        return 0
+    where = _where(s)
+    matched = store.count_requests(**{**where, "exclude_caller": None})
+    kept = store.count_requests(**where)
+    return matched - kept
+
+
 def _ids_from_filters(store: AuditStore, s: Selection) -> list[str]:
     if s.limit:  # the database picks them: memory holds ``limit`` ids, not the log's
-        return store.newest_requests(
-            s.limit,
-            kind=EventKind.REQUEST,
-            task=s.task,
-            caller=s.caller,
-            since=s.since,
-            until=s.until,
-        )
-    events = store.iter_events(
-        kind=EventKind.REQUEST, task=s.task, caller=s.caller, since=s.since, until=s.until
-    )
-    return list(dict.fromkeys(e.request_id for e in events))
+        return store.newest_requests(s.limit, **_where(s))
+    return list(dict.fromkeys(e.request_id for e in store.iter_events(**_where(s))))
 
 
 def _load(store: AuditStore, request_id: str, policies: dict[str, Policy]) -> Recorded:

@@ -36,6 +36,7 @@ from gateway.replay._model import FieldChange, Mode, Outcome, ReplayReport, Requ
 from gateway.replay._recorded import (
     Recorded,
     Selection,
+    experiments_left_out,
     load_selection,
     recorded_user_id,
     request_body,
@@ -52,6 +53,7 @@ class PreparedRun:
     mode: Mode
     target: ModelInfo | None
     requests: tuple[Recorded, ...]
+    experiments_left_out: int = 0  # experiment requests the filters matched and left out
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,12 @@ class Replayer:
         )
         for name in self._providers_needed(mode, target, requests):
             self.providers.get(name)  # a missing key stops here, before anything is recorded
-        return PreparedRun(mode=mode, target=target, requests=requests)
+        return PreparedRun(
+            mode=mode,
+            target=target,
+            requests=requests,
+            experiments_left_out=experiments_left_out(self.store, selection),
+        )
 
     def _target(self, model_id: str) -> ModelInfo:
         info = self.catalog.get(model_id)
@@ -157,7 +164,11 @@ class Replayer:
             rows.append(row)
             if progress is not None:
                 progress(row)
-        return ReplayReport(summary=summarise(prepared.mode, run_id, rows), requests=tuple(rows))
+        return ReplayReport(
+            summary=summarise(prepared.mode, run_id, rows),
+            requests=tuple(rows),
+            experiments_left_out=prepared.experiments_left_out,
+        )
 
     def _replay_one(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> _Row:
         if recorded.skip is not None:
