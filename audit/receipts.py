@@ -6,10 +6,14 @@
     report = check_consistency(store, old_text, new_text, [public_key_hex])
 
 **The tree** is audit.merkle's over the log: leaf ``seq - 1`` is the raw bytes of event
-``seq``'s hash. It is derived from the log, never stored: a proof streams the ``hash`` column
-(one short column, in keyset pages) once, in flat memory, so making a proof costs O(n) reads
-of 32-byte hashes (a few seconds per ten million events), and checking one costs O(log n).
-Storing subtree hashes would make proofs O(log n) reads; it is not done yet.
+``seq``'s hash. Its complete subtrees are stored (audit._merkle_store, table
+``merkle_nodes``), derived from the log and extended from the highest stored leaf before each
+proof, so a proof or a tree head costs O(log n) reads once the table has caught up (the
+events appended since the last proof are hashed once). The stored rows are not trusted:
+every inclusion proof a receipt carries is checked against the root before it is signed.
+Where the table cannot be written (a read-only database or role) the hash column is streamed
+instead, in flat memory (O(n) reads). ``verify --from/--to`` always streams the log: it is
+the check that the log still holds the trees the checkpoints signed.
 
 **The checkpoint** is a C2SP signed note in the tlog-checkpoint format
 (https://c2sp.org/tlog-checkpoint, https://c2sp.org/signed-note): the origin line
@@ -41,13 +45,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
 from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
+from audit._merkle_store import MerkleState
 from audit.chain import link_hash
 from audit.errors import CheckpointError, NotFound
 from audit.merkle import (
+    EMPTY_ROOT,
     ProofError,
+    Range,
+    Scan,
     TreeHead,
     consistency_path,
     event_leaf,
@@ -332,6 +341,28 @@ def log_leaves(store: AuditStore, upto: int) -> Iterator[bytes]:
             last = seq
 
 
+def tree_hashes(
+    store: AuditStore, size: int, wanted: Iterable[Range] = (), roots_at: Iterable[int] = ()
+) -> Scan:
+    """The hashes of the ``wanted`` subtrees of the tree of ``size`` leaves and the roots of
+    the trees of each size in ``roots_at``: from the stored tree, extended to ``size`` first
+    (O(log n) reads), or streamed from the log if the stored tree cannot be written."""
+    want, sizes = set(wanted), set(roots_at)
+    state = MerkleState(store._backend)
+    try:
+        state.extend(size)
+    except SQLAlchemyError:  # a read-only file or role: the log itself still answers
+        return scan(log_leaves(store, size), size, want, sizes)
+    hashes = state.subtrees(want | {(0, s) for s in sizes if s}, size)
+    roots = {s: hashes[(0, s)] if s else EMPTY_ROOT for s in sizes}
+    return Scan(size, {r: hashes[r] for r in want}, roots)
+
+
+def rebuild_tree(store: AuditStore) -> int:
+    """Recompute the stored tree from the log; returns the number of leaves now stored."""
+    return MerkleState(store._backend).rebuild(store.head()[0])
+
+
 def signed_head(store: AuditStore, seed: bytes) -> TreeCheckpoint:
     """Sign the tree head of the whole log as it is now."""
     size = store.head()[0]
@@ -339,7 +370,7 @@ def signed_head(store: AuditStore, seed: bytes) -> TreeCheckpoint:
 
 
 def _head(store: AuditStore, size: int) -> TreeHead:
-    return TreeHead(size, scan(log_leaves(store, size), size, roots_at=(size,)).roots[size])
+    return TreeHead(size, tree_hashes(store, size, roots_at=(size,)).roots[size])
 
 
 def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
@@ -357,10 +388,20 @@ def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
             )
     size = store.head()[0]
     paths = {e.seq: inclusion_path(e.seq - 1, size) for e in events}
-    found = scan(
-        log_leaves(store, size), size, {r for p in paths.values() for r in p}, roots_at=(size,)
-    )
-    checkpoint = sign_checkpoint(store.store_id, TreeHead(size, found.roots[size]), seed)
+    found = tree_hashes(store, size, {r for p in paths.values() for r in p}, roots_at=(size,))
+    root = found.roots[size]
+    for event in events:  # the stored tree is not trusted: nothing unproven is signed
+        try:
+            proof = [found.hashes[r] for r in paths[event.seq]]
+            verify_inclusion(event_leaf(event.hash), event.seq - 1, size, proof, root)
+        except (ProofError, ValueError):
+            raise ReceiptError(
+                f"the stored Merkle tree gives event seq {event.seq} a proof that does not "
+                f"lead to the root of the tree of {size} events: a stored node was altered, "
+                "and no receipt is signed.",
+                hint="Run `gateway audit tree-head --rebuild` to recompute it from the log.",
+            ) from None
+    checkpoint = sign_checkpoint(store.store_id, TreeHead(size, root), seed)
     proven = tuple(
         ProvenEvent(
             seq=e.seq,

@@ -25,11 +25,13 @@ from audit._backend import Backend, db_reason
 from audit.errors import DatabaseUnavailable
 from audit.migrate import check_at_head
 
-APPEND_TABLES = ("events", "payloads", "policies")
+# merkle_nodes (0009) is derived, never trusted: whoever proves may extend it, none may
+# change or delete it (a rebuild runs as the owner).
+APPEND_TABLES = ("events", "payloads", "policies", "merkle_nodes")
 # What a reviewer's own records need: EXPORT, CHECKPOINT and ACCESS events carry no payload
 # or policy.
 # Holding INSERT on payloads is what marks a full appender to the events policies (0003).
-REVIEW_TABLES = ("events",)
+REVIEW_TABLES = ("events", "merkle_nodes")
 READ_TABLES = (*APPEND_TABLES, "audit_meta", "alembic_version")
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 

@@ -112,6 +112,22 @@ class PolicyVersion(Base):
     content: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class MerkleNode(Base):
+    """A complete subtree of the log's Merkle tree (audit._merkle_store): derived, rebuildable.
+
+    Node (level, node_index) is the RFC 6962 hash of leaves [i * 2^level, (i + 1) * 2^level);
+    level 0 holds the leaf hashes. Never trusted: a proof made from these rows is checked
+    against the root before anything is signed or handed out (migration 0009)."""
+
+    __tablename__ = "merkle_nodes"
+    # One B-tree keyed by (level, node_index) on SQLite: no rowid beside the key.
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    level: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    node_index: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    hash: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class AuditMeta(Base):
     __tablename__ = "audit_meta"
 

@@ -24,6 +24,7 @@ from audit.receipts import (
     TreeCheckpoint,
     dumps,
     make_receipt,
+    rebuild_tree,
     signed_head,
     verifier_key,
 )
@@ -79,13 +80,16 @@ def prove(settings: Settings, request_id: str) -> Receipt:
         store.close()
 
 
-def tree_head(settings: Settings) -> TreeCheckpoint:
+def tree_head(settings: Settings, *, rebuild: bool = False) -> TreeCheckpoint:
     """The log's Merkle tree head now, signed: keep it, and check later checkpoints extend
-    it (:func:`check_consistency`)."""
+    it (:func:`check_consistency`). ``rebuild`` first recomputes the stored tree from the
+    log (its table's owner only, on PostgreSQL)."""
     key = _signing_key(settings)
     store = _open(settings)
     try:
         with translated():
+            if rebuild:
+                rebuild_tree(store)
             return signed_head(store, key)
     finally:
         store.close()

@@ -70,11 +70,17 @@ def prove_command(ctx: click.Context, request_id: str, output: Path | None) -> N
 
 @click.command("tree-head")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Recompute the stored Merkle tree from the log first (after a refused proof; on "
+    "PostgreSQL run as the owner of the tables).",
+)
 @click.pass_context
-def tree_head_command(ctx: click.Context, output: Path | None) -> None:
+def tree_head_command(ctx: click.Context, output: Path | None, rebuild: bool) -> None:
     """Write the log's Merkle tree head now, signed (GATEWAY_CHECKPOINT_KEY): keep it, and
     check a later one extends it with `gateway audit verify --from OLD --to NEW`."""
-    head = tree_head(settings_of(ctx))
+    head = tree_head(settings_of(ctx), rebuild=rebuild)
     with open_output(output) as out:
         out.write(checkpoint_text(head))
 
