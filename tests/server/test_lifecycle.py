@@ -1,5 +1,5 @@
 """`gateway serve` as processes come and go: SIGTERM with requests in flight, two workers on
-one SQLite file; the log verifies after each."""
+one SQLite file and on one PostgreSQL database; the log verifies after each."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anthropic
+import pytest
 
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess, running_server
@@ -64,5 +65,36 @@ def test_two_workers_share_one_sqlite_file(tmp_path: Path) -> None:
         server.stop()
         kinds = Counter(str(e.kind) for e in server.audit_events() if e.request_id in set(ids))
         assert kinds == {"request": 48, "response": 48}
+        done = server.verify()
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.postgres
+def test_two_workers_share_one_postgresql_database(tmp_path: Path, pg_url: str) -> None:
+    # PostgreSQL has no folder to keep a record key beside the log: the gateway is given one.
+    env = {"GATEWAY_DATABASE_URL": pg_url, "GATEWAY_RECORD_KEY": "6b" * 32}
+    with (
+        FakeMessagesAPI() as fake,
+        running_server(tmp_path, fake, "--workers", "2", **env) as server,
+    ):
+        key = server.create_key("quant-desk")
+        fake.set_default(lambda _request: Reply.slow(0.02, then=Reply.ok()))
+        with ThreadPoolExecutor(16) as pool:
+            ids = list(pool.map(lambda n: ask(server, key, n), range(96)))
+        assert len(set(ids)) == 96
+        started = {e["pid"] for e in server.log_events() if e.get("event") == "server_started"}
+        assert len(started) == 2
+        answered = {
+            e["pid"]
+            for e in server.log_events()
+            if e.get("event") == "http_request" and e.get("request_id") in set(ids)
+        }
+        assert answered == started  # both workers answered, each appending to one chain
+        server.stop()
+        per_request = Counter(
+            (e.request_id, str(e.kind)) for e in server.audit_events() if e.request_id in set(ids)
+        )
+        assert set(per_request.values()) == {1}  # one REQUEST and one RESPONSE each, once
+        assert Counter(kind for _id, kind in per_request) == {"request": 96, "response": 96}
         done = server.verify()
         assert done.returncode == 0, done.stdout + done.stderr
