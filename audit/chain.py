@@ -24,6 +24,7 @@ from sqlalchemy import Result
 
 from audit._bounded import fast_loads
 from audit._bounded import loads as bounded_loads
+from audit._walk_digests import Relied, SignaturesDigest, TreeBuilder, b64
 from audit.canonical import canonical_bytes, digest
 from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
 from audit.models import Checkpoint, Defect, DefectKind, TrustedKeyInfo, VerifyReport
@@ -289,9 +290,26 @@ class Verifier:
         trust: Trust | None = None,
         *,
         same_time: SameTime | None = None,
+        relied: Relied | None = None,
+        measure_head: bool = False,
     ) -> None:
         self.checkpoint = checkpoint
         self.trust = trust
+        # A verified checkpoint this verify relies on for the signatures of events 1..N
+        # (audit._walk_digests): those are not checked again, their key ids and columns are.
+        self.relied = relied
+        self._relied_seq = relied.seq if relied is not None else 0
+        # The tree and the signature columns are folded only when a checkpoint, a relied-on
+        # attestation or the caller (to write a verified checkpoint) needs them.
+        relied_root = relied.seq if relied is not None and relied.root is not None else 0
+        self._tree_upto: float = (
+            float("inf") if measure_head else max(_root_seq(checkpoint), relied_root)
+        )
+        self.tree = TreeBuilder() if self._tree_upto else None
+        self._sigs_upto: float = float("inf") if measure_head else self._relied_seq
+        self.sigs = SignaturesDigest() if self._sigs_upto else None
+        self.tree_root_checked = False
+        self.relied_seen = False
         self.same_time = same_time or _same_instant
         self.expected = 1
         self.prev_hash = GENESIS
@@ -347,12 +365,19 @@ class Verifier:
             self._defect(seq, DefectKind.BROKEN_LINK, "prev_hash is not the previous event's hash")
         if link_hash(row.prev_hash, row.body) != row.hash:
             self._defect(seq, DefectKind.HASH_MISMATCH, "stored hash != sha256(prev_hash || body)")
+        if self.tree is not None and seq <= self._tree_upto:
+            self.tree.add(row.hash)
+        if self.sigs is not None and seq <= self._sigs_upto:
+            self.sigs.add(seq, row.key_id, row.signature)
+            if seq == self._relied_seq:
+                self._check_relied(seq, row.hash)
         if self.trust is not None:
-            verdict = (
-                signature_verdict(seq, row.key_id, row.signature, row.hash, self.trust)
-                if signature is False
-                else signature
-            )
+            if seq <= self._relied_seq:
+                verdict = self._attested_verdict(seq, row.key_id, row.signature)
+            elif signature is False:
+                verdict = signature_verdict(seq, row.key_id, row.signature, row.hash, self.trust)
+            else:
+                verdict = signature
             if isinstance(verdict, Verdict):
                 self._defect(seq, verdict.kind, verdict.detail)
             elif verdict is True:
@@ -368,8 +393,73 @@ class Verifier:
                 self._defect(
                     seq, DefectKind.CHECKPOINT, "hash differs from the checkpoint: log rewritten"
                 )
+            elif cp.root is not None:  # a differing hash differs in its leaf: said once
+                self._check_root(seq, cp.root)
         self.expected = seq + 1
         self.prev_hash = row.hash
+
+    # -- a verified checkpoint relied on; the tree a checkpoint carries -----------------------
+
+    def _attested_verdict(
+        self, seq: int, kid: str | None, signature: str | None
+    ) -> Verdict | bool | None:
+        """The cheap check of an event whose signature an earlier verify checked: it is
+        unsigned only where unsigned events are allowed, and its key id is one trusted now
+        and by that verify (the signature columns' digest proves they are unchanged)."""
+        assert self.trust is not None and self.relied is not None
+        if signature is None:
+            if seq < self.trust.allow_unsigned_before:
+                return True
+            return Verdict(DefectKind.UNSIGNED, "it is not signed")
+        if kid in self.relied.keys:
+            return None
+        if self.trust.keys.knows(kid):
+            detail = (
+                f"it is signed by key {str(kid)[:40]!r}, which the verified checkpoint's "
+                "verify did not trust: check this log without --since-verified"
+            )
+        else:
+            detail = f"it is signed by key {str(kid)[:40]!r}, which is not a trusted key"
+        return Verdict(DefectKind.UNTRUSTED_SIGNER, detail)
+
+    def _check_relied(self, seq: int, event_hash: str) -> None:
+        relied = self.relied
+        assert relied is not None and self.sigs is not None
+        self.relied_seen = True
+        if event_hash != relied.hash:
+            self._defect(
+                seq,
+                DefectKind.CHECKPOINT,
+                "hash differs from the verified checkpoint's: log rewritten or forked",
+            )
+            return  # a fork or rewrite: its other columns differ too, said once
+        if relied.root is not None:
+            self._check_root(seq, relied.root)
+        if self.sigs.hexdigest() != relied.signatures_digest:
+            self._defect(
+                seq,
+                DefectKind.CHECKPOINT,
+                f"the signature or key_id column of an event at or before seq {seq} changed "
+                "since the verified checkpoint: run verify without --since-verified to name it",
+            )
+
+    def _check_root(self, seq: int, root: str) -> None:
+        assert self.tree is not None
+        found = self.tree.root()
+        self.tree_root_checked = True
+        if found is None:
+            self._defect(
+                seq,
+                DefectKind.CHECKPOINT,
+                f"the Merkle tree cannot be built: seq {self.tree.broken}'s hash is not a "
+                "sha256 hash",
+            )
+        elif b64(found) != root:
+            self._defect(
+                seq,
+                DefectKind.CHECKPOINT,
+                f"the Merkle root of events 1..{seq} is not the checkpoint's: log rewritten",
+            )
 
     def _check_body(
         self, row: EventRow, parsed: dict[str, Any], contents: Mapping[str, str | None]
@@ -413,6 +503,21 @@ class Verifier:
 
     def report(self) -> VerifyReport:
         cp = self.checkpoint
+        relied = self.relied
+        if relied is not None and not self.relied_seen:
+            head = self.expected - 1
+            if head < relied.seq:
+                self._defect(
+                    head + 1,
+                    DefectKind.CHECKPOINT,
+                    f"the log ends at seq {head} but the verified checkpoint names seq "
+                    f"{relied.seq}: events were removed (truncation or rollback)",
+                )
+            else:
+                detail = (
+                    f"the event at seq {relied.seq} named by the verified checkpoint is missing"
+                )
+                self._defect(relied.seq, DefectKind.CHECKPOINT, detail)
         if cp is not None and not self.checkpoint_seen:
             head = self.expected - 1
             if head < cp.seq:
@@ -443,7 +548,28 @@ class Verifier:
                 else None
             ),
             unsigned_allowed=self.unsigned_allowed,
+            signatures_checked_from=(
+                self._relied_seq + 1 if self.trust is not None and self.relied else None
+            ),
+            tree_root_checked=self.tree_root_checked,
+            head_root=(
+                b64(root)
+                if self._tree_upto == float("inf")
+                and self.tree is not None
+                and (root := self.tree.root()) is not None
+                else None
+            ),
+            head_signatures_digest=(
+                self.sigs.hexdigest()
+                if self._sigs_upto == float("inf") and self.sigs is not None
+                else None
+            ),
         )
+
+
+def _root_seq(checkpoint: Checkpoint | None) -> int:
+    """The seq up to which the walk must build the tree: a checkpoint's that carries a root."""
+    return checkpoint.seq if checkpoint is not None and checkpoint.root is not None else 0
 
 
 # Kinds whose ``data`` verify reads (audit.lifecycle): their bodies are parsed by ``json``.

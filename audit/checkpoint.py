@@ -12,18 +12,22 @@ verifier can never mint one. docs/audit.md says more.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Collection
 from datetime import datetime
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import ValidationError
 
+from audit._walk_digests import Relied
 from audit.canonical import canonical_bytes
 from audit.errors import CheckpointError
-from audit.models import Checkpoint
+from audit.models import Checkpoint, SignedBy, Verified, format_time
+from audit.signing import TrustedKeys
 
 KEY_HINT = (
     "GATEWAY_CHECKPOINT_KEY must be 64 hex characters (32 random bytes); make one with "
@@ -53,8 +57,28 @@ def public_key(key: bytes) -> str:
 
 
 def sign(
-    store_id: str, seq: int, head_hash: str, created_at: datetime, key: bytes | None
+    store_id: str,
+    seq: int,
+    head_hash: str,
+    created_at: datetime,
+    key: bytes | None,
+    *,
+    root: bytes | None = None,
+    verified: Verified | None = None,
 ) -> Checkpoint:
+    """The signed head. With ``root`` (the RFC 6962 root of events 1..seq) a version 2
+    checkpoint, which also carries the head as a C2SP signed note by the same key, so any
+    tlog-checkpoint verifier can check the tree head; with ``verified`` a verified one."""
+    if verified is not None and (root is None or key is None):
+        raise CheckpointError("a verified checkpoint is signed and carries the tree root.")
+    tree: dict[str, Any] = {}
+    if root is not None:
+        from audit.merkle import TreeHead
+        from audit.receipts import sign_checkpoint  # imports the store, which imports us
+
+        tree = {"version": 2, "tree_size": seq, "root": b64(root)}
+        if key is not None:
+            tree["note"] = sign_checkpoint(store_id, TreeHead(seq, root), key).note
     unsigned = Checkpoint(
         store_id=store_id,
         seq=seq,
@@ -62,6 +86,8 @@ def sign(
         created_at=created_at,
         public_key=public_key(key) if key is not None else None,
         signature=None,
+        verified=verified,
+        **tree,
     )
     if key is None:
         return unsigned
@@ -69,8 +95,23 @@ def sign(
     return unsigned.model_copy(update={"signature": signature.hex()})
 
 
+def signed_by(checkpoint: Checkpoint) -> SignedBy:
+    return SignedBy(
+        seq=checkpoint.seq,
+        hash=checkpoint.hash,
+        public_key=checkpoint.public_key,
+        created_at=format_time(checkpoint.created_at),
+    )
+
+
+def b64(root: bytes) -> str:
+    return base64.b64encode(root).decode("ascii")
+
+
 def dumps(checkpoint: Checkpoint) -> str:
-    return json.dumps(checkpoint.model_dump(mode="json"), indent=2) + "\n"
+    # A version 1 file keeps its version 1 shape (older readers refuse unknown fields).
+    v2 = {"tree_size", "root", "note", "verified"} if checkpoint.version < 2 else None
+    return json.dumps(checkpoint.model_dump(mode="json", exclude=v2), indent=2) + "\n"
 
 
 def loads(text: str, *, trusted_public_key: str | None = None) -> Checkpoint:
@@ -103,7 +144,49 @@ def loads(text: str, *, trusted_public_key: str | None = None) -> Checkpoint:
             "the checkpoint's signature does not match its contents: the file was altered.",
             hint="Use an unaltered copy of the checkpoint.",
         ) from None
+    _check_tree(checkpoint)
     return checkpoint
+
+
+def _check_tree(checkpoint: Checkpoint) -> None:
+    """A version 2 checkpoint's tree fields are whole and its note says what they say, under
+    the key that signed the file (its JSON signature, checked already, covers the note)."""
+    if checkpoint.version < 2:
+        if checkpoint.root is not None or checkpoint.verified is not None:
+            raise CheckpointError(
+                "the checkpoint carries a tree root or a verification but is version 1, "
+                "whose signature does not cover them: the file was altered.",
+                hint="Use an unaltered copy of the checkpoint.",
+            )
+        return
+    if checkpoint.root is None or checkpoint.tree_size != checkpoint.seq:
+        raise CheckpointError(
+            f"the version 2 checkpoint's tree size ({checkpoint.tree_size}) is not its seq "
+            f"({checkpoint.seq}) or it has no root.",
+            hint="Pass the file written by `gateway audit checkpoint` or `audit verify "
+            "--write-verified`.",
+        )
+    if checkpoint.public_key is None or checkpoint.note is None:
+        return  # an unsigned head: its root is a claim that verify recomputes, nothing more
+    from audit.merkle import ProofError
+    from audit.receipts import TreeCheckpoint, checked_checkpoint, origin
+
+    try:
+        checked_checkpoint(
+            TreeCheckpoint(
+                origin=origin(checkpoint.store_id),
+                tree_size=checkpoint.seq,
+                root=checkpoint.root,
+                public_key=checkpoint.public_key,
+                note=checkpoint.note,
+            ),
+            [checkpoint.public_key],
+        )
+    except (ProofError, ValueError) as exc:
+        raise CheckpointError(
+            f"the checkpoint's signed note does not check out: {exc}.",
+            hint="Use an unaltered copy of the checkpoint.",
+        ) from None
 
 
 def pinned(
@@ -134,4 +217,33 @@ def pinned(
         hint="Pass the signer's public key with --public-key FILE (or set "
         "GATEWAY_CHECKPOINT_KEY) if you trust it; --unsafe-accept-unpinned-checkpoint accepts "
         "it anyway.",
+    )
+
+
+def relied_on(checkpoint: Checkpoint, keys: TrustedKeys, pins: Collection[str]) -> Relied:
+    """What a verify may rely on from a verified checkpoint signed by a key of ``pins`` (never
+    accepted unpinned): the record signatures of events 1..seq by keys that its verify
+    trusted and ``keys`` still trust, with the same public key. A head that was
+    not verified (``audit checkpoint``'s) is refused: its signer vouched for a head, not for
+    the signatures under it."""
+    if checkpoint.public_key is None or checkpoint.public_key not in pins:
+        signer = checkpoint.public_key[:16] + "..." if checkpoint.public_key else "nobody"
+        raise CheckpointError(
+            f"the verified checkpoint is signed by {signer}, not a key this verify trusts: "
+            "the signatures it attests cannot be skipped on its word.",
+            hint="Set GATEWAY_CHECKPOINT_KEY or pass --public-key FILE of the key that wrote "
+            "it if you trust it, or verify without --since-verified.",
+        )
+    verified = checkpoint.verified
+    if verified is None or checkpoint.root is None:
+        raise CheckpointError(
+            "the checkpoint is a signed head, not a verified checkpoint: nobody attested that "
+            "the record signatures under it were checked.",
+            hint="Pass a file written by `gateway audit verify --write-verified FILE`, or "
+            "verify without --since-verified.",
+        )
+    attested = {k.key_id: k.public_key for k in verified.trusted_keys}
+    still = frozenset(k.key_id for k in keys if attested.get(k.key_id) == k.public_key)
+    return Relied(
+        checkpoint.seq, checkpoint.hash, still, verified.signatures_digest, checkpoint.root
     )

@@ -171,8 +171,48 @@ class Defect(_Frozen):
     detail: str
 
 
+class TrustedKeyInfo(_Frozen):
+    key_id: str
+    public_key: str  # hex of the raw Ed25519 public key
+
+
+class SignedBy(_Frozen):
+    """An earlier verified checkpoint that a later one rests on, named by what it signed."""
+
+    seq: int
+    hash: str
+    public_key: str | None
+    created_at: str  # as the checkpoint's signed fields spell it (format_time)
+
+
+class Verified(_Frozen):
+    """What a *verified* checkpoint attests (``gateway audit verify --write-verified``): a
+    verify of this log from seq 1 to the checkpoint's seq passed, every link, body, column,
+    content and lifecycle check and every record signature, the latter against
+    ``trusted_keys`` (events below ``allow_unsigned_before`` could be unsigned). The
+    signatures of events at or before ``rests_on.seq`` were not checked again by that verify
+    but by the one ``rests_on`` names, transitively.
+
+    ``signatures_digest`` covers the ``signature`` and ``key_id`` columns of events 1..seq
+    (:func:`audit.chain.signatures_digest`): they are outside the hash chain, so a later verify
+    that relies on this one proves with it that they are still what was checked.
+    """
+
+    trusted_keys: tuple[TrustedKeyInfo, ...]
+    allow_unsigned_before: int | None = None
+    signatures_digest: str
+    rests_on: SignedBy | None = None
+
+
 class Checkpoint(_Frozen):
-    """A signed chain head. ``signature`` is Ed25519 over :meth:`signed_bytes`."""
+    """A signed chain head. ``signature`` is Ed25519 over :meth:`signed_fields`' canonical
+    bytes.
+
+    Version 2 adds the RFC 6962 Merkle tree of events 1..seq (``tree_size`` = seq,
+    ``root`` base64; ``note`` the same head as a C2SP signed note, by the same key) and, for a
+    verified checkpoint, ``verified``; all inside the signed fields. A version 1 file still
+    verifies: its signed fields are what they were.
+    """
 
     version: int = 1
     store_id: str
@@ -181,9 +221,13 @@ class Checkpoint(_Frozen):
     created_at: datetime
     public_key: str | None  # hex of the raw Ed25519 public key; None for an unsigned head
     signature: str | None  # hex
+    tree_size: int | None = None
+    root: str | None = None  # base64 of the 32-byte RFC 6962 root, as in the note
+    note: str | None = None
+    verified: Verified | None = None
 
     def signed_fields(self) -> dict[str, Any]:
-        return {
+        fields: dict[str, Any] = {
             "version": self.version,
             "store_id": self.store_id,
             "seq": self.seq,
@@ -191,11 +235,14 @@ class Checkpoint(_Frozen):
             "created_at": format_time(self.created_at),
             "public_key": self.public_key,
         }
-
-
-class TrustedKeyInfo(_Frozen):
-    key_id: str
-    public_key: str  # hex of the raw Ed25519 public key
+        if self.version >= 2:
+            fields["tree_size"] = self.tree_size
+            fields["root"] = self.root
+            fields["note"] = self.note
+            fields["verified"] = (
+                self.verified.model_dump(mode="json") if self.verified is not None else None
+            )
+        return fields
 
 
 class VerifyReport(_Frozen):
@@ -216,6 +263,17 @@ class VerifyReport(_Frozen):
     # key; False only when the caller passed the unsafe flag to accept it anyway.
     checkpoint_signer: str | None = None
     checkpoint_pinned: bool | None = None
+    # With a verified checkpoint (``verify --since-verified``): the signatures of events
+    # 1..``signatures_attested.seq`` were not checked again (their key ids were: each must be
+    # a key trusted now and by the attesting verify); this verify checked those from
+    # ``signatures_checked_from`` on. None when every signature was checked here.
+    signatures_checked_from: int | None = None
+    signatures_attested: SignedBy | None = None
+    # Whether the Merkle root of a version 2 checkpoint was recomputed from the walk.
+    tree_root_checked: bool = False
+    # What a verified checkpoint of this walk's head would carry (asked for only then).
+    head_root: str | None = None
+    head_signatures_digest: str | None = None
 
     @property
     def first_bad_seq(self) -> int | None:

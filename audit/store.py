@@ -13,9 +13,10 @@ Reads stream in keyset pages, so nothing ever loads the whole log.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -31,8 +32,9 @@ from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
 from audit._fork import on_fork_child
 from audit._group import GroupCommitter
-from audit._verify_pool import POOL_FROM, Pending, SignaturePool
+from audit._verify_pool import POOL_FROM, Pending, SignaturePool, SignatureResult
 from audit._verify_read import ChainReader
+from audit._walk_digests import Relied
 from audit.canonical import digest
 from audit.chain import (
     GENESIS,
@@ -53,7 +55,15 @@ from audit.errors import (
 )
 from audit.lifecycle import Target
 from audit.migrate import check_at_head, create_schema, current_revision
-from audit.models import Appended, Checkpoint, EventDraft, EventKind, StoredEvent, VerifyReport
+from audit.models import (
+    Appended,
+    Checkpoint,
+    EventDraft,
+    EventKind,
+    StoredEvent,
+    Verified,
+    VerifyReport,
+)
 from audit.schema import AuditMeta, Event, Payload, PolicyVersion
 from audit.signing import Signer, Trust, TrustedKeys
 
@@ -412,6 +422,8 @@ class AuditStore:
         checkpoint: Checkpoint | None = None,
         *,
         trust: Trust | None = None,
+        relied: Relied | None = None,
+        measure_head: bool = False,
     ) -> VerifyReport:
         """Recompute every link, check each request's life and, against ``trust``, every
         record signature; ``progress(events_done, events_total)`` after each page.
@@ -419,6 +431,11 @@ class AuditStore:
         Without ``trust`` a store with a signer trusts its own key only; a store without one
         checks no signatures, and the report says so (``signatures_checked`` is False). The
         gateway's facade always passes the keys it trusts (gateway.auditing).
+
+        ``relied``: a verified checkpoint (checked by the caller: signer pinned, store, keys)
+        whose verify checked the signatures of events 1..``relied.seq``; those are not checked
+        again, everything else is (audit._walk_digests). ``measure_head``: the report carries
+        the head's Merkle root and signature-column digest, for a verified checkpoint.
         """
         if trust is None and self.signer is not None:
             trust = Trust(TrustedKeys.of([self.signer.public_key]))
@@ -429,13 +446,27 @@ class AuditStore:
         census = self._census()
         total = census.highest
         reader = ChainReader(self._backend, upto=census.highest, page=PAGE)
-        verifier = Verifier(checkpoint, trust, same_time=reader.same_time)
-        # Signatures are checked by worker processes a page ahead of the walk (a large log).
-        pool = SignaturePool(trust) if trust is not None and total >= POOL_FROM else None
+        verifier = Verifier(
+            checkpoint,
+            trust,
+            same_time=reader.same_time,
+            relied=relied,
+            measure_head=measure_head,
+        )
+        after = relied.seq if relied is not None else 0
+        # Signatures are checked by worker processes a page ahead of the walk (a large log);
+        # those a verified checkpoint stands for are not sent.
+        big = total - after >= POOL_FROM
+        pool = SignaturePool(trust) if trust is not None and big else None
         try:
             ahead: tuple[list[EventRow], Pending | None] | None = None
             for page in reader.pages():
-                pending = pool.submit(page) if pool is not None else None
+                pending = None
+                if pool is not None and page[-1].seq > after:
+                    # Only rows after the relied-on seq: a partial page is padded on use.
+                    pending = pool.submit(
+                        page if page[0].seq > after else [r for r in page if r.seq > after]
+                    )
                 if ahead is not None:
                     self._verify_page(verifier, reader, *ahead, progress, total)
                 ahead = (page, pending)
@@ -472,7 +503,11 @@ class AuditStore:
             for row, body in zip(page, parsed, strict=True):
                 feed(row, body, contents)
         else:
-            for row, body, verdict in zip(page, parsed, pending.result(), strict=True):
+            verdicts: list[SignatureResult] = pending.result()
+            if len(verdicts) < len(page):  # the relied-on rows: Verifier checks those itself
+                padding: list[SignatureResult] = [False] * (len(page) - len(verdicts))
+                verdicts = padding + verdicts
+            for row, body, verdict in zip(page, parsed, verdicts, strict=True):
                 feed(row, body, contents, verdict)
         targets, request_ids = verifier.wanted()
         found: dict[int, Target] = {}
@@ -497,7 +532,47 @@ class AuditStore:
                 data={"signed": key is not None, "public_key": public},
             )
         )
-        return cp.sign(self.store_id, appended.seq, appended.hash, appended.recorded_at, key)
+        root = self.tree_root(appended.seq)
+        return cp.sign(
+            self.store_id, appended.seq, appended.hash, appended.recorded_at, key, root=root
+        )
+
+    def tree_root(self, size: int) -> bytes:
+        """The RFC 6962 root of events 1..``size``, from the stored tree (audit.receipts:
+        O(log n) reads once extended; a verify against the checkpoint recomputes it)."""
+        from audit.receipts import tree_hashes  # the receipts module imports this one
+
+        return tree_hashes(self, size, roots_at=(size,)).roots[size]
+
+    def verified_checkpoint(
+        self, report: VerifyReport, key: bytes, rests_on: Checkpoint | None = None
+    ) -> Checkpoint:
+        """Sign, with the checkpoint key, that ``report`` (a :meth:`verify` with
+        ``measure_head``, relying on ``rests_on`` if given) found this log intact through its
+        head. Refused for a report with defects or one that checked no signatures."""
+        if not report.ok or not report.signatures_checked:
+            raise CheckpointError(
+                "only a verify that found no defect and checked every record signature can "
+                "be written as a verified checkpoint.",
+                hint="Fix the defects (or give the trusted keys), then verify again.",
+            )
+        if report.head_root is None or report.head_signatures_digest is None:
+            raise CheckpointError("the verify did not measure its head (measure_head).")
+        verified = Verified(
+            trusted_keys=report.trusted_keys,
+            allow_unsigned_before=report.unsigned_allowed_before,
+            signatures_digest=report.head_signatures_digest,
+            rests_on=cp.signed_by(rests_on) if rests_on is not None else None,
+        )
+        return cp.sign(
+            self.store_id,
+            report.head_seq,
+            report.head_hash,
+            datetime.now(UTC),
+            key,
+            root=base64.b64decode(report.head_root),
+            verified=verified,
+        )
 
 
 def _filters(

@@ -348,6 +348,8 @@ class Auditing:
         allow_unsigned_before: int | None = None,
         unsafe_accept_unpinned_checkpoint: bool = False,
         progress: Progress | None = None,
+        since_verified: Path | None = None,
+        measure_head: bool = False,
     ) -> VerifyReport:
         """Recompute every hash and link, check each request's life and every record
         signature; with ``checkpoint``, also prove the log still holds and extends it.
@@ -361,16 +363,26 @@ class Auditing:
         ``GATEWAY_CHECKPOINT_KEY``. Else it is refused (:class:`InputError`), unless
         ``unsafe_accept_unpinned_checkpoint`` - then the report's ``checkpoint_pinned`` is
         False, and whoever shows it must say so.
+
+        ``since_verified``: a verified checkpoint (:meth:`verified_checkpoint`) by a pinned
+        key, never accepted unpinned; the record signatures it attests are not checked again
+        (audit.checkpoint.relied_on says what is). ``measure_head``: for a verified checkpoint.
         """
         keys = trusted_record_keys(self._settings, self._store.signer, trusted_keys)
         head = None
         pinned = None
+        pins = {k.public_key for k in keys}
+        own = self._signing_key()
+        if own is not None:
+            pins.add(checkpoints.public_key(own))
+        base = relied = None
+        if since_verified is not None:
+            base = self._load_checkpoint(since_verified)
+            with translated():
+                self._store.check_checkpoint(base)
+                relied = checkpoints.relied_on(base, keys, pins)
         if checkpoint is not None:
             head = self._load_checkpoint(checkpoint)
-            pins = {k.public_key for k in keys}
-            own = self._signing_key()
-            if own is not None:
-                pins.add(checkpoints.public_key(own))
             with translated():
                 self._store.check_checkpoint(head)  # another database's: say that first
                 pinned = checkpoints.pinned(
@@ -378,7 +390,11 @@ class Auditing:
                 )
         trust = Trust(keys, allow_unsigned_before or 1)
         with translated():
-            report = self._store.verify(progress, checkpoint=head, trust=trust)
+            report = self._store.verify(
+                progress, checkpoint=head, trust=trust, relied=relied, measure_head=measure_head
+            )
+        if base is not None:
+            report = report.model_copy(update={"signatures_attested": checkpoints.signed_by(base)})
         if head is None:
             return report
         return report.model_copy(
@@ -455,6 +471,20 @@ class Auditing:
         store = self._writing()
         with translated():
             return store.checkpoint(key)
+
+    def verified_checkpoint(self, report: VerifyReport, rests_on: Path | None = None) -> Checkpoint:
+        """Sign, with ``GATEWAY_CHECKPOINT_KEY``, that ``report`` (a :meth:`verify` with
+        ``measure_head``, relying on the verified checkpoint ``rests_on`` if given) found the
+        log intact through its head. Nothing is written to the log: a verify only reads."""
+        key = self._signing_key()
+        if key is None:
+            raise ConfigurationError(
+                "no checkpoint signing key is configured: a verified checkpoint is signed.",
+                hint=checkpoints.KEY_HINT,
+            )
+        base = self._load_checkpoint(rests_on) if rests_on is not None else None
+        with translated():
+            return self._store.verified_checkpoint(report, key, base)
 
     def _signing_key(self) -> bytes | None:
         secret = self._settings.checkpoint_key

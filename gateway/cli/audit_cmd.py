@@ -412,6 +412,16 @@ def _trust_lines(report: VerifyReport) -> list[str]:
             f"unsigned events below seq {report.unsigned_allowed_before} accepted "
             f"(--allow-unsigned-before): {report.unsigned_allowed} found"
         )
+    attested = report.signatures_attested
+    if attested is not None and report.signatures_checked_from is not None:
+        lines.append(
+            f"record signatures of seq {report.signatures_checked_from}..{report.head_seq} "
+            f"checked here; those of seq 1..{attested.seq} NOT checked again: they rest on "
+            f"the verified checkpoint signed by {attested.public_key} at {attested.created_at} "
+            f"(its hash at seq {attested.seq} matched, its keys and signature columns still hold)"
+        )
+    if report.tree_root_checked:
+        lines.append("Merkle tree root of the checkpoint recomputed from the log")
     if report.checkpoint_seq is not None:
         if report.checkpoint_pinned:
             lines.append(f"checkpoint signed by trusted key {report.checkpoint_signer}")
@@ -477,6 +487,20 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Verify this JSONL export offline instead of the database (needs --public-key).",
 )
+@click.option(
+    "--since-verified",
+    "since_verified",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A verified checkpoint (from --write-verified) by a trusted key: every link and "
+    "lifecycle check is still made from seq 1, but record signatures only after its seq.",
+)
+@click.option(
+    "--write-verified",
+    "write_verified",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="If the log is intact, write a verified checkpoint of its head to this file, signed "
+    "with GATEWAY_CHECKPOINT_KEY, for a later --since-verified.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
 def audit_verify(
@@ -486,6 +510,8 @@ def audit_verify(
     allow_unsigned_before: int | None,
     unsafe_accept_unpinned_checkpoint: bool,
     export_file: Path | None,
+    since_verified: Path | None,
+    write_verified: Path | None,
     fmt: str,
 ) -> None:
     """Recompute every hash, link and record signature and check each request's life;
@@ -497,6 +523,8 @@ def audit_verify(
             checkpoint_file is not None
             or allow_unsigned_before
             or unsafe_accept_unpinned_checkpoint
+            or since_verified is not None
+            or write_verified is not None
         ):
             raise click.UsageError("--export takes only --public-key and --format.")
         exported = verify_export(export_file, keys)
@@ -514,8 +542,20 @@ def audit_verify(
             allow_unsigned_before=allow_unsigned_before,
             unsafe_accept_unpinned_checkpoint=unsafe_accept_unpinned_checkpoint,
             progress=progress,
+            since_verified=since_verified,
+            measure_head=write_verified is not None,
         )
+        written = None
+        if write_verified is not None and report.ok:
+            written = auditing.verified_checkpoint(report, rests_on=since_verified)
     _print_report(report, fmt)
+    if written is not None and write_verified is not None:
+        with open_output(write_verified) as out:
+            out.write(checkpoint_text(written))
+        click.echo(
+            f"verified checkpoint at seq {written.seq} written to {shown(write_verified)}",
+            err=True,
+        )
     if not report.ok:
         raise CheckFailed()
 
