@@ -103,10 +103,17 @@ def _approvals(status: ApprovalStatus | None, required: int, note: str | None) -
     )
     rejected = "".join(f"<li>{escape(line)}</li>" for line in status.rejected)
     rejected_html = f"<p>Not counted:</p><ul>{rejected}</ul>" if rejected else ""
+    pins = (
+        "Approver keys are pinned: an approval counts only when signed by the key registered "
+        "for its approver (GATEWAY_TRUSTED_APPROVERS_FILE)."
+        if status.pinned
+        else "Approver keys are not pinned: an approval signed by any key under any name "
+        "counts, so set GATEWAY_TRUSTED_APPROVERS_FILE where four eyes must be proven."
+    )
     return (
         f"<p>Approvals of fingerprint <code>{escape(status.fingerprint)}</code>: {verdict}. "
         "Each is an Ed25519 signature of the exact fingerprint by the approver's own key, "
-        f"recorded in the audit log.</p>{table}{rejected_html}"
+        f"recorded in the audit log.</p>{table}{rejected_html}<p>{escape(pins)}</p>"
     )
 
 

@@ -13,15 +13,24 @@ new ones), each with a signature that checks out under the key it names, by dist
 approvers: two names with one key count once. With ``trusted_approvers`` (name to public
 key), only pinned approvers count; with ``signature`` (the read path's record-signature
 check), only APPROVAL events written by a trusted gateway count.
+
+Pinning is what makes four eyes hold against someone who can write the log (or holds any
+approver key): without it, an approval signed by *some* key under *any* name counts. The pins
+come from settings (``trusted_approvers`` / ``trusted_approvers_file``), read by
+:func:`trusted_approvers`, and every check of approvals takes them: the gateway at start, and
+``policy review``, ``policy show`` and the sign-off sheet through the auditing facade.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
+import tomllib
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -33,11 +42,12 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from audit.authenticity import SignatureCheck, check_event
 from audit.canonical import canonical_bytes
-from audit.signing import key_id
+from audit.signing import TrustedKeys, UnusableKey, key_id
 from gateway._audit_errors import translated
 from gateway._inputs import check_name
 from gateway.errors import ConfigurationError, PolicyLoadError
 from gateway.policy import Policy, PolicySet
+from gateway.settings import Settings
 
 __all__ = [
     "Approval",
@@ -46,9 +56,15 @@ __all__ = [
     "approval_status",
     "check_approvals",
     "sign_approval",
+    "trusted_approvers",
 ]
 
 DOMAIN = b"compliance-gateway policy approval v1\n"
+PINS_HINT = (
+    "List each approver once with their Ed25519 public key (32 bytes as 64 hex characters): "
+    'in GATEWAY_TRUSTED_APPROVERS_FILE as TOML (j.smith = "<hex>") or a JSON object, or in '
+    "GATEWAY_TRUSTED_APPROVERS as name=<hex>, comma-separated."
+)
 KEY_HINT = (
     "Set GATEWAY_APPROVER_KEY to the approver's Ed25519 private key: 32 bytes as 64 hex "
     "characters (or base64), kept by the approver, never in the database."
@@ -77,6 +93,7 @@ class ApprovalStatus:
     approvers: tuple[str, ...]  # distinct, in the order they approved
     seqs: tuple[int, ...]
     rejected: tuple[str, ...] = field(default=())  # one line per approval that did not count
+    pinned: bool = False  # whether only approvers' pinned keys counted (trusted_approvers)
 
     def enough(self, required: int) -> bool:
         return len(self.approvers) >= required
@@ -154,8 +171,16 @@ def _why_not(
         key.verify(base64.b64decode(sig, validate=True), _message(task, fingerprint, approver))
     except (ValueError, binascii.Error, InvalidSignature):
         return f"seq {event.seq}: {approver}'s signature does not check out under its key"
-    if trusted_approvers is not None and trusted_approvers.get(approver) != public_key:
-        return f"seq {event.seq}: {approver}'s key is not the one pinned for {approver}"
+    if trusted_approvers is not None:
+        pinned = trusted_approvers.get(approver)
+        if pinned is None:
+            return f"seq {event.seq}: {approver} is not a pinned approver"
+        if pinned != public_key:
+            return (
+                f"seq {event.seq}: {approver}'s approval is signed by key "
+                f"{key_id(bytes.fromhex(public_key))}, not the key pinned for {approver} "
+                f"({key_id(bytes.fromhex(pinned))})"
+            )
     if signature is not None:
         problems = check_event(store, event, signature)
         if problems:
@@ -197,8 +222,9 @@ def approval_status(
             names.append(approver)
             keys.add(public_key)
             seqs.append(event.seq)
+    pinned = trusted_approvers is not None
     return {
-        task: ApprovalStatus(task, current[task], tuple(n), tuple(s), tuple(r))
+        task: ApprovalStatus(task, current[task], tuple(n), tuple(s), tuple(r), pinned)
         for task, (n, s, _, r) in found.items()
     }
 
@@ -225,6 +251,7 @@ def check_approvals(
     parts = [
         f"{s.task} ({s.fingerprint}) has {len(s.approvers)} of {required}"
         + (f": approved by {', '.join(s.approvers)}" if s.approvers else ": approved by nobody")
+        + (f" (not counted: {'; '.join(s.rejected)})" if s.rejected else "")
         for s in short
     ]
     raise PolicyLoadError(
@@ -234,3 +261,66 @@ def check_approvals(
         hint="Have approvers sign the current version: 'gateway policy approve TASK "
         "--approver NAME' (each with their own GATEWAY_APPROVER_KEY).",
     )
+
+
+def trusted_approvers(settings: Settings) -> dict[str, str] | None:
+    """The pinned approver keys (name to public key hex) from ``trusted_approvers`` and the
+    file ``trusted_approvers_file``; None when neither is set (approvals are then unpinned).
+    A key that is not an Ed25519 public key, or a name pinned to two keys, is a
+    :class:`ConfigurationError` naming it."""
+    if settings.trusted_approvers is None and settings.trusted_approvers_file is None:
+        return None
+    pins: dict[str, str] = {}
+    sources: list[tuple[str, Mapping[str, object]]] = [
+        ("GATEWAY_TRUSTED_APPROVERS", settings.trusted_approvers or {})
+    ]
+    if settings.trusted_approvers_file is not None:
+        path = settings.trusted_approvers_file
+        sources.append((repr(str(path)), _read_pins(path)))
+    for where, given in sources:
+        for name, text in given.items():
+            key = _public_key_hex(name, text, where)
+            if pins.get(name, key) != key:
+                raise ConfigurationError(
+                    f"approver {name!r} is pinned to two different keys ({where} differs).",
+                    hint=PINS_HINT,
+                )
+            pins[name] = key
+    return pins
+
+
+def _read_pins(path: Path) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(
+            f"the trusted approvers file {str(path)!r} cannot be read ({type(exc).__name__}).",
+            hint=PINS_HINT,
+        ) from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        kind = "JSON" if path.suffix == ".json" else "TOML"
+        raise ConfigurationError(
+            f"the trusted approvers file {str(path)!r} is not valid {kind}: {exc}.",
+            hint=PINS_HINT,
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"the trusted approvers file {str(path)!r} is not a table of name = key.",
+            hint=PINS_HINT,
+        )
+    return data
+
+
+def _public_key_hex(name: str, text: object, where: str) -> str:
+    try:
+        if not isinstance(text, str):
+            raise UnusableKey("not a string")
+        (key,) = TrustedKeys.of([text])
+    except UnusableKey:
+        raise ConfigurationError(
+            f"the key pinned for approver {name!r} in {where} is not an Ed25519 public key.",
+            hint=PINS_HINT,
+        ) from None
+    return key.public_key

@@ -65,7 +65,13 @@ from gateway._record_keys import record_key_path as record_key_path
 from gateway._record_keys import record_signer as record_signer
 from gateway._record_keys import trusted_record_keys as trusted_record_keys
 from gateway._usage import GroupBy, UsageReport, priced, usage_report
-from gateway.approvals import ApprovalStatus, approval_draft, approval_status, sign_approval
+from gateway.approvals import (
+    ApprovalStatus,
+    approval_draft,
+    approval_status,
+    sign_approval,
+    trusted_approvers,
+)
 from gateway.catalog import Catalog
 from gateway.errors import (
     ConfigurationError,
@@ -327,7 +333,10 @@ class Auditing:
         """Who has approved each loaded task's current fingerprint; approval events count
         only when written by a trusted gateway (record signatures, as :meth:`verify`)."""
         check = signature_check(trusted_record_keys(self._settings, self._store.signer))
-        return approval_status(self._store, policies, tasks=tasks, signature=check)
+        pins = trusted_approvers(self._settings)
+        return approval_status(
+            self._store, policies, tasks=tasks, trusted_approvers=pins, signature=check
+        )
 
     def reads_of(self, request_id: str) -> list[StoredEvent]:
         """The ACCESS events that read ``request_id``'s content, oldest first: content reads

@@ -32,7 +32,7 @@ from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, RequestPipeline
 from gateway._recording import Begun, Recorder, Sent, Terminal, cancel_reason
 from gateway._streams import AsyncStream, Opened, Outcomes, Stream
-from gateway.approvals import check_approvals
+from gateway.approvals import check_approvals, trusted_approvers
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
 from gateway.offline import offline_policy
@@ -74,6 +74,7 @@ class _Core:
                 self.store,
                 self.policies,
                 settings.require_approvals,
+                trusted_approvers=trusted_approvers(settings),
                 signature=self.recorder.signature,
             )
         except BaseException:

@@ -78,6 +78,12 @@ class Settings(BaseModel):
     # exact fingerprint has N approvals by distinct approvers (gateway.approvals).
     approver_key: SecretStr | None = None
     require_approvals: int = Field(default=0, ge=0)
+    # Approver key pinning: approver name -> Ed25519 public key (hex or base64), given here
+    # or in a TOML/JSON file (``name = "<64 hex>"``). With either set, an approval counts only
+    # when signed by its approver's pinned key; unset, any key that signs counts
+    # (gateway.approvals.trusted_approvers reads both).
+    trusted_approvers: dict[str, str] | None = None
+    trusted_approvers_file: Path | None = None
     # The caller recorded for a request that names none. Requests that leave the machine
     # must name a caller (the audit trail and the information barrier need one) unless this
     # is set; a service with one identity sets it once instead of on every call.
@@ -112,6 +118,16 @@ class Settings(BaseModel):
         for name, value in super().__repr_args__():
             yield name, (mask_database_url(value) if name == "database_url" else value)
 
+    @field_validator("trusted_approvers", mode="before")
+    @classmethod
+    def _name_key_pairs(cls, value: object) -> object:
+        if isinstance(value, str):  # GATEWAY_TRUSTED_APPROVERS: name=key, comma-separated
+            pairs = [part.strip().partition("=") for part in value.split(",") if part.strip()]
+            if any(not sep or not name.strip() for name, sep, _ in pairs):
+                raise ValueError("expected name=public-key pairs, comma-separated")
+            return {name.strip(): key.strip() for name, _, key in pairs}
+        return value
+
     @field_validator("trusted_keys", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
@@ -142,6 +158,8 @@ class Settings(BaseModel):
             "GATEWAY_TRUSTED_KEYS_FILE": "trusted_keys_file",
             "GATEWAY_APPROVER_KEY": "approver_key",
             "GATEWAY_REQUIRE_APPROVALS": "require_approvals",
+            "GATEWAY_TRUSTED_APPROVERS": "trusted_approvers",
+            "GATEWAY_TRUSTED_APPROVERS_FILE": "trusted_approvers_file",
             "GATEWAY_DEFAULT_CALLER": "default_caller",
             "GATEWAY_USER_ID_SALT": "user_id_salt",
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",

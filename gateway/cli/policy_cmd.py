@@ -96,6 +96,7 @@ def _approval_json(status: ApprovalStatus | None, required: int) -> dict[str, An
         "required": required,
         "enough": status.enough(required),
         "not_counted": list(status.rejected),
+        "pinned": status.pinned,
     }
 
 
@@ -245,6 +246,17 @@ def _echosignoff_fields(
         headers = ["TASK", "OWNER", "RISK TIER", "EFFECTIVE", "REGULATIONS", "APPROVALS"]
         click.echo("Sign-off:")
         click.echo(text_table(headers, rows))
+        for task, status in (approvals or {}).items():
+            for line in status.rejected:
+                click.echo(f"  {shown(task)}: not counted: {shown(line)}")
+        if approvals:
+            pinned = next(iter(approvals.values())).pinned
+            click.echo(
+                "Approver keys: pinned (only each approver's registered key counts)."
+                if pinned
+                else "Approver keys: not pinned (GATEWAY_TRUSTED_APPROVERS_FILE unset): any "
+                "key under any name counts."
+            )
         click.echo("")
 
 
