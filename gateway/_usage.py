@@ -26,7 +26,15 @@ from audit import EventFilter, EventKind, StoredEvent
 from audit.requests import USAGE_COLUMNS, RequestSummary
 from gateway.catalog import Catalog, ModelInfo
 
-__all__ = ["TOKEN_KINDS", "GroupBy", "UsageReport", "UsageRow", "priced", "usage_report"]
+__all__ = [
+    "TOKEN_KINDS",
+    "GroupBy",
+    "UsageReport",
+    "UsageRow",
+    "answer_cost",
+    "priced",
+    "usage_report",
+]
 
 GroupBy = Literal["caller", "task", "model"]
 
@@ -127,6 +135,20 @@ def _cost(usage: Mapping[str, int], info: ModelInfo | None) -> float | None:
             continue
         total += count * price / PER
     return total
+
+
+def answer_cost(usage: object, info: ModelInfo | None) -> float | None:
+    """The cost of one answer's ``usage`` (the Messages API object) at ``info``'s prices, as
+    :func:`usage_report` prices it; None when there is no usage or a kind it used has no price
+    (a replay report compares two answers this way)."""
+    if not isinstance(usage, dict):
+        return None
+    counts = {
+        kind: value
+        for kind in TOKEN_KINDS
+        if isinstance(value := usage.get(kind), int) and not isinstance(value, bool) and value >= 0
+    }
+    return _cost(counts, info) if counts else None
 
 
 def priced(summary: RequestSummary, catalog: Catalog) -> RequestSummary:

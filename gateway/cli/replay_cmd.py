@@ -35,7 +35,10 @@ from gateway.replay import (
     Selection,
     render_html,
 )
-from gateway.replay._model import UNCHANGED_MEANS
+from gateway.replay._answers import AnswerSide, LiveTotals
+from gateway.replay._model import SIMILARITY_MEANS, identical_means
+
+TABLE_TEXT = 200  # characters of each answer in the table (the report holds more)
 
 
 @click.command("replay")
@@ -157,15 +160,44 @@ def _print(report: ReplayReport, fmt: str) -> None:
         click.echo(shown(report.context.line()))
     if migration:
         _print_tasks(report)
+    elif report.summary.mode is Mode.LIVE:
+        _print_live_totals(report)
     click.echo(
         f"{'seq':>8}  {'outcome':9}  {'sim':>5}  {'task':22}  {'model':26}  request / reason"
     )
     for row in report.requests:
         click.echo(_table_row(row, reason=not migration))
+        for name, side in (("recorded", row.recorded_answer), ("replayed", row.replayed_answer)):
+            if side is not None:
+                click.echo(_answer_line(name, side))
+
+
+def _answer_line(name: str, side: AnswerSide) -> str:
+    text = side.excerpt(TABLE_TEXT)
+    return (
+        f"{'':>10}{name} ({shown(side.model or '-')}, {side.latency_text}, "
+        f"{side.cost_text}): {shown(text)}"
+    )
+
+
+def _print_live_totals(report: ReplayReport) -> None:
+    click.echo(f"note: {SIMILARITY_MEANS}")
+    for t in report.by_task():
+        if t.live is not None:
+            click.echo(f"task {shown(t.task)}: {_live_line(t.live)}")
+
+
+def _live_line(live: LiveTotals) -> str:
+    similarity = "-" if live.mean_similarity is None else f"{live.mean_similarity:.2f}"
+    return (
+        f"{live.compared} answer pair(s), mean similarity {similarity}; recorded: mean "
+        f"{live.recorded.latency_text}, {live.recorded.cost_text}; replayed: mean "
+        f"{live.replayed.latency_text}, {live.replayed.cost_text}"
+    )
 
 
 def _print_tasks(report: ReplayReport) -> None:
-    click.echo(f"note: {UNCHANGED_MEANS}")
+    click.echo(f"note: {identical_means(report.summary.mode)}")
     for t in report.by_task():
         counts = ", ".join(f"{n} {k}" for k, n in t.counts.items())
         click.echo(f"task {shown(t.task)}: {t.total} request(s): {counts}")
@@ -178,6 +210,10 @@ def _print_tasks(report: ReplayReport) -> None:
                 click.echo(
                     f"  {title} ({c.count} request{'s' if c.count != 1 else ''}): {shown(c.text)}"
                 )
+        if t.live is not None:
+            click.echo(f"  answers: {_live_line(t.live)}")
+    if any(t.live is not None for t in report.by_task()):
+        click.echo(f"note: {SIMILARITY_MEANS}")
 
 
 def _table_row(row: RequestReplay, *, reason: bool = True) -> str:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 from html import escape
 
+from gateway.replay._answers import AnswerSide, LiveTotals
 from gateway.replay._model import (
-    UNCHANGED_MEANS,
+    SIMILARITY_MEANS,
     Counted,
     FieldChange,
     Mode,
     ReplayReport,
     RequestReplay,
     TaskSummary,
+    identical_means,
 )
 
 _CSS = """
@@ -30,6 +32,8 @@ pre { background: #f6f6f6; padding: 8px; overflow-x: auto; white-space: pre-wrap
 .differing { color: #9a6700; } .skipped { color: #57606a; }
 .add { color: #1a7f37; } .del { color: #b42318; } .hunk { color: #0550ae; }
 section { border-top: 1px solid #ddd; margin-top: 1.5em; }
+.answers { table-layout: fixed; width: 100%; } .answers td { width: 50%; }
+.answers pre { max-height: 24em; overflow-y: auto; } .cut { color: #9a6700; }
 .context { color: #444; } .note { background: #fff8e1; border: 1px solid #e0c36a; padding: 6px; }
 @media print { section, table { break-inside: avoid; } }
 """
@@ -55,8 +59,12 @@ def render_html(report: ReplayReport) -> str:
         if report.context is not None
         else ""
     )
-    note = f"<p class='note'>{escape(UNCHANGED_MEANS)}</p>" if migration else ""
-    tasks = _by_task(report.by_task()) if migration else ""
+    by_task = report.by_task()
+    live = any(t.live is not None for t in by_task)
+    note = f"<p class='note'>{escape(identical_means(s.mode))}</p>" if migration else ""
+    if live:
+        note += f"<p class='note' id='similarity-note'>{escape(SIMILARITY_MEANS)}</p>"
+    tasks = _by_task(by_task) if migration or live else ""
     reason_head = "" if migration else "<th>reason</th>"
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -92,6 +100,7 @@ def _by_task(tasks: tuple[TaskSummary, ...]) -> str:
             + _counted("Review findings on the new model", t.findings)
             + _counted("Reasons", t.reasons)
             + _counted("Request changes besides the model id", t.request_changes)
+            + (_live_totals(t.live) if t.live is not None else "")
         )
     parts.append("</section>")
     return "".join(parts)
@@ -140,10 +149,72 @@ def _section(r: RequestReplay, *, findings: bool = True) -> str:
         parts.append("<h3>Request changes</h3>" + _changes(r.request_changes))
     if r.json_changes:
         parts.append("<h3>Answer field changes</h3>" + _changes(r.json_changes))
+    if r.recorded_answer is not None or r.replayed_answer is not None:
+        parts.append(_side_by_side(r))
     if r.text_diff:
         parts.append("<h3>Answer text diff</h3><pre>" + _diff(r.text_diff) + "</pre>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def _side_by_side(r: RequestReplay) -> str:
+    sides = (r.recorded_answer, r.replayed_answer)
+    head = "".join(
+        f"<th>{name} answer ({escape(s.model or '-') if s else '-'})</th>"
+        for name, s in zip(("Recorded", "Replayed"), sides, strict=True)
+    )
+    texts = "".join(f"<td>{_answer_text(s)}</td>" for s in sides)
+    similarity = "-" if r.similarity is None else f"{r.similarity:.3f}"
+    facts = "".join(
+        f"<tr><th>{name}</th>" + "".join(f"<td>{_fact(s, name)}</td>" for s in sides) + "</tr>"
+        for name in ("latency", "tokens in / out", "estimated cost")
+    )
+    return (
+        f"<h3>Answers side by side (similarity {similarity})</h3>"
+        f"<table class='answers'><tr>{head}</tr><tr>{texts}</tr></table>"
+        f"<table class='answer-facts'><tr><th></th><th>recorded</th><th>replayed</th></tr>"
+        f"{facts}</table>"
+    )
+
+
+def _fact(side: AnswerSide | None, name: str) -> str:
+    if side is None:
+        return "-"
+    if name == "latency":
+        return escape(side.latency_text)
+    if name == "estimated cost":
+        return escape(side.cost_text)
+    return f"{_n(side.input_tokens)} / {_n(side.output_tokens)}"
+
+
+def _answer_text(side: AnswerSide | None) -> str:
+    if side is None:
+        return "<p>no answer</p>"
+    if not side.truncated_chars:
+        return f"<pre>{escape(side.text)}</pre>"
+    kept = side.length - side.truncated_chars
+    return (
+        f"<pre>{escape(side.text[:kept])}</pre>"
+        f"<p class='cut'>truncated: {side.truncated_chars:,} more characters not shown</p>"
+    )
+
+
+def _live_totals(live: LiveTotals) -> str:
+    similarity = "-" if live.mean_similarity is None else f"{live.mean_similarity:.3f}"
+    rows = "".join(
+        f"<tr><th>{name}</th><td>{side.answers}</td><td>{escape(side.latency_text)}</td>"
+        f"<td>{escape(side.cost_text)}</td></tr>"
+        for name, side in (("recorded", live.recorded), ("replayed", live.replayed))
+    )
+    return (
+        f"<p>{live.compared} answer pair(s) compared, mean similarity {similarity}.</p>"
+        "<table class='live-totals'><tr><th></th><th>answers</th><th>mean latency</th>"
+        f"<th>estimated cost</th></tr>{rows}</table>"
+    )
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 def _changes(changes: tuple[FieldChange, ...]) -> str:

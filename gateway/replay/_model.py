@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.replay._answers import AnswerSide, LiveTotals, live_totals
+
 
 class Mode(StrEnum):
     VERIFY = "verify"  # re-plan under the recorded policy; pass or fail
@@ -79,9 +81,14 @@ class RequestReplay(_Frozen):
     checks: tuple[Check, ...] = ()
     findings: tuple[str, ...] = ()  # --model: the review findings for the new model
     request_changes: tuple[FieldChange, ...] = ()  # --model: wire body changes
-    similarity: float | None = None  # difflib ratio of recorded and replayed text, 0..1
+    # difflib's SequenceMatcher ratio of the recorded and replayed answer text, 0..1: twice
+    # the matched characters over the two lengths (gateway.replay._diff).
+    similarity: float | None = None
     text_diff: str | None = None  # unified diff of the response text
     json_changes: tuple[FieldChange, ...] = ()  # JSON tasks: field-by-field changes
+    # --live: both answers side by side (text cut with a mark, latency, estimated cost).
+    recorded_answer: AnswerSide | None = None
+    replayed_answer: AnswerSide | None = None
     replay_seq: int | None = None  # the REPLAY event that records this result
 
 
@@ -141,6 +148,7 @@ class TaskSummary(_Frozen):
     findings: tuple[Counted, ...]
     reasons: tuple[Counted, ...]
     request_changes: tuple[Counted, ...]
+    live: LiveTotals | None = None  # --live: the answer pairs' similarity, latency and cost
 
 
 # What "identical" means under --model, said wherever that outcome is shown.
@@ -148,6 +156,28 @@ UNCHANGED_MEANS = (
     "'identical' means the request the new model would get is the recorded one with only the "
     "model id changed; it says nothing about the answers, which may differ (add --live to "
     "send the requests and compare the answers)."
+)
+
+
+# What "identical" means under --model --live, where the answers were compared.
+ANSWER_SAME_MEANS = (
+    "'identical' means the new model's answer text is the recorded one, character for "
+    "character; the request it got is the recorded one re-planned for the new model."
+)
+
+
+def identical_means(mode: Mode) -> str:
+    """The sentence a migration report shows beside its outcome counts."""
+    return ANSWER_SAME_MEANS if mode is Mode.MODEL_LIVE else UNCHANGED_MEANS
+
+
+# What the similarity figure is, said wherever answers are compared side by side.
+SIMILARITY_MEANS = (
+    "similarity is difflib's SequenceMatcher ratio of the two answer texts, character by "
+    "character: twice the characters in matching runs over the total length of both, from 0 "
+    "(nothing in common) to 1 (identical); a measure of wording, not of meaning. Cost is "
+    "estimated from each answer's recorded usage at the model catalog's prices; 'unpriced' "
+    "means the catalog has no sourced price for that model."
 )
 
 
@@ -210,6 +240,11 @@ class ReplayReport(_Frozen):
                     ),
                     request_changes=_counted(
                         [f"{c.path} {c.change}" for r in rows for c in r.request_changes]
+                    ),
+                    live=live_totals(
+                        (r.recorded_answer, r.replayed_answer, r.similarity)
+                        for r in rows
+                        if r.recorded_answer is not None and r.replayed_answer is not None
                     ),
                 )
             )

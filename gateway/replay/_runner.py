@@ -24,13 +24,13 @@ from typing import Any
 
 from audit import AuditStore, EventKind
 from gateway._keys import GATEWAY_VERSION, request_hash_for
-from gateway._output_check import check_json_output, response_text
 from gateway._recording import CallLabels, Intent, Recorder, Sent
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.policy import Policy
 from gateway.providers.registry import Providers
-from gateway.replay._diff import compare_text, json_changes
+from gateway.replay._compare import compare_answers
+from gateway.replay._diff import json_changes
 from gateway.replay._migration import plan_migration
 from gateway.replay._model import FieldChange, Mode, Outcome, ReplayReport, RequestReplay, summarise
 from gateway.replay._recorded import (
@@ -40,7 +40,6 @@ from gateway.replay._recorded import (
     load_selection,
     recorded_user_id,
     request_body,
-    response_json,
 )
 from gateway.replay._verify import verify_request
 from gateway.settings import Settings
@@ -226,7 +225,7 @@ class Replayer:
             request_hash=row.request_hash,
         )
         sent = self._send(call, body, row)
-        row.fields = self._compare(recorded, sent)
+        row.fields = compare_answers(self.store, self.catalog, recorded, sent, recorded.model_id)
         if sent.reply is not None:
             current = self.providers.model_version(call.provider, str(request.data.get("model_id")))
             if current != request.data.get("model_version"):
@@ -282,7 +281,7 @@ class Replayer:
             request_hash=row.request_hash,
         )
         sent = self._send(call, plan.body, row)
-        row.fields.update(self._compare(recorded, sent))
+        row.fields.update(compare_answers(self.store, self.catalog, recorded, sent, target.id))
         self._keep_sent(row, sent)
         return row
 
@@ -323,36 +322,6 @@ class Replayer:
         )
         row.intent_seq = sent.intent_seq
         return sent
-
-    def _compare(self, recorded: Recorded, sent: Sent) -> dict[str, Any]:
-        if sent.reply is None:
-            return {"outcome": Outcome.FAILED, "reason": str(sent.error or "no answer")}
-        new_text = response_text(sent.reply.response)
-        old = response_json(self.store, recorded)
-        if old is None:
-            compared = compare_text("", new_text)
-            return {
-                "outcome": Outcome.DIFFERING,
-                "reason": "no recorded response to compare with (the original call failed).",
-                "text_diff": compared.diff,
-            }
-        old_text = response_text(old)
-        compared = compare_text(old_text, new_text)
-        result: dict[str, Any] = {
-            "outcome": Outcome.IDENTICAL if compared.identical else Outcome.DIFFERING,
-            "similarity": compared.similarity,
-            "text_diff": compared.diff,
-        }
-        policy = recorded.policy
-        if policy is not None and policy.output_format == "json" and not compared.identical:
-            before = check_json_output(old_text, None)
-            after = check_json_output(new_text, None)
-            if before.ok and after.ok:
-                result["json_changes"] = json_changes(before.value, after.value)
-            else:
-                side = "recorded" if not before.ok else "replayed"
-                result["reason"] = f"the {side} answer is not valid JSON; compared as text."
-        return result
 
     @staticmethod
     def _keep_sent(row: _Row, sent: Sent) -> None:

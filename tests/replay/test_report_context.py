@@ -122,7 +122,27 @@ def test_the_migration_report_opens_in_headless_chromium(
     assert result.exit_code == 0, result.output
     dom = rendered_dom(path)
     assert "migration to claude-sonnet-4-6" in dom and "m.risk" in dom
-    screenshot(path, tmp_path / "replay-report.png", "1100,900")
+    screenshot(path, tmp_path / "replay-migration.png", "1100,900")
+
+
+def test_the_live_migration_report_opens_in_headless_chromium(
+    cli: Cli, three_compliance: Recorded, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """The README's picture: answers side by side, with similarity, latency and cost."""
+    chromium()
+    fake_api.script(
+        Reply.ok(text="Verdict: compliant.\nNo rule breached; rule 4 checked."),
+        Reply.ok(text="Verdict: PASS."),
+        Reply.ok(text="Verdict: ESCALATE.\nAmount at the reporting threshold."),
+    )
+    path = tmp_path / "replay-report.html"
+    result = cli("--task", "compliance_review", "--model", "claude-opus-4-6", "--live",
+                 "--operator", "m.risk", "--report", str(path))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    dom = rendered_dom(path)
+    assert "migration to claude-opus-4-6" in dom and "Answers side by side" in dom
+    assert "unpriced" in dom and "3 answer pair(s) compared" in dom
+    screenshot(path, tmp_path / "replay-report.png", "1100,1500")
 
 
 def test_the_experiment_plot_opens_in_headless_chromium(tmp_path: Path) -> None:

@@ -1,0 +1,74 @@
+"""Compare a live replay's answer with the recorded one: outcome, similarity, text diff,
+JSON field changes, and both answers side by side (gateway.replay._answers).
+
+    fields = compare_answers(store, catalog, recorded, sent, asked="claude-opus-4-6")
+    fields["outcome"], fields["similarity"], fields["replayed_answer"].cost_text
+
+The result is the keyword arguments of a ``RequestReplay`` row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from audit import AuditStore
+from gateway._output_check import check_json_output, response_text
+from gateway._recording import Sent
+from gateway.catalog import Catalog
+from gateway.replay._answers import answer_side
+from gateway.replay._diff import compare_text, json_changes
+from gateway.replay._model import Outcome
+from gateway.replay._recorded import Recorded, response_json
+
+
+def compare_answers(
+    store: AuditStore, catalog: Catalog, recorded: Recorded, sent: Sent, asked: str | None
+) -> dict[str, Any]:
+    """``asked``: the model the replay sent to (priced as the one that answered unless
+    the answer names another)."""
+    if sent.reply is None:
+        return {"outcome": Outcome.FAILED, "reason": str(sent.error or "no answer")}
+    new_text = response_text(sent.reply.response)
+    replayed = answer_side(
+        new_text,
+        sent.reply.response,
+        catalog,
+        asked_model=asked,
+        latency_ms=sent.reply.latency_ms,
+    )
+    old = response_json(store, recorded)
+    if old is None:
+        compared = compare_text("", new_text)
+        return {
+            "outcome": Outcome.DIFFERING,
+            "reason": "no recorded response to compare with (the original call failed).",
+            "text_diff": compared.diff,
+            "replayed_answer": replayed,
+        }
+    old_text = response_text(old)
+    compared = compare_text(old_text, new_text)
+    outcome = recorded.response.data if recorded.response is not None else {}
+    result: dict[str, Any] = {
+        "outcome": Outcome.IDENTICAL if compared.identical else Outcome.DIFFERING,
+        "similarity": compared.similarity,
+        "text_diff": compared.diff,
+        # Latency and usage as the RESPONSE event recorded them at the time.
+        "recorded_answer": answer_side(
+            old_text,
+            {"model": outcome.get("model") or old.get("model"), "usage": outcome.get("usage")},
+            catalog,
+            asked_model=recorded.model_id,
+            latency_ms=outcome.get("latency_ms"),
+        ),
+        "replayed_answer": replayed,
+    }
+    policy = recorded.policy
+    if policy is not None and policy.output_format == "json" and not compared.identical:
+        before = check_json_output(old_text, None)
+        after = check_json_output(new_text, None)
+        if before.ok and after.ok:
+            result["json_changes"] = json_changes(before.value, after.value)
+        else:
+            side = "recorded" if not before.ok else "replayed"
+            result["reason"] = f"the {side} answer is not valid JSON; compared as text."
+    return result
