@@ -138,6 +138,7 @@ class RequestPipeline:
             overrides = check_overrides(overrides)
             timeout_s = _check_timeout(timeout)
             policy = self.policies.get(task)
+            self.policies.check_in_effect(policy)  # before its effective_date: refused
             if self._policy_transform is not None:
                 policy = self._policy_transform(policy)
             if not counting:

@@ -136,6 +136,18 @@ def _tools(policy: Policy) -> str:
     return f"<p>tool_choice: <code>{escape(choice)}</code></p>" + "".join(parts)
 
 
+def _effective(policy: Policy, made_at: datetime) -> str:
+    when = policy.effective_date
+    if when is None:
+        return "-"
+    if when > made_at.astimezone(UTC).date():
+        return (
+            f"{when.isoformat()} (not yet in effect on this sheet's date: the gateway "
+            "refuses its requests until then)"
+        )
+    return when.isoformat()
+
+
 def signoff_sheet(
     policy: Policy,
     model: ModelInfo,
@@ -181,7 +193,7 @@ def signoff_sheet(
             ("risk tier", escape(policy.risk_tier or "-")),
             (
                 "effective date",
-                escape(policy.effective_date.isoformat() if policy.effective_date else "-"),
+                escape(_effective(policy, made_at)),
             ),
             ("regulations", escape("; ".join(policy.regulations) or "-")),
             ("policy file", escape(policy.source or "-")),

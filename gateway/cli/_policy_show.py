@@ -11,6 +11,7 @@ refuses said as plainly ("refused"), because a reviewer signs off on both.
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 from pydantic import BaseModel
@@ -23,14 +24,24 @@ from gateway.policy import Policy, plan_request
 PLACEHOLDER_INPUT = "<user input>"
 
 
-def signoff_fields(data: Any) -> dict[str, Any]:
-    """The sign-off fields of a PolicyFile or Policy, JSON-ready."""
+def signoff_fields(data: Any, today: date) -> dict[str, Any]:
+    """The sign-off fields of a PolicyFile or Policy, JSON-ready; ``in_effect`` is whether
+    its effective date (if any) has come on ``today`` (before it, the gateway refuses it)."""
+    effective = data.effective_date
     return {
         "owner": data.owner,
         "risk_tier": data.risk_tier,
-        "effective_date": data.effective_date.isoformat() if data.effective_date else None,
+        "effective_date": effective.isoformat() if effective else None,
+        "in_effect": effective is None or effective <= today,
         "regulations": list(data.regulations),
     }
+
+
+def effective_text(fields: dict[str, Any]) -> str:
+    """The EFFECTIVE cell: the date, marked when it has not come yet."""
+    if fields["effective_date"] is None:
+        return "-"
+    return str(fields["effective_date"]) + ("" if fields["in_effect"] else " (not yet)")
 
 
 def _tools(policy: Policy, tools_file: str | None) -> dict[str, Any] | None:
@@ -49,9 +60,12 @@ def _limits(limits: BaseModel | None) -> dict[str, Any] | None:
     return limits.model_dump(mode="json") if limits is not None else None
 
 
-def show_data(policy: Policy, tools_file: str | None, catalog: Catalog) -> dict[str, Any]:
+def show_data(
+    policy: Policy, tools_file: str | None, catalog: Catalog, today: date
+) -> dict[str, Any]:
     """``policy``'s effective settings and exact request template; ``tools_file`` is the
-    ``[tools] file`` it was read from (the policy keeps the definitions, not their path)."""
+    ``[tools] file`` it was read from (the policy keeps the definitions, not their path);
+    ``today`` the day its effective date is judged on (the policy set's)."""
     model = catalog.get(policy.model_id)
     if model is None:  # review refuses this; only a catalog override changed under us
         raise PolicyLoadError(f"model {policy.model_id!r} is not in the catalog.")
@@ -60,7 +74,7 @@ def show_data(policy: Policy, tools_file: str | None, catalog: Catalog) -> dict[
     return {
         "task": policy.task,
         "description": policy.description,
-        **signoff_fields(policy),
+        **signoff_fields(policy, today),
         "reproducible": policy.reproducible,
         "model_id": policy.model_id,
         "provider": plan.provider,
@@ -114,7 +128,12 @@ def show_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
         ("description", data["description"]),
         ("owner", data["owner"]),
         ("risk tier", data["risk_tier"] or "-"),
-        ("effective date", data["effective_date"] or "-"),
+        (
+            "effective date",
+            effective_text(data).replace(
+                "(not yet)", "(not yet in effect: the gateway refuses its requests until then)"
+            ),
+        ),
         ("regulations", "; ".join(data["regulations"]) or "-"),
         ("model", f"{data['model_id']} ({data['provider']}, API {data['api_version']})"),
         ("reproducible", "yes" if data["reproducible"] else "no"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import getpass
 import json
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,13 @@ from gateway.auditing import Auditing
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
-from gateway.cli._policy_show import PLACEHOLDER_INPUT, show_data, show_rows, signoff_fields
+from gateway.cli._policy_show import (
+    PLACEHOLDER_INPUT,
+    effective_text,
+    show_data,
+    show_rows,
+    signoff_fields,
+)
 from gateway.cli._render import echo_json, open_output, shown, shown_lines, text_table
 from gateway.errors import AuditError
 from gateway.policy import (
@@ -154,7 +161,9 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
     folder = _policy_dir(policy_dir, settings)
     catalog = _catalog(settings)
     report = review_policies(folder, catalog)
-    approvals = _approvals(settings, PolicySet.load(folder, catalog)) if report.entries else None
+    policies = PolicySet.load(folder, catalog)
+    today = policies.today()
+    approvals = _approvals(settings, policies) if report.entries else None
     required = settings.require_approvals
     short = [
         task
@@ -180,7 +189,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
                         else None,
                         "errors": e.errors,
                         "warnings": e.warnings,
-                        "signoff": signoff_fields(e.data) if e.data else None,
+                        "signoff": signoff_fields(e.data, today) if e.data else None,
                         "approvals": _approval_json((approvals or {}).get(e.task), required)
                         if approvals is not None
                         else None,
@@ -196,7 +205,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         click.echo(f"Policy review of {shown(folder)}")
         click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
         click.echo("")
-        _echosignoff_fields(report.entries, approvals, required)
+        _echo_signoff(report.entries, approvals, required, today)
         if report.findings:
             click.echo(f"Findings ({report.errors} errors, {report.warnings} warnings):")
             for f in report.findings:
@@ -217,16 +226,20 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         raise CheckFailed()
 
 
-def _echosignoff_fields(
+def _echo_signoff(
     entries: tuple[PolicyEntry, ...] | list[PolicyEntry],
     approvals: dict[str, ApprovalStatus] | None,
     required: int,
+    today: date,
 ) -> None:
     rows = []
+    not_yet = []
     for e in entries:
         if e.data is None:
             continue
-        s = signoff_fields(e.data)
+        s = signoff_fields(e.data, today)
+        if not s["in_effect"]:
+            not_yet.append(f"{e.task} on {s['effective_date']}")
         approved = (
             _approval_text(approvals.get(e.task), required)
             if approvals is not None
@@ -237,7 +250,7 @@ def _echosignoff_fields(
                 e.task,
                 s["owner"],
                 s["risk_tier"] or "-",
-                s["effective_date"] or "-",
+                effective_text(s),
                 "; ".join(s["regulations"]) or "-",
                 approved,
             ]
@@ -249,6 +262,11 @@ def _echosignoff_fields(
         for task, status in (approvals or {}).items():
             for line in status.rejected:
                 click.echo(f"  {shown(task)}: not counted: {shown(line)}")
+        if not_yet:
+            click.echo(
+                f"Not yet in effect (today is {today}, UTC): {', '.join(not_yet)}; the gateway "
+                "refuses their requests until then."
+            )
         if approvals:
             pinned = next(iter(approvals.values())).pinned
             click.echo(
@@ -292,7 +310,7 @@ def show_command(
     policy = policies.get(task)
     entry = policies.entry(task)
     tools_file = entry.data.tools.file if entry is not None and entry.data else None
-    data = show_data(policy, tools_file, catalog)
+    data = show_data(policy, tools_file, catalog, policies.today())
     approvals = _approvals(settings, policies, [task])
     status = approvals.get(task) if approvals is not None else None
     if fmt == "html":

@@ -2,20 +2,26 @@
 
     policies = PolicySet.load(Path("policies"), Catalog.load())
     policy = policies.get("compliance_review")      # UnknownTask / PolicyLoadError otherwise
+    policies.check_in_effect(policy)                # PolicyViolation before its effective_date
 
 Every file is read and checked even when others fail, so a review lists every problem at once.
 Only policies without error findings load (DESIGN invariant 5).
+
+A policy with an ``effective_date`` loads (so it can be reviewed and approved ahead of time)
+but serves no request before that day. "Today" is the set's clock: the day it was loaded
+with (``today=``, how tests and reviews pin a date), else the current UTC date, read at each
+check so that a running gateway starts serving a policy on its effective date.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from gateway.catalog import Catalog
-from gateway.errors import PolicyLoadError, UnknownTask
+from gateway.errors import PolicyLoadError, PolicyViolation, UnknownTask
 from gateway.policy._files import (
     read_output_schema,
     read_policy_file,
@@ -47,9 +53,12 @@ class PolicyEntry:
 
 
 class PolicySet:
-    def __init__(self, policy_dir: Path, entries: dict[str, PolicyEntry]) -> None:
+    def __init__(
+        self, policy_dir: Path, entries: dict[str, PolicyEntry], *, today: date | None = None
+    ) -> None:
         self.policy_dir = policy_dir
         self._entries = entries
+        self._today = today
 
     @classmethod
     def load(cls, policy_dir: Path, catalog: Catalog, *, today: date | None = None) -> PolicySet:
@@ -63,7 +72,27 @@ class PolicySet:
         entries = [
             _load_one(path, policy_dir, catalog, day) for path in sorted(policy_dir.glob("*.toml"))
         ]
-        return cls(policy_dir, {e.task: e for e in _flag_duplicates(entries)})
+        return cls(policy_dir, {e.task: e for e in _flag_duplicates(entries)}, today=today)
+
+    def today(self) -> date:
+        """The day effective dates are checked against (see the module docstring)."""
+        return self._today if self._today is not None else datetime.now(UTC).date()
+
+    def in_effect(self, policy: Policy) -> bool:
+        """Whether ``policy`` has taken effect: no ``effective_date``, or one not after today."""
+        return policy.effective_date is None or policy.effective_date <= self.today()
+
+    def check_in_effect(self, policy: Policy) -> None:
+        """Refuse (:class:`PolicyViolation`, key ``effective_date``) a request under a policy
+        that has not taken effect yet."""
+        if self.in_effect(policy):
+            return
+        raise PolicyViolation(
+            f"task {policy.task!r} takes effect on {policy.effective_date}: its policy "
+            f"(effective_date) serves no request before that day (today is {self.today()}, "
+            "UTC).",
+            key="effective_date",
+        )
 
     def get(self, task: str) -> Policy:
         entry = self._entries.get(task)
