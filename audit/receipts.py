@@ -51,6 +51,7 @@ from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
 from audit._merkle_store import MerkleState
 from audit.chain import link_hash
+from audit.cosignature import Witness, WitnessCheck, check_cosignatures
 from audit.errors import CheckpointError, NotFound
 from audit.merkle import (
     EMPTY_ROOT,
@@ -256,6 +257,7 @@ class ReceiptReport(_Frozen):
     signer: str  # hex public key the file names; trusted only when ok
     events_checked: int
     seqs: tuple[int, ...]
+    witnesses: tuple[WitnessCheck, ...] = ()  # each witness key the reader required
     problems: tuple[str, ...]
 
 
@@ -266,6 +268,8 @@ class ConsistencyReport(_Frozen):
     new_size: int
     log_size: int | None  # events in the log when checked
     proof: tuple[str, ...]  # base64, RFC 9162 order: anyone can re-check it offline
+    old_witnesses: tuple[WitnessCheck, ...] = ()
+    new_witnesses: tuple[WitnessCheck, ...] = ()
     problems: tuple[str, ...]
 
 
@@ -358,6 +362,19 @@ def tree_hashes(
     return Scan(size, {r: hashes[r] for r in want}, roots)
 
 
+def stored_consistency_proof(store: AuditStore, old_size: int, new_size: int) -> list[bytes]:
+    """The consistency proof from the log's tree of ``old_size`` events to its tree of
+    ``new_size``, from the stored tree (a witness checks it against the two roots)."""
+    if new_size > store.head()[0]:
+        raise ReceiptError(
+            f"the log holds {store.head()[0]} events, fewer than the checkpoint's {new_size}: "
+            "it was truncated or rolled back, or this is another copy of it"
+        )
+    path = consistency_path(old_size, new_size)
+    hashes = tree_hashes(store, new_size, path).hashes
+    return [hashes[r] for r in path]
+
+
 def rebuild_tree(store: AuditStore) -> int:
     """Recompute the stored tree from the log; returns the number of leaves now stored."""
     return MerkleState(store._backend).rebuild(store.head()[0])
@@ -427,9 +444,16 @@ def _unb64(text: str) -> bytes:
         return b""
 
 
-def check_receipt(text: str, trusted: Iterable[str]) -> ReceiptReport:
+def _witness_problems(checks: Iterable[WitnessCheck], label: str) -> list[str]:
+    return [f"{label}witness {c.name}: {c.problem}" for c in checks if c.problem]
+
+
+def check_receipt(
+    text: str, trusted: Iterable[str], witnesses: Iterable[Witness] = ()
+) -> ReceiptReport:
     """Check a receipt with nothing but the trusted public keys (hex): the checkpoint's
-    signature, then each event's hash, body and inclusion proof against the signed root."""
+    signature, the cosignature of each required witness, then each event's hash, body and
+    inclusion proof against the signed root."""
     receipt = load_receipt(text)
     cp = receipt.checkpoint
     problems: list[str] = []
@@ -438,6 +462,8 @@ def check_receipt(text: str, trusted: Iterable[str]) -> ReceiptReport:
     except ProofError as exc:
         problems.append(f"checkpoint: {exc}")
         head = None
+    cosigned = tuple(check_cosignatures(cp.note, witnesses))
+    problems += _witness_problems(cosigned, "checkpoint: ")
     if not receipt.events:
         problems.append("the receipt proves no event")
     for event in receipt.events:
@@ -451,6 +477,7 @@ def check_receipt(text: str, trusted: Iterable[str]) -> ReceiptReport:
         signer=cp.public_key,
         events_checked=len(receipt.events),
         seqs=tuple(e.seq for e in receipt.events),
+        witnesses=cosigned,
         problems=tuple(problems),
     )
 
@@ -490,12 +517,17 @@ def _event_problems(receipt: Receipt, event: ProvenEvent, head: TreeHead | None)
 
 
 def check_consistency(
-    store: AuditStore, old_text: str, new_text: str, trusted: Iterable[str]
+    store: AuditStore,
+    old_text: str,
+    new_text: str,
+    trusted: Iterable[str],
+    witnesses: Iterable[Witness] = (),
 ) -> ConsistencyReport:
     """Whether the tree NEW signs extends the tree OLD signs, with the consistency proof
     made from this log (and checked as any offline verifier would), and whether the log
-    still holds both trees. Refuses a fork, a rewrite and a truncation with the reason."""
-    keys = list(trusted)
+    still holds both trees; both carry a valid cosignature of each required witness.
+    Refuses a fork, a rewrite and a truncation with the reason."""
+    keys, required = list(trusted), list(witnesses)
     old_cp, new_cp = load_checkpoint(old_text), load_checkpoint(new_text)
     problems: list[str] = []
     heads: list[TreeHead] = []
@@ -504,6 +536,10 @@ def check_consistency(
             heads.append(checked_checkpoint(cp, keys))
         except ProofError as exc:
             problems.append(f"{label}: {exc}")
+    old_cosigned = tuple(check_cosignatures(old_cp.note, required))
+    new_cosigned = tuple(check_cosignatures(new_cp.note, required))
+    problems += _witness_problems(old_cosigned, "OLD: ")
+    problems += _witness_problems(new_cosigned, "NEW: ")
     log_size = store.head()[0]
 
     def report(proof: Iterable[bytes] = ()) -> ConsistencyReport:
@@ -514,6 +550,8 @@ def check_consistency(
             new_size=new_cp.tree_size,
             log_size=log_size,
             proof=tuple(_b64(p) for p in proof),
+            old_witnesses=old_cosigned,
+            new_witnesses=new_cosigned,
             problems=tuple(problems),
         )
 

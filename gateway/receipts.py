@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from audit import checkpoint as checkpoints
+from audit.cosignature import Witness, WitnessCheck
 from audit.errors import CheckpointError
 from audit.receipts import (
     ConsistencyReport,
@@ -40,6 +41,7 @@ __all__ = [
     "Receipt",
     "ReceiptReport",
     "TreeCheckpoint",
+    "WitnessCheck",
     "check_consistency",
     "check_receipt",
     "checkpoint_text",
@@ -116,8 +118,11 @@ def _read(path: Path, what: str) -> str:
         raise InputError(f"cannot read the {what} {str(path)!r}: {reason}.") from None
 
 
-def check_receipt(path: Path, public_keys: Sequence[str]) -> ReceiptReport:
-    """Check a receipt offline, trusting only ``public_keys`` (hex or base64)."""
+def check_receipt(
+    path: Path, public_keys: Sequence[str], witnesses: Sequence[str] = ()
+) -> ReceiptReport:
+    """Check a receipt offline, trusting only ``public_keys`` (hex or base64) and requiring
+    a valid cosignature of each of ``witnesses`` (``NAME=KEY``)."""
     if not public_keys:
         raise InputError(
             "checking a receipt needs the public key of the checkpoint key that signed it.",
@@ -125,11 +130,15 @@ def check_receipt(path: Path, public_keys: Sequence[str]) -> ReceiptReport:
         )
     text = _read(path, "receipt")
     with translated():
-        return _check_receipt(text, public_keys)
+        return _check_receipt(text, public_keys, [Witness.parse(w) for w in witnesses])
 
 
 def check_consistency(
-    settings: Settings, old: Path, new: Path, public_keys: Sequence[str]
+    settings: Settings,
+    old: Path,
+    new: Path,
+    public_keys: Sequence[str],
+    witnesses: Sequence[str] = (),
 ) -> ConsistencyReport:
     """Whether checkpoint ``new`` extends ``old``, proven from the log. Trusted signers:
     ``public_keys``, ``GATEWAY_TRUSTED_KEYS`` and the key of ``GATEWAY_CHECKPOINT_KEY``."""
@@ -142,9 +151,11 @@ def check_consistency(
             hint="Pass --public-key FILE or set GATEWAY_CHECKPOINT_KEY.",
         )
     old_text, new_text = _read(old, "checkpoint"), _read(new, "checkpoint")
+    with translated():
+        required = [Witness.parse(w) for w in witnesses]
     store = _open(settings)
     try:
         with translated():
-            return _check_consistency(store, old_text, new_text, keys)
+            return _check_consistency(store, old_text, new_text, keys, required)
     finally:
         store.close()

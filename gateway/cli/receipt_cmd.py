@@ -12,7 +12,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ from gateway.auditing import read_public_keys
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, open_output, shown
+from gateway.cli.witness_cmd import witness_command
 from gateway.receipts import (
     ConsistencyReport,
     ReceiptReport,
+    WitnessCheck,
     check_consistency,
     check_receipt,
     checkpoint_text,
@@ -37,6 +40,23 @@ from gateway.receipts import (
 __all__ = ["attach"]
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+_WITNESS_KEY = click.option(
+    "--witness-key",
+    "witness_keys",
+    multiple=True,
+    metavar="NAME=KEY",
+    help="Require a valid cosignature by this witness (its name and 64-hex public key, as "
+    "`gateway audit witness` prints, or its vkey). Repeatable: every one is required.",
+)
+
+
+def _witness_lines(checks: Sequence[WitnessCheck], label: str = "") -> None:
+    for check in checks:
+        if check.ok and check.cosigned_at is not None:
+            when = datetime.fromtimestamp(check.cosigned_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            click.echo(f"{label}cosigned by witness {shown(check.name)} at {when}")
 
 
 def _keys(values: tuple[str, ...]) -> list[str]:
@@ -96,11 +116,15 @@ def tree_head_command(ctx: click.Context, output: Path | None, rebuild: bool) ->
     help="The checkpoint key's public half: 64 hex characters (or base64), or a file of "
     "such keys, one a line. Only these are trusted. Repeatable.",
 )
+@_WITNESS_KEY
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def check_receipt_command(receipt_file: Path, public_keys: tuple[str, ...], fmt: str) -> None:
+def check_receipt_command(
+    receipt_file: Path, public_keys: tuple[str, ...], witness_keys: tuple[str, ...], fmt: str
+) -> None:
     """Check a receipt offline, without the database: each event's hash from its body, its
-    inclusion proof, and the checkpoint's signature; exit 0 if it checks out, 1 if not."""
-    report = check_receipt(receipt_file, _keys(public_keys))
+    inclusion proof, the checkpoint's signature and each required witness's cosignature;
+    exit 0 if it checks out, 1 if not."""
+    report = check_receipt(receipt_file, _keys(public_keys), witness_keys)
     _print_receipt(report, fmt)
     if not report.ok:
         raise CheckFailed()
@@ -117,6 +141,7 @@ def _print_receipt(report: ReceiptReport, fmt: str) -> None:
             f"the log {shown(report.origin)} of {report.tree_size} events (root {report.root})"
         )
         click.echo(f"checkpoint signed by trusted key {report.signer}")
+        _witness_lines(report.witnesses)
         return
     click.echo(f"RECEIPT REFUSED: {len(report.problems)} problem(s)")
     for problem in report.problems:
@@ -133,6 +158,8 @@ def _print_consistency(report: ConsistencyReport, fmt: str) -> None:
             f"{report.old_size} ({shown(report.origin)}; the log holds {report.log_size}); "
             f"consistency proof of {len(report.proof)} hash(es)"
         )
+        _witness_lines(report.old_witnesses, "OLD ")
+        _witness_lines(report.new_witnesses, "NEW ")
         return
     click.echo(f"INCONSISTENT: {len(report.problems)} problem(s)")
     for problem in report.problems:
@@ -154,10 +181,23 @@ def _with_consistency(verify: click.Command) -> click.Command:
             type=_FILE,
             help="A newer tree checkpoint (or receipt), checked to extend --from.",
         ),
+        click.Option(
+            ["--witness-key", "witness_keys"],
+            multiple=True,
+            metavar="NAME=KEY",
+            help="With --from/--to: require this witness's cosignature on both. Repeatable.",
+        ),
     ]
 
-    def callback(from_file: Path | None, to_file: Path | None, **params: Any) -> Any:
+    def callback(
+        from_file: Path | None,
+        to_file: Path | None,
+        witness_keys: tuple[str, ...],
+        **params: Any,
+    ) -> Any:
         if from_file is None and to_file is None:
+            if witness_keys:
+                raise click.UsageError("--witness-key goes with --from and --to.")
             return original(**params)
         ctx = click.get_current_context()
         if from_file is None or to_file is None:
@@ -166,7 +206,7 @@ def _with_consistency(verify: click.Command) -> click.Command:
         if others:
             raise click.UsageError("--from/--to take only --public-key and --format.")
         keys = [k for path in params["public_key_files"] for k in read_public_keys(path)]
-        report = check_consistency(settings_of(ctx), from_file, to_file, keys)
+        report = check_consistency(settings_of(ctx), from_file, to_file, keys, witness_keys)
         _print_consistency(report, params["fmt"])
         if not report.ok:
             raise CheckFailed()
@@ -181,7 +221,7 @@ def _with_consistency(verify: click.Command) -> click.Command:
 
 
 def attach(audit_group: click.Group) -> None:
-    for command in (prove_command, tree_head_command, check_receipt_command):
+    for command in (prove_command, tree_head_command, check_receipt_command, witness_command):
         audit_group.add_command(command)
     verify = audit_group.commands.get("verify")
     if verify is not None:

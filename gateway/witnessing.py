@@ -1,0 +1,157 @@
+"""A witness cosigns tree checkpoints (audit.witness), as the gateway's callers see it.
+
+    outcome = witness(settings, Path("head.json"), seed_hex, "witness.bank.example/w1",
+                      Path("w1-state.json"), [log_public_key_hex])
+    if outcome.refused: ...          # the checkpoint file and the state are left as they were
+
+The witness trusts only the log keys it is given and its own state file; the consistency
+proof from its last cosigned size comes from the log's database (GATEWAY_DATABASE_URL)
+through the stored Merkle tree and is checked against the two roots, so a database that
+lies makes the witness refuse, never cosign. The file may be a tree-head file or a receipt
+(whose checkpoint is cosigned). The state is written before the checkpoint, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from audit.cosignature import Witness, cosigner_vkey, public_of
+from audit.receipts import (
+    RECEIPT_FORMAT,
+    dumps,
+    load_checkpoint,
+    load_receipt,
+    stored_consistency_proof,
+)
+from audit.store import AuditStore
+from audit.witness import Witnessed, WitnessState, cosign
+from gateway._audit_errors import translated
+from gateway.errors import InputError
+from gateway.settings import Settings
+
+__all__ = ["WitnessOutcome", "parse_witnesses", "witness"]
+
+
+class WitnessOutcome(NamedTuple):
+    refused: str | None
+    name: str
+    public_key: str  # hex: what readers pass as --witness-key NAME=KEY
+    vkey: str  # the same key as C2SP tools write it
+    origin: str
+    tree_size: int
+    root: str
+    previous: Witnessed | None  # this witness's last cosigned tree of the log, if any
+    written: Path | None
+
+
+def parse_witnesses(specs: Sequence[str]) -> list[Witness]:
+    """Each ``--witness-key NAME=KEY`` (or vkey); an unusable one is an InputError."""
+    with translated():
+        return [Witness.parse(spec) for spec in specs]
+
+
+def _seed(text: str) -> bytes:
+    value = text.strip()
+    path = Path(value)
+    if len(value) != 64 and path.is_file():
+        value = path.read_text(encoding="utf-8").strip()
+    try:
+        seed = bytes.fromhex(value)
+    except ValueError:
+        seed = b""
+    if len(seed) != 32:
+        raise InputError(
+            "the witness key is not 64 hex characters (32 random bytes), nor a file holding them.",
+            hint="Make one with `python -c 'import secrets; print(secrets.token_hex(32))'`, "
+            "keep it apart from GATEWAY_CHECKPOINT_KEY, and pass it as --key or "
+            "GATEWAY_WITNESS_KEY.",
+        )
+    return seed
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise InputError(f"cannot read the {what} {str(path)!r}: {reason}.") from None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise InputError(f"cannot write {path}: {exc.strerror}.") from None
+
+
+def witness(
+    settings: Settings,
+    checkpoint_file: Path,
+    key: str,
+    name: str,
+    state_file: Path,
+    log_keys: Sequence[str],
+    output: Path | None = None,
+) -> WitnessOutcome:
+    """Cosign the checkpoint in ``checkpoint_file`` (written back to ``output``, by default
+    in place) if it extends what this witness last cosigned; else the reason, and nothing
+    is written."""
+    seed = _seed(key)
+    if not log_keys:
+        raise InputError(
+            "a witness cosigns only checkpoints signed by a log key it trusts.",
+            hint="Pass --log-key KEY: the public key of the log's GATEWAY_CHECKPOINT_KEY.",
+        )
+    text = _read(checkpoint_file, "checkpoint")
+    with translated():
+        checkpoint = load_checkpoint(text)
+        state = (
+            WitnessState.loads(_read(state_file, "witness state"))
+            if state_file.exists()
+            else WitnessState.new(name, seed)
+        )
+        store: AuditStore | None = None
+
+        def proof_for(old_size: int, new_size: int) -> list[bytes]:
+            nonlocal store
+            if store is None:
+                url = settings.database_url
+                store = AuditStore.open(url, settings.durability.value, create=False)
+            return stored_consistency_proof(store, old_size, new_size)
+
+        try:
+            result = cosign(checkpoint, seed, name, log_keys, state, proof_for, int(time.time()))
+        finally:
+            if store is not None:
+                store.close()
+    public = public_of(seed)
+    written = None
+    if result.refused is None:
+        _write_atomically(state_file, result.state.dumps())
+        if json.loads(text).get("format") == RECEIPT_FORMAT:  # read once already: bounded
+            with translated():
+                receipt = load_receipt(text)
+            new_text = dumps(receipt.model_copy(update={"checkpoint": result.checkpoint}))
+        else:
+            new_text = dumps(result.checkpoint)
+        written = output or checkpoint_file
+        _write_atomically(written, new_text)
+    return WitnessOutcome(
+        refused=result.refused,
+        name=name,
+        public_key=public.hex(),
+        vkey=cosigner_vkey(name, public),
+        origin=checkpoint.origin,
+        tree_size=checkpoint.tree_size,
+        root=checkpoint.root,
+        previous=result.previous,
+        written=written,
+    )

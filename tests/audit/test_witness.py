@@ -1,0 +1,270 @@
+"""Witness cosignatures (C2SP tlog-cosignature v1): made, checked, required; a witness that
+refuses forks, rollbacks and lying databases; the commands end to end.
+
+The vkey and the cosignature time are transparency-dev/formats' vectors (note/
+note_cosigv1_test.go, TestCoSigV1NewVerifier and TestCosignatureTimestamp; Apache-2.0).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from audit import AuditStore
+from audit.checkpoint import public_key
+from audit.cosignature import (
+    Witness,
+    WitnessError,
+    add_cosignature,
+    check_cosignatures,
+    cosigner_key_id,
+    public_of,
+    timestamp_of,
+)
+from audit.receipts import (
+    check_consistency,
+    check_receipt,
+    dumps,
+    load_receipt,
+    make_receipt,
+    open_note,
+    rebuild_tree,
+    signed_head,
+    stored_consistency_proof,
+)
+from audit.witness import CosignResult, WitnessState, cosign
+from gateway.cli import main
+from tests.audit.conftest import Raw, fill
+
+LOG_KEY = bytes.fromhex("11" * 32)
+LOG_PUBLIC = public_key(LOG_KEY)
+W1 = bytes.fromhex("33" * 32)
+W2 = bytes.fromhex("44" * 32)
+NAME = "witness.bank.example/w1"
+W1_SPEC = f"{NAME}={public_of(W1).hex()}"
+NOW = 1_796_000_000
+
+REMORA = "remora.n621.de+da77ade7+BOvN63jn/bLvkieywe8R6UYAtVtNbZpXh34x7onlmtw2"
+TIMESTAMPED = (
+    "ZGhGuQAAAABm/qTPeyKXD+R2rzyQsxPiP8mXum7qq/iF0u4vanlqJyocWODBt97w9uL+8qT7S5gxEHWWOworDcFi"
+    "EBYJXORmnFBOBA=="
+)
+
+
+def test_the_reference_vkey_and_cosignature_layout() -> None:
+    witness = Witness.parse(REMORA)
+    assert witness.name == "remora.n621.de"
+    assert cosigner_key_id(witness.name, witness.public_raw).hex() == "da77ade7"
+    assert timestamp_of(base64.b64decode(TIMESTAMPED)) == 1727964367
+    with pytest.raises(WitnessError, match="key ID that is not its key's"):
+        Witness.parse(REMORA.replace("da77ade7", "00000000"))
+    with pytest.raises(WitnessError, match="neither NAME=KEY nor a witness vkey"):
+        Witness.parse("TEST+7997405c+AQcC+FTVKf0jlTdHDY3rbevmnKxxPjigCXlVtGe6RIr6")  # type 0x01
+    with pytest.raises(WitnessError, match="not a 32-byte Ed25519 public key"):
+        Witness.parse(f"{NAME}=abcd")
+
+
+def test_a_cosignature_checks_out_and_leaves_the_log_signature_intact(
+    store: AuditStore,
+) -> None:
+    fill(store, requests=2)
+    cp = signed_head(store, LOG_KEY)
+    note = add_cosignature(cp.note, NAME, W1, NOW)
+    assert note.startswith(cp.note) and note.count("\n\u2014 ") == 1 + 1
+    [check] = check_cosignatures(note, [Witness.parse(W1_SPEC)])
+    assert check.ok and check.cosigned_at == NOW
+    assert (
+        open_note(note, cp.origin, [bytes.fromhex(LOG_PUBLIC)])[0]
+        == cp.note.split("\n\n")[0] + "\n"
+    )
+    again = add_cosignature(note, NAME, W1, NOW + 60)  # the same witness replaces its line
+    assert again.count(f"\u2014 {NAME} ") == 1
+    assert check_cosignatures(again, [Witness.parse(W1_SPEC)])[0].cosigned_at == NOW + 60
+
+    other = Witness(NAME, public_of(W2))
+    assert "no cosignature" in (check_cosignatures(note, [other])[0].problem or "")
+    altered = note.replace(f"\n{cp.tree_size}\n", f"\n{cp.tree_size + 1}\n", 1)
+    assert "does not match the checkpoint" in (
+        check_cosignatures(altered, [Witness.parse(W1_SPEC)])[0].problem or ""
+    )
+
+
+# -- the witness decides -----------------------------------------------------------------------
+
+
+def _cosign(store: AuditStore, cp_state: WitnessState, now: int = NOW) -> CosignResult:
+    cp = signed_head(store, LOG_KEY)
+    return cosign(
+        cp, W1, NAME, [LOG_PUBLIC], cp_state,
+        lambda m, n: stored_consistency_proof(store, m, n), now,
+    )  # fmt: skip
+
+
+def test_a_witness_cosigns_extensions_and_refuses_a_fork_and_a_rollback(
+    store: AuditStore, raw: Raw
+) -> None:
+    fill(store, requests=3)
+    first = _cosign(store, WitnessState.new(NAME, W1))
+    assert first.refused is None and first.previous is None
+    fill(store, requests=2)
+    second = _cosign(store, first.state)
+    assert second.refused is None and second.previous is not None
+    assert (
+        second.previous.tree_size == 6
+        and second.state.logs[second.checkpoint.origin].tree_size == 10
+    )
+    assert check_cosignatures(second.checkpoint.note, [Witness.parse(W1_SPEC)])[0].ok
+    same = _cosign(store, second.state)  # nothing new: cosigned again, later
+    assert same.refused is None
+
+    # the owner rewrites event 2 and recomputes the stored tree: a forked history
+    raw.unguard()
+    raw.execute("UPDATE events SET hash = ? WHERE seq = 2", ("sha256:" + "ab" * 32,))
+    rebuild_tree(store)
+    forked = _cosign(store, second.state)
+    assert forked.refused is not None and "the log forked" in forked.refused
+    fill(store, requests=1)
+    forked_later = _cosign(store, second.state)
+    assert forked_later.refused is not None
+    assert (
+        "does not extend the tree of 10 this witness last cosigned: a fork" in forked_later.refused
+    )
+
+    # a checkpoint older than the one cosigned: rolled back
+    rollback = cosign(first.checkpoint, W1, NAME, [LOG_PUBLIC], second.state, lambda m, n: [], NOW)
+    assert rollback.refused is not None and "the log shrank" in rollback.refused
+
+
+def test_a_witness_refuses_a_foreign_signer_and_a_lying_proof(store: AuditStore) -> None:
+    fill(store, requests=2)
+    state = WitnessState.new(NAME, W1)
+    foreign = cosign(signed_head(store, W2), W1, NAME, [LOG_PUBLIC], state, lambda m, n: [], NOW)
+    assert foreign.refused is not None and "log signature does not check out" in foreign.refused
+    first = _cosign(store, state)
+    fill(store, requests=1)
+    cp = signed_head(store, LOG_KEY)
+    lie = cosign(cp, W1, NAME, [LOG_PUBLIC], first.state, lambda m, n: [b"\0" * 32] * 3, NOW)
+    assert lie.refused is not None and "a fork" in lie.refused
+    with pytest.raises(WitnessError, match="not this witness key's"):
+        cosign(cp, W2, NAME, [LOG_PUBLIC], first.state, lambda m, n: [], NOW)
+
+
+def test_required_witnesses_are_checked_on_receipts_and_consistency(store: AuditStore) -> None:
+    fill(store, requests=3)
+    receipt = make_receipt(store, "req-1", LOG_KEY)
+    w1 = Witness.parse(W1_SPEC)
+    unsigned = check_receipt(dumps(receipt), [LOG_PUBLIC], [w1])
+    assert (
+        not unsigned.ok
+        and "checkpoint: witness witness.bank.example/w1: no cosignature" in (unsigned.problems[0])
+    )
+    assert check_receipt(dumps(receipt), [LOG_PUBLIC]).ok  # none required: as before
+    cp = receipt.checkpoint
+    cosigned = receipt.model_copy(
+        update={
+            "checkpoint": cp.model_copy(update={"note": add_cosignature(cp.note, NAME, W1, NOW)})
+        }
+    )
+    report = check_receipt(dumps(cosigned), [LOG_PUBLIC], [w1])
+    assert report.ok, report.problems
+    assert [(w.name, w.ok, w.cosigned_at) for w in report.witnesses] == [(NAME, True, NOW)]
+    two = check_receipt(dumps(cosigned), [LOG_PUBLIC], [w1, Witness("w2.example", public_of(W2))])
+    assert not two.ok and len(two.problems) == 1 and "w2.example" in two.problems[0]
+
+    old = dumps(cosigned)
+    fill(store, requests=1)
+    new = dumps(signed_head(store, LOG_KEY))
+    consistency = check_consistency(store, old, new, [LOG_PUBLIC], [w1])
+    assert not consistency.ok and consistency.problems[0].startswith("NEW: witness")
+    assert consistency.old_witnesses[0].ok
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    with AuditStore.open(url) as store:
+        fill(store, requests=3)
+    return url
+
+
+def run(url: str, *args: str) -> Result:
+    env = {
+        "GATEWAY_DATABASE_URL": url,
+        "GATEWAY_CHECKPOINT_KEY": LOG_KEY.hex(),
+        "GATEWAY_WITNESS_KEY": W1.hex(),
+    }
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def witness_args(path: Path, state: Path) -> list[str]:
+    return ["audit", "witness", str(path), "--name", NAME, "--state", str(state),
+            "--log-key", LOG_PUBLIC]  # fmt: skip
+
+
+def test_witness_command_cosigns_a_receipt_and_check_receipt_requires_it(
+    db: str, tmp_path: Path
+) -> None:
+    receipt, state = tmp_path / "receipt.json", tmp_path / "w1-state.json"
+    assert run(db, "audit", "prove", "req-1", "-o", str(receipt)).exit_code == 0
+    bare = run(db, "audit", "check-receipt", str(receipt), "--public-key", LOG_PUBLIC,
+               "--witness-key", W1_SPEC)  # fmt: skip
+    assert bare.exit_code == 1 and "no cosignature by witness" in bare.output
+
+    done = run(db, *witness_args(receipt, state))
+    assert done.exit_code == 0, done.output
+    assert "the first tree of this log this witness cosigns: nothing earlier" in done.output
+    assert f"--witness-key {W1_SPEC}" in done.output
+    assert json.loads(state.read_text())["logs"]
+    load_receipt(receipt.read_text())  # still a receipt, now cosigned
+    checked = run(db, "audit", "check-receipt", str(receipt), "--public-key", LOG_PUBLIC,
+                  "--witness-key", W1_SPEC)  # fmt: skip
+    assert checked.exit_code == 0, checked.output
+    assert f"cosigned by witness {NAME} at " in checked.output
+
+
+def test_witness_command_refuses_a_fork_and_writes_nothing(db: str, tmp_path: Path) -> None:
+    old, new, state = tmp_path / "old.json", tmp_path / "new.json", tmp_path / "w1.json"
+    assert run(db, "audit", "tree-head", "-o", str(old)).exit_code == 0
+    assert run(db, *witness_args(old, state)).exit_code == 0
+    raw = Raw(db)
+    raw.unguard()
+    raw.execute("UPDATE events SET hash = ? WHERE seq = 3", ("sha256:" + "cd" * 32,))
+    raw.close()
+    with AuditStore.open(db) as store:
+        fill(store, requests=1)
+    assert run(db, "audit", "tree-head", "--rebuild", "-o", str(new)).exit_code == 0
+    before = (new.read_text(), state.read_text())
+    refused = run(db, *witness_args(new, state))
+    assert refused.exit_code == 1
+    assert refused.output.startswith("WITNESS REFUSED the tree of 8 events")
+    assert "a fork" in refused.output
+    assert (new.read_text(), state.read_text()) == before
+
+    with AuditStore.open(db) as store:  # verify --from/--to names the witness it checked
+        fill(store, requests=1)
+    newer = tmp_path / "newer.json"
+    assert run(db, "audit", "tree-head", "-o", str(newer)).exit_code == 0
+    checked = run(db, "audit", "verify", "--from", str(old), "--to", str(newer),
+                  "--witness-key", W1_SPEC, "--format", "json")  # fmt: skip
+    report = json.loads(checked.output)
+    assert checked.exit_code == 1 and report["old_witnesses"][0]["ok"] is True
+    assert any("NEW: witness" in p for p in report["problems"])
+    lone = run(db, "audit", "verify", "--witness-key", W1_SPEC)
+    assert lone.exit_code == 2 and "--witness-key goes with --from and --to" in lone.output
+
+
+def test_witness_command_names_a_bad_key_and_a_bad_state(db: str, tmp_path: Path) -> None:
+    head, state = tmp_path / "head.json", tmp_path / "state.json"
+    assert run(db, "audit", "tree-head", "-o", str(head)).exit_code == 0
+    bad = run(db, *witness_args(head, state), "--key", "not-a-key")
+    assert bad.exit_code == 2 and "witness key is not 64 hex characters" in bad.output
+    state.write_text("{}")
+    broken = run(db, *witness_args(head, state))
+    assert broken.exit_code == 2 and "witness state file is not one" in broken.output
