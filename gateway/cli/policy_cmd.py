@@ -452,16 +452,29 @@ def approve_command(
     with Auditing.open(settings) as auditing:
         status, recorded = auditing.approve(policies, task, approver=approver)
     required = settings.require_approvals
+    # Recorded is not counted: under pinned keys, an approver without a pin (or signing with
+    # another key than theirs) has written an approval that no check will count.
+    counted = approver in status.approvers
+    why = next((r for r in reversed(status.rejected) if f": {approver}" in r), None)
     if fmt == "json":
         echo_json(
             {
                 "task": task,
                 "approver": approver,
                 "recorded": recorded,
+                "counted": counted,
                 **(_approval_json(status, required) or {}),
             }
         )
-        return
-    what = "approved" if recorded else "already approved by you:"
-    click.echo(f"{what} {shown(task)} {shown(status.fingerprint)} as {shown(approver)}")
-    click.echo(f"approvals of this version: {shown(_approval_text(status, required))}")
+    else:
+        what = "approved" if recorded else "already approved by you:"
+        click.echo(f"{what} {shown(task)} {shown(status.fingerprint)} as {shown(approver)}")
+        click.echo(f"approvals of this version: {shown(_approval_text(status, required))}")
+        if not counted:
+            click.echo(
+                f"this approval does not count: {shown(why or 'see policy review')}; ask for "
+                "your public key to be pinned (GATEWAY_TRUSTED_APPROVERS_FILE).",
+                err=True,
+            )
+    if not counted:
+        raise CheckFailed()

@@ -168,3 +168,18 @@ def test_a_name_pinned_to_two_keys_is_refused(tmp_path: Path) -> None:
     settings = Settings(trusted_approvers={"alice": _public(BOB)}, trusted_approvers_file=path)
     with pytest.raises(ConfigurationError, match="pinned to two different keys"):
         trusted_approvers(settings)
+
+
+def test_approve_says_when_the_approval_it_recorded_does_not_count(
+    folder: Path, db: str, pins: Path
+) -> None:
+    args = ["policy", "approve", "task_a", "--approver", "bob", "--policy-dir", str(folder)]
+    env = {"GATEWAY_TRUSTED_APPROVERS_FILE": str(pins), "GATEWAY_APPROVER_KEY": MALLORY}
+    result = run(db, *args, **env)
+    assert result.exit_code == 1
+    assert "this approval does not count: seq 1: bob's approval is signed by key" in result.output
+    as_json = json.loads(run(db, *args, "--format", "json", **env).stdout)
+    assert as_json["counted"] is False and as_json["approvers"] == []
+    result = run(db, *args, GATEWAY_TRUSTED_APPROVERS_FILE=str(pins), GATEWAY_APPROVER_KEY=BOB)
+    assert result.exit_code == 0, result.output
+    assert "does not count" not in result.output
