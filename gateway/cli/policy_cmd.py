@@ -13,28 +13,19 @@ from __future__ import annotations
 
 import getpass
 import json
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 import click
 
-from audit.store import missing_database
 from gateway._signoff_sheet import signoff_sheet
-from gateway.approvals import ApprovalStatus
 from gateway.auditing import Auditing
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
-from gateway.cli._policy_show import (
-    PLACEHOLDER_INPUT,
-    effective_text,
-    show_data,
-    show_rows,
-    signoff_fields,
-)
+from gateway.cli._policy_show import PLACEHOLDER_INPUT, show_data, show_rows, signoff_fields
+from gateway.cli._policy_signoff import approval_json, approval_text, echo_signoff, read_approvals
 from gateway.cli._render import echo_json, open_output, shown, shown_lines, text_table
-from gateway.errors import AuditError
 from gateway.policy import (
     Finding,
     PolicyEntry,
@@ -62,49 +53,6 @@ def _policy_dir(given: Path | None, settings: Settings) -> Path:
 @click.group("policy")
 def policy_group() -> None:
     """Review, show, compare and approve policy files."""
-
-
-# --- sign-off --------------------------------------------------------------------------------
-
-
-def _approvals(
-    settings: Settings, policies: PolicySet, tasks: list[str] | None = None
-) -> dict[str, ApprovalStatus] | None:
-    """Approvals from the audit database, or None when there is none to read (a SQLite file
-    that does not exist); a database that cannot be read is said on stderr."""
-    if missing_database(settings.database_url) is not None:
-        return None
-    try:
-        with Auditing.open(settings) as auditing:
-            return auditing.approvals(policies, tasks)
-    except AuditError as exc:
-        click.echo(f"approvals not shown: {exc}", err=True)
-        return None
-
-
-def _approval_text(status: ApprovalStatus | None, required: int) -> str:
-    if status is None:
-        return "-"
-    count = len(status.approvers)
-    names = f" ({', '.join(status.approvers)})" if status.approvers else ""
-    if required:
-        verdict = "ok" if count >= required else "MISSING"
-        return f"{count} of {required}{names} {verdict}"
-    return f"{count}{names}" if count else "none"
-
-
-def _approval_json(status: ApprovalStatus | None, required: int) -> dict[str, Any] | None:
-    if status is None:
-        return None
-    return {
-        "fingerprint": status.fingerprint,
-        "approvers": list(status.approvers),
-        "seqs": list(status.seqs),
-        "required": required,
-        "enough": status.enough(required),
-        "not_counted": list(status.rejected),
-        "pinned": status.pinned,
-    }
 
 
 # --- review ----------------------------------------------------------------------------------
@@ -163,7 +111,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
     report = review_policies(folder, catalog)
     policies = PolicySet.load(folder, catalog)
     today = policies.today()
-    approvals = _approvals(settings, policies) if report.entries else None
+    approvals = read_approvals(settings, policies) if report.entries else None
     required = settings.require_approvals
     short = [
         task
@@ -190,7 +138,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
                         "errors": e.errors,
                         "warnings": e.warnings,
                         "signoff": signoff_fields(e.data, today) if e.data else None,
-                        "approvals": _approval_json((approvals or {}).get(e.task), required)
+                        "approvals": approval_json((approvals or {}).get(e.task), required)
                         if approvals is not None
                         else None,
                     }
@@ -205,7 +153,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         click.echo(f"Policy review of {shown(folder)}")
         click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
         click.echo("")
-        _echo_signoff(report.entries, approvals, required, today)
+        echo_signoff(report.entries, approvals, required, today)
         if report.findings:
             click.echo(f"Findings ({report.errors} errors, {report.warnings} warnings):")
             for f in report.findings:
@@ -224,58 +172,6 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
             )
     if not report.ok or short:
         raise CheckFailed()
-
-
-def _echo_signoff(
-    entries: tuple[PolicyEntry, ...] | list[PolicyEntry],
-    approvals: dict[str, ApprovalStatus] | None,
-    required: int,
-    today: date,
-) -> None:
-    rows = []
-    not_yet = []
-    for e in entries:
-        if e.data is None:
-            continue
-        s = signoff_fields(e.data, today)
-        if not s["in_effect"]:
-            not_yet.append(f"{e.task} on {s['effective_date']}")
-        approved = (
-            _approval_text(approvals.get(e.task), required)
-            if approvals is not None
-            else "no audit database"
-        )
-        rows.append(
-            [
-                e.task,
-                s["owner"],
-                s["risk_tier"] or "-",
-                effective_text(s),
-                "; ".join(s["regulations"]) or "-",
-                approved,
-            ]
-        )
-    if rows:
-        headers = ["TASK", "OWNER", "RISK TIER", "EFFECTIVE", "REGULATIONS", "APPROVALS"]
-        click.echo("Sign-off:")
-        click.echo(text_table(headers, rows))
-        for task, status in (approvals or {}).items():
-            for line in status.rejected:
-                click.echo(f"  {shown(task)}: not counted: {shown(line)}")
-        if not_yet:
-            click.echo(
-                f"Not yet in effect (today is {today}, UTC): {', '.join(not_yet)}; the gateway "
-                "refuses their requests until then."
-            )
-        if approvals:
-            pinned = next(iter(approvals.values())).pinned
-            click.echo(
-                "Approver keys: pinned (only each approver's registered key counts)."
-                if pinned
-                else "Approver keys: not pinned (GATEWAY_TRUSTED_APPROVERS_FILE unset): any "
-                "key under any name counts."
-            )
-        click.echo("")
 
 
 # --- show ------------------------------------------------------------------------------------
@@ -311,7 +207,7 @@ def show_command(
     entry = policies.entry(task)
     tools_file = entry.data.tools.file if entry is not None and entry.data else None
     data = show_data(policy, tools_file, catalog, policies.today())
-    approvals = _approvals(settings, policies, [task])
+    approvals = read_approvals(settings, policies, [task])
     status = approvals.get(task) if approvals is not None else None
     if fmt == "html":
         model = catalog.get(policy.model_id)
@@ -331,7 +227,7 @@ def show_command(
             click.echo(f"sign-off sheet written to {shown(output)}", err=True)
         return
     if approvals is not None:
-        data["approvals"] = _approval_json(status, settings.require_approvals)
+        data["approvals"] = approval_json(status, settings.require_approvals)
     if fmt == "json":
         echo_json(data)
         return
@@ -339,7 +235,7 @@ def show_command(
         *show_rows(data),
         (
             "approvals",
-            _approval_text(status, settings.require_approvals)
+            approval_text(status, settings.require_approvals)
             if approvals is not None
             else "no audit database",
         ),
@@ -463,13 +359,13 @@ def approve_command(
                 "approver": approver,
                 "recorded": recorded,
                 "counted": counted,
-                **(_approval_json(status, required) or {}),
+                **(approval_json(status, required) or {}),
             }
         )
     else:
         what = "approved" if recorded else "already approved by you:"
         click.echo(f"{what} {shown(task)} {shown(status.fingerprint)} as {shown(approver)}")
-        click.echo(f"approvals of this version: {shown(_approval_text(status, required))}")
+        click.echo(f"approvals of this version: {shown(approval_text(status, required))}")
         if not counted:
             click.echo(
                 f"this approval does not count: {shown(why or 'see policy review')}; ask for "
