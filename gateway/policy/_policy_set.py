@@ -68,7 +68,7 @@ class PolicySet:
                 hint="Pass the folder that holds the policy .toml files "
                 "(or set GATEWAY_POLICY_DIR).",
             )
-        day = today or date.today()
+        day = today or datetime.now(UTC).date()  # the same UTC day as effective dates
         entries = [
             _load_one(path, policy_dir, catalog, day) for path in sorted(policy_dir.glob("*.toml"))
         ]

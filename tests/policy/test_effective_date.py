@@ -140,3 +140,14 @@ def test_review_show_and_the_sheet_say_a_policy_is_not_yet_in_effect(
     made = runner.invoke(main, [*show, "--format", "html", "-o", str(sheet)], env=env)
     assert made.exit_code == 0, made.output
     assert "2999-12-31 (not yet in effect on this sheet" in sheet.read_text(encoding="utf-8")
+
+
+def test_runs_derived_from_a_task_not_yet_in_effect_are_refused_too(
+    policy_dir: Path,  # noqa: F811
+    make_gateway: MakeGateway,  # noqa: F811
+    db_path: Path,  # noqa: F811
+) -> None:
+    _write(policy_dir, "2999-12-31")
+    with pytest.raises(PolicyViolation, match="takes effect on 2999-12-31"):
+        make_gateway(offline=True).complete("compliance_review", "The reviewer reads the")
+    assert [str(e.kind) for e in events(db_path)] == ["rejected"]
