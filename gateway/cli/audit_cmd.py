@@ -10,6 +10,7 @@ Each command parses its options, calls :class:`gateway.auditing.Auditing` and re
 from __future__ import annotations
 
 import csv
+import gc
 import getpass
 import json
 import sys
@@ -517,6 +518,30 @@ def audit_verify(
     """Recompute every hash, link and record signature and check each request's life;
     exit 0 if intact, 1 on any defect. Says which keys it trusted. With --export FILE, the
     same for an exported slice, without the database: only the given keys are trusted."""
+    # The walk makes no cycles, and the cyclic collector's passes still cost a tenth of a
+    # large verify's CPU with the heap set aside (AuditStore.verify): off for the command.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _verify(ctx, checkpoint_file, public_key_files, allow_unsigned_before,
+                unsafe_accept_unpinned_checkpoint, export_file, since_verified,
+                write_verified, fmt)  # fmt: skip
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _verify(
+    ctx: click.Context,
+    checkpoint_file: Path | None,
+    public_key_files: tuple[Path, ...],
+    allow_unsigned_before: int | None,
+    unsafe_accept_unpinned_checkpoint: bool,
+    export_file: Path | None,
+    since_verified: Path | None,
+    write_verified: Path | None,
+    fmt: str,
+) -> None:
     keys = [key for path in public_key_files for key in read_public_keys(path)]
     if export_file is not None:
         if (

@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 import audit.store as store_module
 from audit import AuditStore, DefectKind, EventDraft, EventKind
 from audit._bounded import loads as bounded_loads
-from audit.chain import BODY_VERSION, content_refs, parse_body, parse_time
+from audit.chain import (
+    BODY_VERSION,
+    _parse_any,
+    _parse_ordinary,
+    content_refs,
+    parse_body,
+    parse_time,
+)
 from audit.signing import Signer, Trust, TrustedKeys
 
 
@@ -63,6 +70,41 @@ def test_a_body_parses_to_what_json_alone_gives(fields: dict[str, str], valid: b
         assert [type(v) for v in fast.values()] == [type(v) for v in reference.values()]
     else:
         assert fast == reference
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from([*FIELDS, "policy_ref", "payloads"]),
+        st.one_of(
+            ODD_VALUES,
+            st.sampled_from(
+                [
+                    '"2026-02-30T12:00:00.123456Z"', '"2026-11-30 12:00:00.123456Z"',
+                    '"2026-11-30T12:00:00.123456+"', '"sha256:11"', '""', '{"b":1}',
+                    '{"a":"sha256:01","b":"sha256:02"}', '"replay"', '"cache_hit"', "1",
+                ]
+            ),
+        ),
+        max_size=8,
+    )
+)  # fmt: skip
+def test_the_ordinary_body_path_gives_what_the_general_path_gives(fields: dict[str, str]) -> None:
+    """The one-function path for bodies as the store writes them (_parse_ordinary) either
+    steps aside (None) or returns exactly the general path's result, content refs and time
+    included."""
+    base = {
+        "v": "1", "seq": "7", "recorded_at": '"2026-11-30T12:00:00.123456Z"',
+        "kind": '"request"', "request_id": '"r"', "payloads": '{"a":"sha256:00"}',
+        "policy_ref": '"sha256:ff"',
+    }  # fmt: skip
+    body = ("{" + ",".join(f'"{k}":{v}' for k, v in {**base, **fields}.items()) + "}").encode()
+    ordinary = _parse_ordinary(body)
+    if ordinary is not None:
+        general = _parse_any(body)
+        assert isinstance(general, dict)
+        assert ordinary == general
+        assert [type(v) for v in ordinary.values()] == [type(v) for v in general.values()]
 
 
 @settings(max_examples=200, deadline=None)
