@@ -103,6 +103,10 @@ class Settings(BaseModel):
     server_request_timeout_s: float = Field(default=600.0, gt=0)
     server_shutdown_grace_s: float = Field(default=30.0, ge=0)
     server_key_refresh_s: float = Field(default=10.0, gt=0)
+    # `gateway serve`: one OpenTelemetry span per Messages request (GenAI semantic
+    # conventions, never content); needs the ``otel`` extra. Exporters are OpenTelemetry's
+    # own OTEL_* variables (docs/server.md).
+    server_otel: bool = False
 
     @property
     def database_url_masked(self) -> str:
@@ -169,6 +173,7 @@ class Settings(BaseModel):
             "GATEWAY_SERVER_REQUEST_TIMEOUT_S": "server_request_timeout_s",
             "GATEWAY_SERVER_SHUTDOWN_GRACE_S": "server_shutdown_grace_s",
             "GATEWAY_SERVER_KEY_REFRESH_S": "server_key_refresh_s",
+            "GATEWAY_OTEL": "server_otel",
         }
         for var, field in mapping.items():
             if env.get(var):

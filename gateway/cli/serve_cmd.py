@@ -10,6 +10,7 @@ bad setting is one line and an exit code, not a traceback from a worker.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -33,11 +34,27 @@ from gateway.policy import PolicySet
     help="Worker processes sharing the port (each opens its own audit store).",
 )
 @click.option("--log-level", default="INFO", type=click.Choice(["DEBUG", "INFO", "WARNING"]))
+@click.option(
+    "--otel",
+    is_flag=True,
+    help="One OpenTelemetry span per request (GenAI conventions, no content); needs the "
+    "otel extra. Same as GATEWAY_OTEL=1.",
+)
 @click.pass_context
-def serve_command(ctx: click.Context, host: str, port: int, workers: int, log_level: str) -> None:
+def serve_command(
+    ctx: click.Context, host: str, port: int, workers: int, log_level: str, otel: bool
+) -> None:
     """Serve the Messages API on HOST:PORT; callers authenticate with caller keys."""
     configure_logging(level=log_level)
     settings = settings_of(ctx)
+    if otel and not settings.server_otel:
+        # Workers build their settings from the environment: the flag goes there too.
+        os.environ["GATEWAY_OTEL"] = "1"
+        settings = settings.model_copy(update={"server_otel": True})
+    if settings.server_otel:
+        from gateway.server._otel import require_otel
+
+        require_otel()
     policies = PolicySet.load(Path(settings.policy_dir), Catalog.load(settings.catalog_override))
     if not policies.policies():
         raise PolicyLoadError(

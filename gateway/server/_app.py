@@ -39,6 +39,7 @@ def _respond(request: Request, answer: ErrorAnswer) -> Response:
     if request_id:
         headers["request-id"] = request_id
         request.state.request_id = request_id
+    request.state.error_type = answer.error_type
     body = error_body(answer)
     body["request_id"] = request_id
     return JSONResponse(body, status_code=answer.status, headers=headers)
@@ -78,17 +79,29 @@ ROUTES = [
 
 
 def create_app(settings: Settings) -> Starlette:
+    middleware = [Middleware(AccessLog)]
+    tracing = None
+    if settings.server_otel:
+        from gateway.server._otel import TraceMessages, Tracing
+
+        tracing = Tracing.open()
+        middleware.append(Middleware(TraceMessages, tracing=tracing))
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         state = await ServerState.open(settings)
         try:
             yield {"server": state}
         finally:
-            await state.close()
+            try:
+                await state.close()
+            finally:
+                if tracing is not None:
+                    tracing.shutdown()  # flushes the spans still queued
 
     return Starlette(
         routes=ROUTES,
-        middleware=[Middleware(AccessLog)],
+        middleware=middleware,
         exception_handlers={
             GatewayError: _gateway_error,
             ApiError: _api_error,

@@ -29,6 +29,7 @@ from audit._bounded import loads as bounded_loads
 from gateway.callers import CallerKey
 from gateway.errors import GatewayError, UnknownTask
 from gateway.policy import plan_request
+from gateway.result import Result
 from gateway.server._errors import ApiError, answer_for
 from gateway.server._lifecycle import ServerState
 from gateway.server._sse import SSE_HEADERS, EventStreamResponse, error_frame, frame
@@ -57,6 +58,17 @@ async def _caller(request: Request, state: ServerState) -> CallerKey:
     request.state.caller = key.caller
     request.state.key_id = key.key_id
     return key
+
+
+def note_answer(request: Request, result: Result) -> None:
+    """What the access log and a span say of an answer: ids and numbers, never its text."""
+    state = request.state
+    state.request_id = result.request_id
+    state.seq = result.seq
+    state.cached = result.cached
+    state.response_model = result.model
+    state.stop_reason = result.stop_reason
+    state.usage = result.usage
 
 
 async def read_json(request: Request, limit: int) -> Any:
@@ -115,8 +127,7 @@ async def messages(request: Request) -> Response:
             "it was cancelled, and recorded so.",
             retry=True,
         ) from None
-    request.state.request_id = result.request_id
-    request.state.seq = result.seq
+    note_answer(request, result)
     return JSONResponse(message_body(result), headers=result_headers(result))
 
 
@@ -144,12 +155,14 @@ async def _stream(
         exc_info: tuple[Any, Any, Any] = (None, None, None)
         try:
             if first is not None:
-                yield frame(first)
+                yield frame(_with_gateway_id(first, stream.request_id))
             async with asyncio.timeout_at(deadline):
                 async for event in events:
                     yield frame(event)
         except GatewayError as exc:  # recorded by the gateway (FAILED); told in the stream
-            yield error_frame(answer_for(exc))
+            answer = answer_for(exc)
+            request.state.error_type = answer.error_type
+            yield error_frame(answer)
         except TimeoutError:
             exc_info = sys.exc_info()
             yield error_frame(ApiError(504, "timeout_error", "the stream took too long.").answer())
@@ -163,10 +176,19 @@ async def _stream(
                 except Exception as exc:  # noqa: BLE001 - the outcome is already the gateway's
                     request.state.stream_close_error = type(exc).__name__
             with contextlib.suppress(RuntimeError):  # failed or left early: no result
-                request.state.seq = stream.result.seq
+                note_answer(request, stream.result)
 
     headers = {"request-id": stream.request_id, **SSE_HEADERS}
     return EventStreamResponse(body(), media_type="text/event-stream", headers=headers)
+
+
+def _with_gateway_id(event: dict[str, Any], request_id: str) -> dict[str, Any]:
+    """The message's ``id`` is the gateway's request id, streamed as in a plain answer, so
+    the SDK's final message names the audit record (the upstream's id is in the record)."""
+    message = event.get("message")
+    if event.get("type") != "message_start" or not isinstance(message, dict):
+        return event
+    return {**event, "message": {**message, "id": request_id}}
 
 
 async def count_tokens(request: Request) -> Response:

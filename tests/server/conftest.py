@@ -46,6 +46,8 @@ class ServerProcess:
     env: dict[str, str]
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
+    # Where the server's stdout goes when not into its log (stderr): spans, for one.
+    stdout_path: Path | None = None
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,7 +83,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "serve", "--port", str(self.port), *extra],
             env=self.env,
-            stdout=log,
+            stdout=self.stdout_path.open("ab") if self.stdout_path else log,
             stderr=log,
             cwd=self.home,
         )

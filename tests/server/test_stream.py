@@ -57,6 +57,7 @@ def test_the_sdk_stream_helper_gets_every_event_and_the_final_message(
         request_id = stream.response.headers["request-id"]
     assert text == "Alpha beta gamma delta"
     assert final.model == "claude-sonnet-4-6" and final.stop_reason == "end_turn"
+    assert final.id == request_id  # the gateway's request id, as in a plain answer
     assert kinds(server, request_id) == ["request", "response"]
     callers = {e.caller for e in server.audit_events() if e.request_id == request_id}
     assert callers == {"trading-desk"}
