@@ -37,12 +37,13 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Literal
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.x509 import Certificate
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
@@ -69,6 +70,7 @@ from audit.merkle import (
 from audit.schema import Event
 from audit.signing import TrustedKeys, UnusableKey
 from audit.store import AuditStore
+from audit.timestamp import TimeStamp, TimeStampCheck, check_time_stamps
 
 CHECKPOINT_FORMAT: Final = "compliance-gateway tree checkpoint v1"
 RECEIPT_FORMAT: Final = "compliance-gateway receipt v1"
@@ -180,6 +182,8 @@ class TreeCheckpoint(_Frozen):
     root: str  # base64, as in the note
     public_key: str  # hex of the raw Ed25519 key that signed it (which the reader must trust)
     note: str
+    # RFC 3161 tokens over the note's text (audit.timestamp); left out of the file when none
+    timestamps: tuple[TimeStamp, ...] = ()
 
     @property
     def head(self) -> TreeHead:
@@ -258,6 +262,7 @@ class ReceiptReport(_Frozen):
     events_checked: int
     seqs: tuple[int, ...]
     witnesses: tuple[WitnessCheck, ...] = ()  # each witness key the reader required
+    timestamps: tuple[TimeStampCheck, ...] = ()  # each token, when TSA certificates are given
     problems: tuple[str, ...]
 
 
@@ -270,11 +275,17 @@ class ConsistencyReport(_Frozen):
     proof: tuple[str, ...]  # base64, RFC 9162 order: anyone can re-check it offline
     old_witnesses: tuple[WitnessCheck, ...] = ()
     new_witnesses: tuple[WitnessCheck, ...] = ()
+    old_timestamps: tuple[TimeStampCheck, ...] = ()
+    new_timestamps: tuple[TimeStampCheck, ...] = ()
     problems: tuple[str, ...]
 
 
 def dumps(value: Receipt | TreeCheckpoint) -> str:
-    return json.dumps(value.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    data = value.model_dump(mode="json")
+    cp = data["checkpoint"] if isinstance(value, Receipt) else data
+    if not cp["timestamps"]:  # a file without tokens keeps the shape older readers accept
+        del cp["timestamps"]
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def _load(text: str, what: str) -> dict[str, Any]:
@@ -448,8 +459,32 @@ def _witness_problems(checks: Iterable[WitnessCheck], label: str) -> list[str]:
     return [f"{label}witness {c.name}: {c.problem}" for c in checks if c.problem]
 
 
+def _time_stamps(
+    cp: TreeCheckpoint, roots: Sequence[Certificate], label: str
+) -> tuple[tuple[TimeStampCheck, ...], list[str]]:
+    """The checks of ``cp``'s tokens when TSA ``roots`` are given, and the problems: at
+    least one token must check out (tokens from TSAs not trusted are reported, and are
+    no problem when another checks out)."""
+    if not roots:
+        return (), []
+    try:
+        checks = tuple(check_time_stamps(cp.note, cp.timestamps, roots))
+    except CheckpointError as exc:
+        return (), [f"{label}{exc.message}"]
+    if not checks:
+        return checks, [
+            f"{label}the checkpoint carries no time-stamp (run `gateway audit timestamp`)"
+        ]
+    if any(c.ok for c in checks):
+        return checks, []
+    return checks, [f"{label}{c.problem}" for c in checks]
+
+
 def check_receipt(
-    text: str, trusted: Iterable[str], witnesses: Iterable[Witness] = ()
+    text: str,
+    trusted: Iterable[str],
+    witnesses: Iterable[Witness] = (),
+    tsa_roots: Sequence[Certificate] = (),
 ) -> ReceiptReport:
     """Check a receipt with nothing but the trusted public keys (hex): the checkpoint's
     signature, the cosignature of each required witness, then each event's hash, body and
@@ -464,6 +499,8 @@ def check_receipt(
         head = None
     cosigned = tuple(check_cosignatures(cp.note, witnesses))
     problems += _witness_problems(cosigned, "checkpoint: ")
+    stamped, stamp_problems = _time_stamps(cp, tsa_roots, "checkpoint: ")
+    problems += stamp_problems
     if not receipt.events:
         problems.append("the receipt proves no event")
     for event in receipt.events:
@@ -478,6 +515,7 @@ def check_receipt(
         events_checked=len(receipt.events),
         seqs=tuple(e.seq for e in receipt.events),
         witnesses=cosigned,
+        timestamps=stamped,
         problems=tuple(problems),
     )
 
@@ -522,6 +560,7 @@ def check_consistency(
     new_text: str,
     trusted: Iterable[str],
     witnesses: Iterable[Witness] = (),
+    tsa_roots: Sequence[Certificate] = (),
 ) -> ConsistencyReport:
     """Whether the tree NEW signs extends the tree OLD signs, with the consistency proof
     made from this log (and checked as any offline verifier would), and whether the log
@@ -540,6 +579,9 @@ def check_consistency(
     new_cosigned = tuple(check_cosignatures(new_cp.note, required))
     problems += _witness_problems(old_cosigned, "OLD: ")
     problems += _witness_problems(new_cosigned, "NEW: ")
+    old_stamped, old_stamp_problems = _time_stamps(old_cp, tsa_roots, "OLD: ")
+    new_stamped, new_stamp_problems = _time_stamps(new_cp, tsa_roots, "NEW: ")
+    problems += old_stamp_problems + new_stamp_problems
     log_size = store.head()[0]
 
     def report(proof: Iterable[bytes] = ()) -> ConsistencyReport:
@@ -552,6 +594,8 @@ def check_consistency(
             proof=tuple(_b64(p) for p in proof),
             old_witnesses=old_cosigned,
             new_witnesses=new_cosigned,
+            old_timestamps=old_stamped,
+            new_timestamps=new_stamped,
             problems=tuple(problems),
         )
 

@@ -32,14 +32,17 @@ from audit.receipts import (
 from audit.receipts import check_consistency as _check_consistency
 from audit.receipts import check_receipt as _check_receipt
 from audit.store import AuditStore
+from audit.timestamp import TimeStampCheck
 from gateway._audit_errors import translated
 from gateway.errors import ConfigurationError, InputError
 from gateway.settings import Settings
+from gateway.timestamping import tsa_roots
 
 __all__ = [
     "ConsistencyReport",
     "Receipt",
     "ReceiptReport",
+    "TimeStampCheck",
     "TreeCheckpoint",
     "WitnessCheck",
     "check_consistency",
@@ -119,18 +122,24 @@ def _read(path: Path, what: str) -> str:
 
 
 def check_receipt(
-    path: Path, public_keys: Sequence[str], witnesses: Sequence[str] = ()
+    path: Path,
+    public_keys: Sequence[str],
+    witnesses: Sequence[str] = (),
+    tsa_certs: Sequence[Path] = (),
 ) -> ReceiptReport:
-    """Check a receipt offline, trusting only ``public_keys`` (hex or base64) and requiring
-    a valid cosignature of each of ``witnesses`` (``NAME=KEY``)."""
+    """Check a receipt offline, trusting only ``public_keys`` (hex or base64), requiring a
+    valid cosignature of each of ``witnesses`` (``NAME=KEY``) and, with ``tsa_certs`` (PEM
+    CA files), a time-stamp by a TSA they certify."""
     if not public_keys:
         raise InputError(
             "checking a receipt needs the public key of the checkpoint key that signed it.",
             hint="Pass --public-key KEY (64 hex characters, or a file of keys).",
         )
+    roots = tsa_roots(tsa_certs)
     text = _read(path, "receipt")
     with translated():
-        return _check_receipt(text, public_keys, [Witness.parse(w) for w in witnesses])
+        required = [Witness.parse(w) for w in witnesses]
+        return _check_receipt(text, public_keys, required, roots)
 
 
 def check_consistency(
@@ -139,6 +148,7 @@ def check_consistency(
     new: Path,
     public_keys: Sequence[str],
     witnesses: Sequence[str] = (),
+    tsa_certs: Sequence[Path] = (),
 ) -> ConsistencyReport:
     """Whether checkpoint ``new`` extends ``old``, proven from the log. Trusted signers:
     ``public_keys``, ``GATEWAY_TRUSTED_KEYS`` and the key of ``GATEWAY_CHECKPOINT_KEY``."""
@@ -151,11 +161,12 @@ def check_consistency(
             hint="Pass --public-key FILE or set GATEWAY_CHECKPOINT_KEY.",
         )
     old_text, new_text = _read(old, "checkpoint"), _read(new, "checkpoint")
+    roots = tsa_roots(tsa_certs)
     with translated():
         required = [Witness.parse(w) for w in witnesses]
     store = _open(settings)
     try:
         with translated():
-            return _check_consistency(store, old_text, new_text, keys, required)
+            return _check_consistency(store, old_text, new_text, keys, required, roots)
     finally:
         store.close()

@@ -23,10 +23,12 @@ from gateway.auditing import read_public_keys
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, open_output, shown
+from gateway.cli.timestamp_cmd import TSA_CERT, timestamp_command
 from gateway.cli.witness_cmd import witness_command
 from gateway.receipts import (
     ConsistencyReport,
     ReceiptReport,
+    TimeStampCheck,
     WitnessCheck,
     check_consistency,
     check_receipt,
@@ -50,6 +52,16 @@ _WITNESS_KEY = click.option(
     help="Require a valid cosignature by this witness (its name and 64-hex public key, as "
     "`gateway audit witness` prints, or its vkey). Repeatable: every one is required.",
 )
+
+
+def _time_lines(checks: Sequence[TimeStampCheck], label: str = "") -> None:
+    for check in checks:
+        if check.ok and check.time is not None:
+            when = check.time.strftime("%Y-%m-%dT%H:%M:%SZ")
+            click.echo(
+                f"{label}time-stamped {when} by {shown(check.tsa)} (serial {check.serial}), "
+                "a TSA the given --tsa-cert certifies"
+            )
 
 
 def _witness_lines(checks: Sequence[WitnessCheck], label: str = "") -> None:
@@ -117,14 +129,19 @@ def tree_head_command(ctx: click.Context, output: Path | None, rebuild: bool) ->
     "such keys, one a line. Only these are trusted. Repeatable.",
 )
 @_WITNESS_KEY
+@TSA_CERT
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def check_receipt_command(
-    receipt_file: Path, public_keys: tuple[str, ...], witness_keys: tuple[str, ...], fmt: str
+    receipt_file: Path,
+    public_keys: tuple[str, ...],
+    witness_keys: tuple[str, ...],
+    tsa_certs: tuple[Path, ...],
+    fmt: str,
 ) -> None:
     """Check a receipt offline, without the database: each event's hash from its body, its
     inclusion proof, the checkpoint's signature and each required witness's cosignature;
     exit 0 if it checks out, 1 if not."""
-    report = check_receipt(receipt_file, _keys(public_keys), witness_keys)
+    report = check_receipt(receipt_file, _keys(public_keys), witness_keys, tsa_certs)
     _print_receipt(report, fmt)
     if not report.ok:
         raise CheckFailed()
@@ -142,6 +159,7 @@ def _print_receipt(report: ReceiptReport, fmt: str) -> None:
         )
         click.echo(f"checkpoint signed by trusted key {report.signer}")
         _witness_lines(report.witnesses)
+        _time_lines(report.timestamps)
         return
     click.echo(f"RECEIPT REFUSED: {len(report.problems)} problem(s)")
     for problem in report.problems:
@@ -160,6 +178,8 @@ def _print_consistency(report: ConsistencyReport, fmt: str) -> None:
         )
         _witness_lines(report.old_witnesses, "OLD ")
         _witness_lines(report.new_witnesses, "NEW ")
+        _time_lines(report.old_timestamps, "OLD ")
+        _time_lines(report.new_timestamps, "NEW ")
         return
     click.echo(f"INCONSISTENT: {len(report.problems)} problem(s)")
     for problem in report.problems:
@@ -187,17 +207,25 @@ def _with_consistency(verify: click.Command) -> click.Command:
             metavar="NAME=KEY",
             help="With --from/--to: require this witness's cosignature on both. Repeatable.",
         ),
+        click.Option(
+            ["--tsa-cert", "tsa_certs"],
+            multiple=True,
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            help="With --from/--to: require on both a time-stamp by a TSA this PEM CA "
+            "certifies. Repeatable.",
+        ),
     ]
 
     def callback(
         from_file: Path | None,
         to_file: Path | None,
         witness_keys: tuple[str, ...],
+        tsa_certs: tuple[Path, ...],
         **params: Any,
     ) -> Any:
         if from_file is None and to_file is None:
-            if witness_keys:
-                raise click.UsageError("--witness-key goes with --from and --to.")
+            if witness_keys or tsa_certs:
+                raise click.UsageError("--witness-key and --tsa-cert go with --from and --to.")
             return original(**params)
         ctx = click.get_current_context()
         if from_file is None or to_file is None:
@@ -206,7 +234,9 @@ def _with_consistency(verify: click.Command) -> click.Command:
         if others:
             raise click.UsageError("--from/--to take only --public-key and --format.")
         keys = [k for path in params["public_key_files"] for k in read_public_keys(path)]
-        report = check_consistency(settings_of(ctx), from_file, to_file, keys, witness_keys)
+        report = check_consistency(
+            settings_of(ctx), from_file, to_file, keys, witness_keys, tsa_certs
+        )
         _print_consistency(report, params["fmt"])
         if not report.ok:
             raise CheckFailed()
@@ -221,7 +251,14 @@ def _with_consistency(verify: click.Command) -> click.Command:
 
 
 def attach(audit_group: click.Group) -> None:
-    for command in (prove_command, tree_head_command, check_receipt_command, witness_command):
+    commands = (
+        prove_command,
+        tree_head_command,
+        check_receipt_command,
+        witness_command,
+        timestamp_command,
+    )
+    for command in commands:
         audit_group.add_command(command)
     verify = audit_group.commands.get("verify")
     if verify is not None:

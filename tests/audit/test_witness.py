@@ -257,7 +257,7 @@ def test_witness_command_refuses_a_fork_and_writes_nothing(db: str, tmp_path: Pa
     assert checked.exit_code == 1 and report["old_witnesses"][0]["ok"] is True
     assert any("NEW: witness" in p for p in report["problems"])
     lone = run(db, "audit", "verify", "--witness-key", W1_SPEC)
-    assert lone.exit_code == 2 and "--witness-key goes with --from and --to" in lone.output
+    assert lone.exit_code == 2 and "--witness-key and --tsa-cert go with --from" in lone.output
 
 
 def test_witness_command_names_a_bad_key_and_a_bad_state(db: str, tmp_path: Path) -> None:
