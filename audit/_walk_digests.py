@@ -104,4 +104,3 @@ class Relied(NamedTuple):
     hash: str
     keys: frozenset[str]
     signatures_digest: str
-    root: str | None = None  # the checkpoint's Merkle root of events 1..seq, if it has one

@@ -244,6 +244,4 @@ def relied_on(checkpoint: Checkpoint, keys: TrustedKeys, pins: Collection[str]) 
         )
     attested = {k.key_id: k.public_key for k in verified.trusted_keys}
     still = frozenset(k.key_id for k in keys if attested.get(k.key_id) == k.public_key)
-    return Relied(
-        checkpoint.seq, checkpoint.hash, still, verified.signatures_digest, checkpoint.root
-    )
+    return Relied(checkpoint.seq, checkpoint.hash, still, verified.signatures_digest)
