@@ -26,10 +26,9 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict
 
 from audit.errors import CheckpointError
+from audit.signed_note import EM_DASH, MAX_NOTE
 
 COSIGNATURE_V1: Final = b"\x04"  # the signed-note signature type of an Ed25519 cosignature
-EM_DASH: Final = "\u2014"
-MAX_NOTE: Final = 64 * 1024
 
 
 class WitnessError(CheckpointError):

@@ -18,10 +18,11 @@ from pathlib import Path
 from audit import checkpoint as checkpoints
 from audit.cosignature import Witness, WitnessCheck
 from audit.errors import CheckpointError
+from audit.receipt_checks import ConsistencyReport, ReceiptReport
+from audit.receipt_checks import check_consistency as _check_consistency
+from audit.receipt_checks import check_receipt as _check_receipt
 from audit.receipts import (
-    ConsistencyReport,
     Receipt,
-    ReceiptReport,
     TreeCheckpoint,
     dumps,
     make_receipt,
@@ -29,8 +30,6 @@ from audit.receipts import (
     signed_head,
     verifier_key,
 )
-from audit.receipts import check_consistency as _check_consistency
-from audit.receipts import check_receipt as _check_receipt
 from audit.store import AuditStore
 from audit.timestamp import TimeStampCheck
 from gateway._audit_errors import translated

@@ -29,10 +29,10 @@ from audit.merkle import (
     tree_head,
     verify_inclusion,
 )
+from audit.receipt_checks import check_receipt
 from audit.receipts import (
     LEAF_PAGE,
     ReceiptError,
-    check_receipt,
     dumps,
     log_leaves,
     make_receipt,

@@ -21,9 +21,8 @@ from click.testing import CliRunner, Result
 from audit import AuditStore
 from audit.checkpoint import public_key
 from audit.merkle import ProofError, event_leaf, tree_head
+from audit.receipt_checks import check_consistency, check_receipt
 from audit.receipts import (
-    check_consistency,
-    check_receipt,
     dumps,
     make_receipt,
     note_key_id,

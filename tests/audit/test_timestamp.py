@@ -17,7 +17,8 @@ from cryptography import x509
 from audit import AuditStore
 from audit.checkpoint import public_key
 from audit.cosignature import add_cosignature, public_of
-from audit.receipts import check_receipt, dumps, load_checkpoint, make_receipt, signed_head
+from audit.receipt_checks import check_receipt
+from audit.receipts import dumps, load_checkpoint, make_receipt, signed_head
 from audit.timestamp import (
     TimeStampError,
     accept_response,

@@ -25,9 +25,8 @@ from audit.cosignature import (
     public_of,
     timestamp_of,
 )
+from audit.receipt_checks import check_consistency, check_receipt
 from audit.receipts import (
-    check_consistency,
-    check_receipt,
     dumps,
     load_receipt,
     make_receipt,
