@@ -136,6 +136,12 @@ class Statements:
         for engine in self._engines:
             event.remove(engine, "before_cursor_execute", self._record)
 
+    def __enter__(self) -> Statements:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def queries(self) -> list[str]:
         return [s for s, _ in self.seen if not s.startswith("BEGIN")]
 
@@ -266,3 +272,31 @@ def test_tree_head_rebuild_recomputes_an_altered_table(tmp_path: Path) -> None:
     assert "tree-head --rebuild" in refused.output
     assert runner.invoke(main, ["audit", "tree-head", "--rebuild"], env=env).exit_code == 0
     assert runner.invoke(main, ["audit", "prove", "req-0"], env=env).exit_code == 0
+
+
+@pytest.mark.postgres
+def test_a_role_that_may_not_touch_the_stored_tree_still_proves_from_the_log(
+    postgres_server: Any, pg_url: str
+) -> None:
+    import psycopg
+
+    from audit.migrate import upgrade
+
+    upgrade(pg_url)
+    with AuditStore.open(pg_url) as owner:
+        fill(owner, requests=3)
+        expected = signed_head(owner, KEY)
+    db = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_server.dsn(db), autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'old_reader'").fetchone() is None:
+            conn.execute("CREATE ROLE old_reader LOGIN")
+        # granted before migration 0009: the old tables only
+        conn.execute("GRANT SELECT ON events, payloads, policies, audit_meta, alembic_version "
+                     "TO old_reader")  # fmt: skip
+    with AuditStore.open(postgres_server.url(db, "old_reader")) as reader:
+        with Statements(reader) as counter:
+            head = signed_head(reader, KEY)
+        assert head.head == expected.head
+        assert counter.reading_events() >= 1  # streamed from the hash column
+        receipt = make_receipt(reader, "req-1", KEY)
+        assert check_receipt(dumps(receipt), [receipt.checkpoint.public_key]).ok
