@@ -44,7 +44,7 @@ from gateway.cli._render import (
     parse_when,
     shown,
 )
-from gateway.errors import GatewayError
+from gateway.errors import ConfigurationError, GatewayError
 from gateway.experiment import EXPERIMENT_CALLER
 from gateway.policy import PolicySet
 from gateway.settings import Settings
@@ -557,8 +557,16 @@ def _verify(
         if not exported.ok:
             raise CheckFailed()
         return
+    settings = settings_of(ctx)
+    if write_verified is not None and settings.checkpoint_key is None:
+        # Said before the walk, which may take an hour, not after it.
+        raise ConfigurationError(
+            "--write-verified signs with the checkpoint key, and GATEWAY_CHECKPOINT_KEY is "
+            "not set.",
+            hint="Set GATEWAY_CHECKPOINT_KEY (64 hex characters) and verify again.",
+        )
     with (
-        Auditing.open(settings_of(ctx)) as auditing,
+        Auditing.open(settings) as auditing,
         Progress("verifying", threshold=PROGRESS_THRESHOLD) as progress,
     ):
         report = auditing.verify(

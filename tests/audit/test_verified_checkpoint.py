@@ -273,3 +273,14 @@ def test_cli_writes_and_uses_a_verified_checkpoint(tmp_path: Path) -> None:
     assert refused.exit_code == 2 and "not a key this verify trusts" in refused.output
     head = _run(url, "audit", "verify", "--since-verified", str(tmp_path / "head.json"))
     assert head.exit_code == 2 and "not a verified checkpoint" in head.output
+
+
+def test_cli_says_before_walking_that_it_cannot_sign(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    assert _run(url, "db", "upgrade").exit_code == 0
+    env = {"GATEWAY_DATABASE_URL": url}
+    result = CliRunner().invoke(
+        main, ["audit", "verify", "--write-verified", str(tmp_path / "v.json")], env=env
+    )
+    assert result.exit_code != 0 and "GATEWAY_CHECKPOINT_KEY" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "v.json").exists()
