@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from sqlalchemy import ColumnElement, Connection, case, func, inspect, select
 from sqlalchemy.engine import make_url
@@ -299,6 +299,51 @@ class AuditStore:
         query = select(func.count(func.distinct(Event.request_id))).where(Event.seq >= 1, *where)
         with self._backend.reader.connect() as conn:
             return int(conn.execute(query).scalar_one())
+
+    def event_keys(
+        self,
+        *,
+        task: str | None = None,
+        caller: str | None = None,
+        kind: EventKind | str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        exclude_caller: str | None = None,
+        request_ids: Sequence[str] | None = None,
+        after_seq: int = 0,
+        before_seq: int | None = None,
+        limit: int = READ_PAGE,
+    ) -> list[EventKey]:
+        """The seq, request id and policy fingerprint of up to ``limit`` events matching the
+        filters (as :meth:`iter_events`) after ``after_seq``, in seq order: columns only, no
+        body is read, so a caller can page through a selection cheaply before loading it."""
+        where = _filters(task, caller, kind, since, until, before_seq, exclude_caller)
+        if request_ids is not None:
+            where.append(Event.request_id.in_(sorted(set(request_ids))))
+        query = (
+            select(Event.seq, Event.request_id, Event.policy_fingerprint)
+            .where(Event.seq > after_seq, Event.seq >= 1, *where)
+            .order_by(Event.seq)
+            .limit(limit)
+        )
+        with self._backend.reader.connect() as conn:
+            return [EventKey(*row) for row in conn.execute(query)]
+
+    def payloads(self, digests: Iterable[str]) -> dict[str, bytes]:
+        """The stored bytes of each of ``digests`` that is stored and still hashes to its
+        digest, in as few queries as the digests allow; a missing or altered payload is left
+        out (:meth:`payload` says which it is)."""
+        wanted = sorted(set(digests))
+        found: dict[str, bytes] = {}
+        with self._backend.reader.connect() as conn:
+            for start in range(0, len(wanted), READ_PAGE):
+                chunk = wanted[start : start + READ_PAGE]
+                query = select(Payload.digest, Payload.content).where(Payload.digest.in_(chunk))
+                for ref, content in conn.execute(query):
+                    data = as_bytes(content)
+                    if digest(data) == ref:
+                        found[ref] = data
+        return found
 
     def _iter_where(
         self, where: list[ColumnElement[bool]], *, after_seq: int = 0
@@ -582,6 +627,14 @@ class AuditStore:
             root=base64.b64decode(report.head_root),
             verified=verified,
         )
+
+
+class EventKey(NamedTuple):
+    """An event's place, request and policy, read from its columns alone."""
+
+    seq: int
+    request_id: str
+    policy_fingerprint: str | None
 
 
 def _filters(

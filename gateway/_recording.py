@@ -223,6 +223,19 @@ class Recorder:
                 "and retry.",
             ) from exc
 
+    def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
+        """Append ``drafts`` in one transaction (records that follow no upstream call, such as
+        a verify run's outcomes); errors as :meth:`append`."""
+        try:
+            return self.store.append_many(drafts)
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit records ({len(drafts)}) could not be committed, so the run "
+                f"stopped: {exc.message}",
+                request_id=drafts[0].request_id if drafts else None,
+                hint="Fix the audit database and retry.",
+            ) from exc
+
     def _alert_content_conflict(self, draft: EventDraft, conflict: ContentConflict) -> None:
         """Content planted ahead of its event never happens by accident: say so in the log.
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import getpass
 import json
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -98,15 +100,30 @@ def replay_command(
         filters["limit"] = None
     selection = Selection(request_ids=request_ids, **filters)
     settings = settings_of()
-    with ReplaySession.open(settings, operator=operator) as session:
+    # A verify run's rows go to a spool file as they are recorded and are printed after the
+    # summary, so memory stays flat however many requests it covers. Other modes keep their
+    # rows: their reports group them per task.
+    with (
+        ReplaySession.open(settings, operator=operator) as session,
+        tempfile.TemporaryFile("w+", encoding="utf-8") as spool,
+    ):
         prepared = session.prepare(selection, live=live, model=model_id)
-        report = _run(session, prepared)
-    context = ReportContext.made(operator, settings.database_url_masked)
-    report = report.model_copy(update={"context": context})
-    _print(report, fmt)
+        streamed = prepared.mode is Mode.VERIFY and fmt != "json" and report_path is None
+        if not streamed:
+            report = _run(session, prepared)
+        else:
+            report = _run(
+                session,
+                prepared,
+                lambda row: spool.write(_rendered(row, fmt) + "\n"),
+            )
+        context = ReportContext.made(operator, settings.database_url_masked)
+        report = report.model_copy(update={"context": context})
+        spool.seek(0)
+        _print(report, fmt, spool if streamed else None)
     if report.experiments_left_out and fmt == "table":
         click.echo(experiments_left_out_line(report.experiments_left_out))
-    if not report.requests:
+    if not report.summary.total:
         click.echo("no recorded requests match the selection", err=True)
         click.echo(known_tasks_line(settings), err=True)
     if report_path is not None:
@@ -123,20 +140,35 @@ def replay_command(
         raise CheckFailed(ExitCode.CHECK_FAILED)
 
 
-def _run(session: ReplaySession, prepared: PreparedRun) -> ReplayReport:
+def _run(
+    session: ReplaySession,
+    prepared: PreparedRun,
+    sink: Callable[[RequestReplay], object] | None = None,
+) -> ReplayReport:
+    """``sink``: given each row as it is recorded; the report then holds none."""
     with Progress("replaying") as progress:
         total = len(prepared.requests)
         done = 0
 
-        def advance(_row: RequestReplay) -> None:
+        def advance(row: RequestReplay) -> None:
             nonlocal done
             done += 1
             progress(done, total)
+            if sink is not None:
+                sink(row)
 
-        return session.run(prepared, progress=advance)
+        return session.run(prepared, progress=advance, keep_rows=sink is None)
 
 
-def _print(report: ReplayReport, fmt: str) -> None:
+def _rendered(row: RequestReplay, fmt: str) -> str:
+    """A verify row as its format prints it (no trailing newline)."""
+    if fmt == "jsonl":
+        return json.dumps(row.model_dump(mode="json"), ensure_ascii=False)
+    return _table_row(row)
+
+
+def _print(report: ReplayReport, fmt: str, spooled: IO[str] | None = None) -> None:
+    """``spooled``: the rows already rendered (a verify run), printed after the head."""
     if fmt == "json":
         data = report.model_dump(mode="json")
         data["title"] = report.title
@@ -150,8 +182,10 @@ def _print(report: ReplayReport, fmt: str) -> None:
             "context": report.context.model_dump(mode="json") if report.context else None,
         }
         click.echo(json.dumps(head, ensure_ascii=False))
+        if spooled is not None:
+            _copy(spooled)
         for row in report.requests:
-            click.echo(json.dumps(row.model_dump(mode="json"), ensure_ascii=False))
+            click.echo(_rendered(row, fmt))
         return
     migration = report.summary.mode in (Mode.MODEL, Mode.MODEL_LIVE)
     click.echo(shown(report.summary.line()))
@@ -165,11 +199,18 @@ def _print(report: ReplayReport, fmt: str) -> None:
     click.echo(
         f"{'seq':>8}  {'outcome':9}  {'sim':>5}  {'task':22}  {'model':26}  request / reason"
     )
+    if spooled is not None:
+        _copy(spooled)
     for row in report.requests:
         click.echo(_table_row(row, reason=not migration))
         for name, side in (("recorded", row.recorded_answer), ("replayed", row.replayed_answer)):
             if side is not None:
                 click.echo(_answer_line(name, side))
+
+
+def _copy(spooled: IO[str]) -> None:
+    while chunk := spooled.read(1 << 16):
+        click.echo(chunk, nl=False)
 
 
 def _answer_line(name: str, side: AnswerSide) -> str:

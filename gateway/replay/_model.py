@@ -191,19 +191,23 @@ class ReplayReport(_Frozen):
     context: ReportContext | None = None
     # Experiment requests the selection's filters matched and left out (--include-experiments).
     experiments_left_out: int = 0
+    # The models the requests were recorded on and, under --model, moved to: known without
+    # the rows (a run that streams them keeps none).
+    recorded_models: tuple[str, ...] = ()
+    target: str | None = None
 
     @property
     def any_failed(self) -> bool:
-        return any(r.outcome is Outcome.FAILED for r in self.requests)
+        return self.summary.counts.get(Outcome.FAILED.value, 0) > 0
 
     @property
     def any_refused(self) -> bool:
-        return any(r.outcome is Outcome.REFUSED for r in self.requests)
+        return self.summary.counts.get(Outcome.REFUSED.value, 0) > 0
 
     @property
     def target_model(self) -> str | None:
         """The model a --model run moved the requests to."""
-        return next((r.target_model for r in self.requests if r.target_model), None)
+        return self.target or next((r.target_model for r in self.requests if r.target_model), None)
 
     @property
     def title(self) -> str:
@@ -212,7 +216,9 @@ class ReplayReport(_Frozen):
         if mode in (Mode.MODEL, Mode.MODEL_LIVE):
             target = self.target_model or "another model"
             return f"Replay report: {mode.value}: migration to {target}"
-        models = sorted({r.model_id for r in self.requests if r.model_id})
+        models = sorted(
+            {r.model_id for r in self.requests if r.model_id} | set(self.recorded_models)
+        )
         return f"Replay report: {mode.value}: " + (
             f"recorded on {', '.join(models)}" if models else "no requests"
         )
@@ -251,10 +257,7 @@ class ReplayReport(_Frozen):
         return tuple(out)
 
 
-def summarise(mode: Mode, run_id: str, rows: list[RequestReplay]) -> Summary:
-    counts = {
-        o.value: sum(r.outcome is o for r in rows)
-        for o in SUMMARY_ORDER
-        if o in ALWAYS_SHOWN or any(r.outcome is o for r in rows)
-    }
-    return Summary(mode=mode, run_id=run_id, counts=counts, total=len(rows))
+def summarise(mode: Mode, run_id: str, outcomes: Counter[Outcome]) -> Summary:
+    """``outcomes``: how many rows had each outcome."""
+    counts = {o.value: outcomes[o] for o in SUMMARY_ORDER if o in ALWAYS_SHOWN or outcomes[o]}
+    return Summary(mode=mode, run_id=run_id, counts=counts, total=sum(outcomes.values()))

@@ -1,17 +1,18 @@
-"""Select recorded requests and load everything a replay needs from the audit log alone.
+"""What a replay selects and what it knows of one recorded request, from the audit log alone.
 
     selection = Selection(task="compliance_review", limit=20)
-    recorded = load_selection(store, selection)      # InputError (exit 2) on bad input
-    recorded[0].policy.fingerprint, recorded[0].messages, recorded[0].response
+    recorded = recorded_from(store, request_id, events, policies)
+    recorded.policy.fingerprint, recorded.request, recorded.response
+    request_body(store, recorded)                   # the wire body as JSON, or None
 
-Loading validates before anything is replayed or recorded: an unknown request id or a
-request whose recorded policy version is missing from the database is an ``InputError``.
+Loading a selection page by page is gateway.replay._loading's job.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +58,9 @@ class Recorded:
     response: StoredEvent | None
     policy: Policy | None
     skip: str | None = None
+    # The payloads of its events, read with its page of the selection (digest -> bytes that
+    # hash to it); one that is missing or altered is absent and read on its own when asked.
+    payloads: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def first(self) -> StoredEvent:
@@ -67,29 +71,26 @@ class Recorded:
         return self.request.data.get("model_id") if self.request else None
 
 
-def load_selection(store: AuditStore, selection: Selection) -> list[Recorded]:
+def check_selection(selection: Selection) -> None:
     if selection.by_id and _has_filters(selection):
         raise InputError(
             "give request ids or filters (--task, --caller, --since, --until), not both."
         )
-    ids = list(dict.fromkeys(selection.request_ids)) or _ids_from_filters(store, selection)
-    policies: dict[str, Policy] = {}  # frozen: requests under one policy version share it
-    return [_load(store, request_id, policies) for request_id in ids]
 
 
 def _has_filters(s: Selection) -> bool:
     return any(v is not None for v in (s.task, s.caller, s.since, s.until))
 
 
-def _where(s: Selection, *, experiments: bool | None = None) -> dict[str, Any]:
-    include = s.include_experiments if experiments is None else experiments
+def where_of(s: Selection) -> dict[str, Any]:
+    """The store filters of a selection's REQUEST events."""
     return {
         "kind": EventKind.REQUEST,
         "task": s.task,
         "caller": s.caller,
         "since": s.since,
         "until": s.until,
-        "exclude_caller": None if include else EXPERIMENT_CALLER,
+        "exclude_caller": None if s.include_experiments else EXPERIMENT_CALLER,
     }
 
 
@@ -97,7 +98,7 @@ def experiments_left_out(store: AuditStore, s: Selection) -> int:
     """How many experiment requests the selection's filters matched and left out."""
     if s.by_id or s.include_experiments:
         return 0
-    where = _where(s)
+    where = where_of(s)
     matched = store.count_requests(**{**where, "exclude_caller": None})
     kept = store.count_requests(**where)
     return matched - kept
@@ -105,24 +106,25 @@ def experiments_left_out(store: AuditStore, s: Selection) -> int:
 
 def _ids_from_filters(store: AuditStore, s: Selection) -> list[str]:
     if s.limit:  # the database picks them: memory holds ``limit`` ids, not the log's
-        return store.newest_requests(s.limit, **_where(s))
-    return list(dict.fromkeys(e.request_id for e in store.iter_events(**_where(s))))
+        return store.newest_requests(s.limit, **where_of(s))
+    return list(dict.fromkeys(e.request_id for e in store.iter_events(**where_of(s))))
 
 
-def _load(store: AuditStore, request_id: str, policies: dict[str, Policy]) -> Recorded:
-    events = tuple(store.events_for_request(request_id))
-    if not events:
-        raise InputError(
-            f"no recorded request has id {request_id!r}.",
-            hint="List request ids with 'gateway audit list'.",
-        )
+def recorded_from(
+    store: AuditStore,
+    request_id: str,
+    events: tuple[StoredEvent, ...],
+    policies: dict[str, Policy],
+) -> Recorded:
+    """``events``: the request's whole life in seq order (not empty). ``policies``: the
+    policy versions already read, by fingerprint (frozen: requests under one share it)."""
     request = _first(events, EventKind.REQUEST)
     if request is None:
         return Recorded(request_id, events, None, None, None, skip=_why_not_replayable(events))
     fingerprint = request.policy_fingerprint
     policy = policies.get(fingerprint) if fingerprint else None
     if policy is None:
-        policy = _policy_of(store, request_id, fingerprint)
+        policy = policy_of(store, request_id, fingerprint)
         if fingerprint:  # always, with content: the content was looked up by it
             policies[fingerprint] = policy
     return Recorded(
@@ -142,7 +144,8 @@ def _outside_world(request: StoredEvent, policy: Policy) -> str | None:
     return f"not replayable: {reason}" if reason else None
 
 
-def _policy_of(store: AuditStore, request_id: str, fingerprint: str | None) -> Policy:
+def policy_of(store: AuditStore, request_id: str, fingerprint: str | None) -> Policy:
+    """The recorded policy version of a request; ``InputError`` when it is not stored."""
     content = store.policy_content(fingerprint) if fingerprint else None
     if content is None:
         raise InputError(
@@ -174,12 +177,20 @@ def _last(events: tuple[StoredEvent, ...], kind: EventKind) -> StoredEvent | Non
     return next((e for e in reversed(events) if e.kind is kind), None)
 
 
-def payload(store: AuditStore, event: StoredEvent, name: str) -> bytes | None:
+def payload(
+    store: AuditStore,
+    event: StoredEvent,
+    name: str,
+    prefetched: Mapping[str, bytes] | None = None,
+) -> bytes | None:
     """A named payload of an event, or None if the event has none, the row is missing, or its
-    bytes no longer match their digest (verify reports which)."""
+    bytes no longer match their digest (verify reports which). ``prefetched``: payloads
+    already read and checked (a Recorded's), looked up first."""
     ref = event.payload_digests.get(name)
     if ref is None:
         return None
+    if prefetched is not None and ref in prefetched:
+        return prefetched[ref]
     try:
         return store.payload(ref)
     except (NotFound, ContentMismatch):
@@ -190,7 +201,7 @@ def request_body(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None
     """The recorded wire body as JSON (the exact bytes sent are JSON on both providers)."""
     if recorded.request is None:
         return None
-    raw = payload(store, recorded.request, "request_body")
+    raw = payload(store, recorded.request, "request_body", recorded.payloads)
     if raw is None:
         return None
     try:
@@ -212,7 +223,7 @@ def recorded_user_id(body: dict[str, Any]) -> str | None:
 def response_json(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None:
     if recorded.response is None:
         return None
-    raw = payload(store, recorded.response, "response_body")
+    raw = payload(store, recorded.response, "response_body", recorded.payloads)
     if raw is None:
         return None
     try:

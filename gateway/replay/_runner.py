@@ -17,12 +17,13 @@ nothing is sent and the AuditWriteError propagates.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from audit import AuditStore, EventKind
+from audit import AuditStore, EventDraft, EventKind
 from gateway._keys import GATEWAY_VERSION, request_hash_for
 from gateway._recording import CallLabels, Intent, Recorder, Sent
 from gateway.catalog import Catalog, ModelInfo
@@ -31,13 +32,13 @@ from gateway.policy import Policy
 from gateway.providers.registry import Providers
 from gateway.replay._compare import compare_answers
 from gateway.replay._diff import json_changes
+from gateway.replay._loading import RecordedSet, load_selection
 from gateway.replay._migration import plan_migration
 from gateway.replay._model import FieldChange, Mode, Outcome, ReplayReport, RequestReplay, summarise
 from gateway.replay._recorded import (
     Recorded,
     Selection,
     experiments_left_out,
-    load_selection,
     recorded_user_id,
     request_body,
 )
@@ -45,13 +46,14 @@ from gateway.replay._verify import verify_request
 from gateway.settings import Settings
 
 Progress = Callable[[RequestReplay], None]
+BATCH = 256  # outcome events per transaction in a run that sends nothing upstream
 
 
 @dataclass(frozen=True)
 class PreparedRun:
     mode: Mode
     target: ModelInfo | None
-    requests: tuple[Recorded, ...]
+    requests: RecordedSet
     experiments_left_out: int = 0  # experiment requests the filters matched and left out
 
 
@@ -108,7 +110,7 @@ class Replayer:
         self, selection: Selection, *, live: bool = False, model: str | None = None
     ) -> PreparedRun:
         target = self._target(model) if model is not None else None
-        requests = tuple(load_selection(self.store, selection))
+        requests = load_selection(self.store, selection)
         mode = (
             (Mode.MODEL_LIVE if live else Mode.MODEL)
             if target is not None
@@ -138,7 +140,7 @@ class Replayer:
         return info
 
     def _providers_needed(
-        self, mode: Mode, target: ModelInfo | None, requests: tuple[Recorded, ...]
+        self, mode: Mode, target: ModelInfo | None, requests: RecordedSet
     ) -> set[str]:
         """The providers this run will call, so that one that cannot be built (no API key)
         stops the run before anything is recorded."""
@@ -154,19 +156,48 @@ class Replayer:
 
     # -- the run -------------------------------------------------------------------------------
 
-    def run(self, prepared: PreparedRun, progress: Progress | None = None) -> ReplayReport:
+    def run(
+        self, prepared: PreparedRun, progress: Progress | None = None, *, keep_rows: bool = True
+    ) -> ReplayReport:
+        """``progress(row)`` after each row is recorded. ``keep_rows=False``: the report holds
+        the summary only (a caller that streams the rows through ``progress`` keeps memory
+        flat however many requests the run covers)."""
         run_id = "replay_" + uuid.uuid4().hex
         rows: list[RequestReplay] = []
+        counts: Counter[Outcome] = Counter()
+        models: set[str] = set()
+        # Verify and --model runs send nothing upstream, so nothing must be on the log before
+        # their outcome: those are appended BATCH at a time (a row is reported once its event
+        # is committed). A live send's outcome is committed on its own, right after the call.
+        batch = BATCH if prepared.mode in (Mode.VERIFY, Mode.MODEL) else 1
+        pending: list[tuple[RequestReplay, EventDraft]] = []
+
+        def flush() -> None:
+            appended = self.recorder.append_many([draft for _, draft in pending])
+            for (row, _), event in zip(pending, appended, strict=True):
+                done = row.model_copy(update={"replay_seq": event.seq})
+                counts[done.outcome] += 1
+                if done.model_id:
+                    models.add(done.model_id)
+                if keep_rows:
+                    rows.append(done)
+                if progress is not None:
+                    progress(done)
+            pending.clear()
+
         for recorded in prepared.requests:
             built = self._replay_one(run_id, prepared, recorded)
-            row = self._record(run_id, prepared, recorded, built)
-            rows.append(row)
-            if progress is not None:
-                progress(row)
+            pending.append(self._outcome(run_id, prepared, recorded, built))
+            if len(pending) >= batch:
+                flush()
+        if pending:
+            flush()
         return ReplayReport(
-            summary=summarise(prepared.mode, run_id, rows),
+            summary=summarise(prepared.mode, run_id, counts),
             requests=tuple(rows),
             experiments_left_out=prepared.experiments_left_out,
+            recorded_models=tuple(sorted(models)),
+            target=prepared.target.id if prepared.target else None,
         )
 
     def _replay_one(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> _Row:
@@ -336,9 +367,10 @@ class Replayer:
 
     # -- recording -----------------------------------------------------------------------------
 
-    def _record(
+    def _outcome(
         self, run_id: str, prepared: PreparedRun, recorded: Recorded, built: _Row
-    ) -> RequestReplay:
+    ) -> tuple[RequestReplay, EventDraft]:
+        """The row and the REPLAY event that records it."""
         first = recorded.first
         target = prepared.target.id if prepared.target else None
         row = RequestReplay(
@@ -378,12 +410,10 @@ class Replayer:
             policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
             request_hash=built.request_hash,
         )
-        appended = self.recorder.append(
-            labels.draft(
-                EventKind.REPLAY,
-                data,
-                payloads=built.payloads,
-                policy_content=policy.content() if policy is not None and new_policy else None,
-            )
+        draft = labels.draft(
+            EventKind.REPLAY,
+            data,
+            payloads=built.payloads,
+            policy_content=policy.content() if policy is not None and new_policy else None,
         )
-        return row.model_copy(update={"replay_seq": appended.seq})
+        return row, draft

@@ -59,9 +59,12 @@ class ReplaySession:
         with self._recorder.reading():
             return self.replayer.prepare(selection, live=live, model=model)
 
-    def run(self, prepared: PreparedRun, progress: Progress | None = None) -> ReplayReport:
+    def run(
+        self, prepared: PreparedRun, progress: Progress | None = None, *, keep_rows: bool = True
+    ) -> ReplayReport:
+        """``keep_rows=False``: the rows reach ``progress`` only (flat memory)."""
         with self._recorder.reading():
-            return self.replayer.run(prepared, progress)
+            return self.replayer.run(prepared, progress, keep_rows=keep_rows)
 
     def close(self) -> None:
         try:

@@ -24,6 +24,8 @@ from gateway.policy import Plan, plan_request
 from gateway.replay._model import Check
 from gateway.replay._recorded import Recorded, payload, recorded_user_id, request_body
 
+BODY_SAME = "re-planned body is the recorded wire body (RFC 8785 form)"
+
 
 def verify_request(store: AuditStore, catalog: Catalog, recorded: Recorded) -> tuple[Check, ...]:
     assert recorded.request is not None and recorded.policy is not None  # selection guarantees
@@ -96,6 +98,8 @@ def _hash_check(plan: Plan, request: StoredEvent) -> Check:
 def _body_check(plan: Plan, recorded_body: dict[str, object], *, streamed: bool = False) -> Check:
     # A streamed request went on the wire as the plan's body with "stream": true.
     replanned_body = {**plan.body, "stream": True} if streamed else plan.body
+    if _same_text(replanned_body, recorded_body):
+        return Check(name="wire_body", ok=True, detail=BODY_SAME)
     replanned, recorded = _canonical(replanned_body), _canonical(recorded_body)
     if replanned is None or recorded is None:
         # Two bodies that both fail to canonicalise are not thereby equal: never compare None.
@@ -107,21 +111,34 @@ def _body_check(plan: Plan, recorded_body: dict[str, object], *, streamed: bool 
             "so it cannot be compared",
         )
     ok = replanned == recorded
-    detail = (
-        "re-planned body is the recorded wire body (RFC 8785 form)"
-        if ok
-        else "re-planned body differs from the recorded wire body"
-    )
+    detail = BODY_SAME if ok else "re-planned body differs from the recorded wire body"
     return Check(name="wire_body", ok=ok, detail=detail)
+
+
+def _same_text(a: object, b: object) -> bool:
+    """True only if ``a`` and ``b`` are the same JSON value: their sorted-key JSON text is
+    equal, which implies equal RFC 8785 forms (the converse need not hold, e.g. 1 and 1.0,
+    so False means "compare canonically"). Much cheaper than two canonicalisations. The
+    re-planned body has an RFC 8785 form (planning hashed it), so an equal recorded body has
+    one too; a non-finite number is refused here and left to the canonical comparison."""
+    try:
+        left = json.dumps(a, sort_keys=True, allow_nan=False, ensure_ascii=False)
+        right = json.dumps(b, sort_keys=True, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return False
+    return left == right
 
 
 def _sent_check(store: AuditStore, recorded: Recorded, response: StoredEvent) -> Check:
     # What the provider put on the wire must be what the intent event recorded.
-    sent = payload(store, response, "request_wire")
-    intended = payload(store, recorded.request, "request_body") if recorded.request else None
+    prefetched = recorded.payloads
+    sent = payload(store, response, "request_wire", prefetched)
+    intended = (
+        payload(store, recorded.request, "request_body", prefetched) if recorded.request else None
+    )
     if sent is None or intended is None:
         return Check(name="sent_body", ok=False, detail="a recorded request body is missing")
-    ok = _same_json(sent, intended)
+    ok = sent == intended or _same_json(sent, intended)
     detail = (
         "the body sent is the body recorded before the call"
         if ok
@@ -146,6 +163,13 @@ def _payload_checks(store: AuditStore, recorded: Recorded) -> Iterator[Check]:
         if event is None:
             continue
         for name, ref in sorted(event.payload_digests.items()):
+            if ref in recorded.payloads:  # read with its page, and found to hash to ``ref``
+                yield Check(
+                    name=f"payload:{name}",
+                    ok=True,
+                    detail=f"seq {event.seq} {name} re-hashes to {ref}",
+                )
+                continue
             try:
                 actual = digest(store.payload(ref))
             except NotFound:

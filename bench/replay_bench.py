@@ -1,0 +1,194 @@
+"""`gateway replay --verify --all` speed and peak memory on generated logs (issue 16, item 2).
+
+    $ .venv/bin/python bench/replay_bench.py                       # 20k and 200k requests
+    $ .venv/bin/python bench/replay_bench.py --requests 20000 --rounds 3
+    $ .venv/bin/python bench/replay_bench.py --requests 20000 --keep /tmp/replay-logs
+
+Each log is generated once: one compliance_review request is recorded through the real
+gateway against the loopback fake (tests/fakes), and its REQUEST and RESPONSE are then repeated
+with a distinct prompt per request, re-planned with the recorded policy (the same plan_request
+and request hash the gateway uses), so every request verifies, and every body and answer is a
+payload of its own. The log is appended in batches (``append_many``), signed by the gateway's
+record key.
+
+The command is then run in a fresh process, ``gateway replay --verify --all --format jsonl``
+into /dev/null (the table form prints the same rows), each round on a fresh copy of the log
+(a replay appends one REPLAY event per request). Reported: wall time, requests/s, and the
+child's peak RSS (``ru_maxrss``). The machine is shared: rounds alternate between the sizes,
+and the load average is printed with each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from audit import EventDraft, EventKind  # noqa: E402
+from gateway import Gateway, Settings  # noqa: E402
+from gateway._keys import request_hash_for  # noqa: E402
+from gateway._recording import Recorder  # noqa: E402
+from gateway.catalog import Catalog  # noqa: E402
+from gateway.policy import Policy, plan_request  # noqa: E402
+
+TASK = "compliance_review"
+CALLER = "payments-svc"
+BATCH = 2_000  # requests per append_many transaction
+
+
+def _settings(folder: Path, **extra: Any) -> Settings:
+    return Settings(
+        policy_dir=ROOT / "policies",
+        database_url=f"sqlite:///{folder / 'audit.db'}",
+        durability="os",
+        **extra,
+    )
+
+
+def generate(folder: Path, requests: int) -> float:
+    """Write a log of ``requests`` verifiable requests into ``folder``; seconds taken."""
+    from tests.fakes.messages_api import FakeMessagesAPI, Reply
+
+    started = time.perf_counter()
+    with FakeMessagesAPI() as fake:
+        fake.script(Reply.ok(text="Verdict: compliant.\nNo rule breached."))
+        settings = _settings(
+            folder, anthropic_api_key="sk-ant-bench", anthropic_base_url=fake.base_url
+        )
+        with Gateway(settings) as gw:
+            template_id = gw.complete(TASK, "Pay 10 EUR to ACME.", caller=CALLER).request_id
+    recorder = Recorder.open(settings)
+    store = recorder.store
+    try:
+        request, response = (
+            e
+            for e in store.events_for_request(template_id)
+            if e.kind in (EventKind.REQUEST, EventKind.RESPONSE)
+        )
+        policy = Policy.from_content(store.policy_content(request.policy_fingerprint or "") or {})
+        model = Catalog.load().get(str(request.data["model_id"]))
+        assert model is not None
+        answer = json.loads(store.payload(response.payload_digests["response_body"]))
+        version = request.data.get("model_version")
+        drafts: list[EventDraft] = []
+        for i in range(1, requests):
+            messages = [{"role": "user", "content": f"Pay {i} EUR to ACME, invoice {i:08d}."}]
+            plan = plan_request(policy, model, messages, overrides={}, caller=CALLER)
+            wire = json.dumps(plan.body).encode()
+            request_hash = request_hash_for(plan, version)
+            request_id = f"req_bench{i:010d}"
+            answer["id"] = f"msg_bench{i:010d}"
+            answer["content"][0]["text"] = f"Verdict: compliant.\nNo rule breached ({i})."
+            common = {
+                "request_id": request_id,
+                "task": TASK,
+                "caller": CALLER,
+                "policy_fingerprint": policy.fingerprint,
+                "request_hash": request_hash,
+            }
+            drafts.append(
+                EventDraft(
+                    kind=EventKind.REQUEST,
+                    data=request.data,
+                    payloads={"request_body": wire},
+                    **common,
+                )
+            )
+            drafts.append(
+                EventDraft(
+                    kind=EventKind.RESPONSE,
+                    data=response.data,
+                    payloads={"request_wire": wire, "response_body": json.dumps(answer).encode()},
+                    **common,
+                )
+            )
+            if len(drafts) >= 2 * BATCH:
+                store.append_many(drafts)
+                drafts = []
+        if drafts:
+            store.append_many(drafts)
+    finally:
+        store.close()
+    return time.perf_counter() - started
+
+
+def measure(folder: Path, work: Path) -> dict[str, Any]:
+    """One run of the command on a fresh copy of the log in ``folder``."""
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(folder, work)
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": f"sqlite:///{work / 'audit.db'}",
+        "GATEWAY_POLICY_DIR": str(ROOT / "policies"),
+        "GATEWAY_DURABILITY": "os",
+    }
+    gateway = str(Path(sys.executable).with_name("gateway"))
+    command = [gateway, "replay", "--verify", "--all", "--format", "jsonl", "--operator", "bench"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        done = subprocess.run(
+            command, env=env, stdout=sink, stderr=subprocess.PIPE, text=True, check=False
+        )
+    seconds = time.perf_counter() - started
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if done.returncode != 0:
+        raise SystemExit(f"replay failed ({done.returncode}): {done.stderr[-2000:]}")
+    return {
+        "seconds": round(seconds, 2),
+        # ru_maxrss of all children so far: only an upper bound unless this run was the largest.
+        "peak_rss_mb": round(peak_kb / 1024, 1) if peak_kb > before else None,
+        "load": Path("/proc/loadavg").read_text().split()[:3],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--requests", default="20000,200000", help="comma-separated log sizes")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--keep", type=Path, help="generate logs here (reused when present)")
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.requests.split(",")]
+    base = args.keep or Path(tempfile.mkdtemp(prefix="replay-bench-"))
+    logs = {}
+    for n in sizes:
+        folder = base / f"log-{n}"
+        if not (folder / "audit.db").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            print(f"generating {n:,} requests ...", flush=True)
+            print(f"  {generate(folder, n):.1f} s", flush=True)
+        logs[n] = folder
+    results: dict[int, list[dict[str, Any]]] = {n: [] for n in sizes}
+    for r in range(args.rounds):
+        for n in sizes if r % 2 == 0 else reversed(sizes):
+            # Each size in a process of its own, so ru_maxrss is that run's.
+            out = subprocess.run(
+                [sys.executable, __file__, "--one", str(logs[n]), str(base / "work")],
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            figure = json.loads(out)
+            figure["requests_per_s"] = round(n / figure["seconds"], 1)
+            results[n].append(figure)
+            print(json.dumps({"requests": n, "round": r + 1, **figure}), flush=True)
+    if args.keep is None:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--one":
+        print(json.dumps(measure(Path(sys.argv[2]), Path(sys.argv[3]))))
+    else:
+        main()
