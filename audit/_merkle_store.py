@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from sqlalchemy import Connection, delete, func, select, tuple_
+from sqlalchemy import Connection, delete, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from audit._backend import Backend
@@ -35,7 +35,7 @@ from audit.merkle import EMPTY_ROOT, HASH_SIZE, Range, event_leaf, node_hash
 from audit.schema import Event, MerkleNode
 
 PAGE = 20_000  # events hashed per transaction while the table is extended
-LOOKUP_CHUNK = 400  # (level, index) pairs per SELECT
+LOOKUP_CHUNK = 200  # (level, index) pairs per SELECT: well inside SQLite's expression depth
 
 # A complete subtree: (level, index), covering [index << level, (index + 1) << level).
 Node = tuple[int, int]
@@ -182,10 +182,13 @@ def _nodes(conn: Connection, wanted: Collection[Node]) -> dict[Node, bytes]:
     found: dict[Node, bytes] = {}
     for at in range(0, len(pending), LOOKUP_CHUNK):
         chunk = pending[at : at + LOOKUP_CHUNK]
+        # OR of primary-key equalities, not a row-value IN: SQLite scans the whole table
+        # for ``(level, node_index) IN (VALUES ...)`` but seeks the key for each OR term.
+        keys = [
+            (MerkleNode.level == level) & (MerkleNode.node_index == index) for level, index in chunk
+        ]
         rows = conn.execute(
-            select(MerkleNode.level, MerkleNode.node_index, MerkleNode.hash).where(
-                tuple_(MerkleNode.level, MerkleNode.node_index).in_(chunk)
-            )
+            select(MerkleNode.level, MerkleNode.node_index, MerkleNode.hash).where(or_(*keys))
         ).all()
         for level, index, stored in rows:
             found[(int(level), int(index))] = bytes(stored)

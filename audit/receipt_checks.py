@@ -15,8 +15,6 @@ that does not check out is ``ok`` false with one reason per problem, never an ex
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable, Sequence
 
 from cryptography.x509 import Certificate
@@ -40,6 +38,8 @@ from audit.receipts import (
     ProvenEvent,
     Receipt,
     TreeCheckpoint,
+    _b64,
+    _unb64,
     checked_checkpoint,
     load_checkpoint,
     load_receipt,
@@ -50,10 +50,6 @@ from audit.store import AuditStore
 from audit.timestamp import TimeStampCheck, check_time_stamps
 
 __all__ = ["ConsistencyReport", "ReceiptReport", "check_consistency", "check_receipt"]
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
 
 
 class ReceiptReport(_Frozen):
@@ -82,13 +78,6 @@ class ConsistencyReport(_Frozen):
     old_timestamps: tuple[TimeStampCheck, ...] = ()
     new_timestamps: tuple[TimeStampCheck, ...] = ()
     problems: tuple[str, ...]
-
-
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return b""
 
 
 def _witness_problems(checks: Iterable[WitnessCheck], label: str) -> list[str]:

@@ -59,6 +59,7 @@ from audit.merkle import (
     TreeHead,
     event_leaf,
     inclusion_path,
+    verify_consistency,
     verify_inclusion,
 )
 from audit.signed_note import (
@@ -82,6 +83,7 @@ __all__ = [
     "MAX_NOTE",
     "ORIGIN_PREFIX",
     "RECEIPT_FORMAT",
+    "Consistency",
     "ProvenEvent",
     "Receipt",
     "ReceiptError",
@@ -126,6 +128,14 @@ def origin(store_id: str) -> str:
 # -- tree checkpoints --------------------------------------------------------------------------
 
 
+class Consistency(_Frozen):
+    from_size: int = Field(ge=0)
+    proof: tuple[str, ...]  # base64 hashes, RFC 9162 §2.1.4 order
+
+    def hashes(self) -> list[bytes]:
+        return [_unb64(p) for p in self.proof]
+
+
 class TreeCheckpoint(_Frozen):
     """A signed tree head: the note is the evidence; the other fields repeat what it says."""
 
@@ -139,6 +149,9 @@ class TreeCheckpoint(_Frozen):
     note: str
     # RFC 3161 tokens over the note's text (audit.timestamp); left out of the file when none
     timestamps: tuple[TimeStamp, ...] = ()
+    # The proof that this tree extends an earlier one (signed_head's proof_from), so that a
+    # witness without the database can check it; checked against the two roots, not trusted.
+    consistency: Consistency | None = None
 
     @property
     def head(self) -> TreeHead:
@@ -210,8 +223,9 @@ class Receipt(_Frozen):
 def dumps(value: Receipt | TreeCheckpoint) -> str:
     data = value.model_dump(mode="json")
     cp = data["checkpoint"] if isinstance(value, Receipt) else data
-    if not cp["timestamps"]:  # a file without tokens keeps the shape older readers accept
-        del cp["timestamps"]
+    for optional in ("timestamps", "consistency"):  # absent: the shape older readers accept
+        if not cp[optional]:
+            del cp[optional]
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -252,10 +266,44 @@ def load_checkpoint(text: str) -> TreeCheckpoint:
         ) from None
 
 
-def signed_head(store: AuditStore, seed: bytes) -> TreeCheckpoint:
-    """Sign the tree head of the whole log as it is now."""
+def signed_head(
+    store: AuditStore, seed: bytes, proof_from: TreeCheckpoint | None = None
+) -> TreeCheckpoint:
+    """Sign the tree head of the whole log as it is now. With ``proof_from`` (an earlier
+    head signed by the same key), only if the stored tree proves the new head extends it;
+    the consistency proof is then carried in the file for readers without the database."""
     size = store.head()[0]
-    return sign_checkpoint(store.store_id, _head(store, size), seed)
+    head = _head(store, size)
+    if proof_from is None:
+        return sign_checkpoint(store.store_id, head, seed)
+    public = public_raw_of(Ed25519PrivateKey.from_private_bytes(seed).public_key()).hex()
+    try:
+        old = checked_checkpoint(proof_from, [public])
+    except ProofError as exc:
+        raise ReceiptError(
+            f"the earlier head does not check out under this checkpoint key: {exc}.",
+            hint="Pass a tree-head file this log's GATEWAY_CHECKPOINT_KEY signed.",
+        ) from None
+    if proof_from.origin != origin(store.store_id) or old.size > size:
+        raise ReceiptError(
+            f"the earlier head is of {old.size} events of {proof_from.origin}: not an earlier "
+            f"tree of this log, which holds {size} events.",
+            hint="Run `gateway audit verify --from EARLIER --to` a new head to see why.",
+        )
+    proof = stored_consistency_proof(store, old.size, size)
+    try:
+        verify_consistency(old.size, size, proof, old.root, head.root)
+    except ProofError as exc:
+        raise ReceiptError(
+            f"the log's tree of {size} events does not extend the earlier head of {old.size} "
+            f"({exc}); nothing was signed.",
+            hint="Run `gateway audit verify --from EARLIER --to` a head of the log as it is "
+            "(it recomputes both trees from the log), then `tree-head --rebuild` if only "
+            "the stored tree is wrong.",
+        ) from None
+    cp = sign_checkpoint(store.store_id, head, seed)
+    carried = Consistency(from_size=old.size, proof=tuple(_b64(p) for p in proof))
+    return cp.model_copy(update={"consistency": carried})
 
 
 def _head(store: AuditStore, size: int) -> TreeHead:
@@ -307,3 +355,10 @@ def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
 
 def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return b""

@@ -25,6 +25,7 @@ from audit.receipts import (
     Receipt,
     TreeCheckpoint,
     dumps,
+    load_checkpoint,
     make_receipt,
     rebuild_tree,
     signed_head,
@@ -84,17 +85,25 @@ def prove(settings: Settings, request_id: str) -> Receipt:
         store.close()
 
 
-def tree_head(settings: Settings, *, rebuild: bool = False) -> TreeCheckpoint:
+def tree_head(
+    settings: Settings, *, rebuild: bool = False, proof_from: Path | None = None
+) -> TreeCheckpoint:
     """The log's Merkle tree head now, signed: keep it, and check later checkpoints extend
     it (:func:`check_consistency`). ``rebuild`` first recomputes the stored tree from the
-    log (its table's owner only, on PostgreSQL)."""
+    log (its table's owner only, on PostgreSQL). ``proof_from`` (an earlier head file or
+    receipt): sign only if the new head extends it, and carry the consistency proof."""
     key = _signing_key(settings)
+    earlier = None
+    if proof_from is not None:
+        text = _read(proof_from, "earlier checkpoint")
+        with translated():
+            earlier = load_checkpoint(text)
     store = _open(settings)
     try:
         with translated():
             if rebuild:
                 rebuild_tree(store)
-            return signed_head(store, key)
+            return signed_head(store, key, earlier)
     finally:
         store.close()
 

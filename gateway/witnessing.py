@@ -4,10 +4,11 @@
                       Path("w1-state.json"), [log_public_key_hex])
     if outcome.refused: ...          # the checkpoint file and the state are left as they were
 
-The witness trusts only the log keys it is given and its own state file; the consistency
-proof from its last cosigned size comes from the log's database (GATEWAY_DATABASE_URL)
-through the stored Merkle tree and is checked against the two roots, so a database that
-lies makes the witness refuse, never cosign. The file may be a tree-head file or a receipt
+The witness trusts only the log keys it is given and its own state file. The consistency
+proof from its last cosigned size is the one the file carries (``tree-head --proof-from``)
+when it starts at that size, else it comes from the log's database (GATEWAY_DATABASE_URL)
+through the stored Merkle tree; either way it is checked against the two roots, so a proof
+that lies makes the witness refuse, never cosign. The file may be a tree-head file or a receipt
 (whose checkpoint is cosigned). The state is written before the checkpoint, atomically.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from audit.cosignature import Witness, cosigner_vkey, public_of
+from audit.errors import AuditStoreError
 from audit.receipts import (
     RECEIPT_FORMAT,
     dumps,
@@ -122,9 +124,22 @@ def witness(
 
         def proof_for(old_size: int, new_size: int) -> list[bytes]:
             nonlocal store
+            carried = checkpoint.consistency
+            if carried is not None and carried.from_size == old_size:
+                return carried.hashes()  # checked against both roots, like any other
             if store is None:
-                url = settings.database_url
-                store = AuditStore.open(url, settings.durability.value, create=False)
+                try:
+                    url = settings.database_url
+                    store = AuditStore.open(url, settings.durability.value, create=False)
+                except AuditStoreError as exc:
+                    raise InputError(
+                        f"the checkpoint carries no consistency proof from size {old_size} "
+                        f"(the last tree this witness cosigned), and the log's database is "
+                        f"not reachable: {exc.message}",
+                        hint="Ask the log's operator for `gateway audit tree-head --proof-from "
+                        "FILE` with the head this witness last cosigned, or point "
+                        "GATEWAY_DATABASE_URL at the log.",
+                    ) from None
             return stored_consistency_proof(store, old_size, new_size)
 
         try:

@@ -108,11 +108,20 @@ def prove_command(ctx: click.Context, request_id: str, output: Path | None) -> N
     help="Recompute the stored Merkle tree from the log first (after a refused proof; on "
     "PostgreSQL run as the owner of the tables).",
 )
+@click.option(
+    "--proof-from",
+    "proof_from",
+    type=_FILE,
+    help="An earlier tree head (or receipt) of this log: sign only if the new head extends "
+    "it, and carry the consistency proof so a witness without the database can check it.",
+)
 @click.pass_context
-def tree_head_command(ctx: click.Context, output: Path | None, rebuild: bool) -> None:
+def tree_head_command(
+    ctx: click.Context, output: Path | None, rebuild: bool, proof_from: Path | None
+) -> None:
     """Write the log's Merkle tree head now, signed (GATEWAY_CHECKPOINT_KEY): keep it, and
     check a later one extends it with `gateway audit verify --from OLD --to NEW`."""
-    head = tree_head(settings_of(ctx), rebuild=rebuild)
+    head = tree_head(settings_of(ctx), rebuild=rebuild, proof_from=proof_from)
     with open_output(output) as out:
         out.write(checkpoint_text(head))
 

@@ -145,11 +145,24 @@ class Statements:
     def queries(self) -> list[str]:
         return [s for s, _ in self.seen if not s.startswith("BEGIN")]
 
+    def recorded(self) -> list[tuple[str, Any]]:
+        return [(s, p) for s, p in self.seen if not s.startswith("BEGIN")]
+
     def reading_events(self) -> int:
         return sum("FROM events" in s for s, _ in self.seen)
 
     def values_bound(self) -> int:
         return sum(len(p) if isinstance(p, (tuple, list, dict)) else 1 for _, p in self.seen)
+
+
+def query_plan(url: str, statement: str, params: Any) -> list[str]:
+    """SQLite's plan for a statement as the store sent it: SEARCH (a key) or SCAN (a table)."""
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+    try:
+        rows = conn.execute(f"EXPLAIN QUERY PLAN {statement}", params).fetchall()
+    finally:
+        conn.close()
+    return [str(row[-1]) for row in rows]
 
 
 @pytest.mark.parametrize("events", [1_000, 65_537])
@@ -170,6 +183,9 @@ def test_a_proof_from_the_stored_tree_costs_log_n_reads(tmp_path: Path, events: 
         assert counter.reading_events() == 0
         assert len(counter.queries()) == 2, counter.seen
         assert counter.values_bound() <= 4 * events.bit_length() + 4
+        # and SQLite answers each by seeking the key, never by scanning a table
+        plans = [plan for query in counter.recorded() for plan in query_plan(url, *query)]
+        assert plans and not [p for p in plans if p.startswith("SCAN") and "CONSTANT" not in p]
 
         streamed = Statements(store)  # the streamed computation reads every leaf, in pages
         try:

@@ -28,6 +28,7 @@ from audit.cosignature import (
 from audit.receipt_checks import check_consistency, check_receipt
 from audit.receipts import (
     dumps,
+    load_checkpoint,
     load_receipt,
     make_receipt,
     open_note,
@@ -267,3 +268,55 @@ def test_witness_command_names_a_bad_key_and_a_bad_state(db: str, tmp_path: Path
     state.write_text("{}")
     broken = run(db, *witness_args(head, state))
     assert broken.exit_code == 2 and "witness state file is not one" in broken.output
+
+
+def test_a_witness_without_the_database_uses_the_proof_the_head_carries(
+    db: str, tmp_path: Path
+) -> None:
+    old, new, bare = tmp_path / "old.json", tmp_path / "new.json", tmp_path / "bare.json"
+    state = tmp_path / "w1.json"
+    assert run(db, "audit", "tree-head", "-o", str(old)).exit_code == 0
+    assert run(db, *witness_args(old, state)).exit_code == 0
+    with AuditStore.open(db) as store:
+        fill(store, requests=2)
+    made = run(db, "audit", "tree-head", "--proof-from", str(old), "-o", str(new))
+    assert made.exit_code == 0, made.output
+    assert load_checkpoint(new.read_text()).consistency is not None
+    assert run(db, "audit", "tree-head", "-o", str(bare)).exit_code == 0
+
+    elsewhere = f"sqlite:///{tmp_path / 'no-such.db'}"  # the witness's machine: no log
+    cosigned = run(elsewhere, *witness_args(new, state))
+    assert cosigned.exit_code == 0, cosigned.output
+    assert "it extends the tree of 6 events this witness cosigned before" in cosigned.output
+    stuck = run(elsewhere, *witness_args(bare, state))  # same tree, nothing to prove: fine
+    assert stuck.exit_code == 0
+    with AuditStore.open(db) as store:
+        fill(store, requests=1)
+    assert run(db, "audit", "tree-head", "-o", str(bare)).exit_code == 0
+    unproven = run(elsewhere, *witness_args(bare, state))
+    assert unproven.exit_code == 2
+    assert "carries no consistency proof from size 10" in unproven.output
+    assert not (tmp_path / "no-such.db").exists()
+
+
+def test_the_signer_refuses_a_head_that_does_not_extend_the_earlier_one(
+    db: str, tmp_path: Path
+) -> None:
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    assert run(db, "audit", "tree-head", "-o", str(old)).exit_code == 0  # 6 events stored
+    raw = Raw(db)  # the stored right edge of 6 leaves is [0, 4) and [4, 6): alter [4, 6)
+    raw.execute(
+        "UPDATE merkle_nodes SET hash = ? WHERE level = 1 AND node_index = 2", (b"\1" * 32,)
+    )
+    raw.close()
+    with AuditStore.open(db) as store:
+        fill(store, requests=1)
+    refused = run(db, "audit", "tree-head", "--proof-from", str(old), "-o", str(new))
+    assert refused.exit_code == 2
+    assert "does not extend the earlier head of 6" in refused.output
+    assert "nothing was signed" in refused.output and not new.exists()
+    # unanchored, the signer would sign the altered tree; the log itself shows it up
+    assert run(db, "audit", "tree-head", "-o", str(new)).exit_code == 0
+    caught = run(db, "audit", "verify", "--from", str(old), "--to", str(new))
+    assert caught.exit_code == 1 and "no longer the tree NEW signed" in caught.output
+    assert run(db, "audit", "tree-head", "--rebuild", "--proof-from", str(old)).exit_code == 0
