@@ -16,7 +16,9 @@ In one run, on the loopback fake (its own process) and a fresh SQLite file (dura
 c=1 runs the three interleaved, call by call, so load changes hit all alike; the figure is the
 p50 each adds over ``direct``. c=32 runs ``direct`` and ``served`` with ``AsyncAnthropic`` and
 32 calls in flight: throughput and p50/p99. ``--streams`` adds c=128 ``messages.stream``
-(direct vs served). Results print as a Markdown table.
+(direct vs served). ``--baseline TREE`` runs a second `gateway serve` from another source
+tree (e.g. ``git archive <commit>`` unpacked) on the same database and fake, interleaved
+with the others: a before/after under the same load. Results print as a Markdown table.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +60,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def gateway_server(env: dict[str, str], workers: int) -> Iterator[str]:
+def gateway_server(env: dict[str, str], workers: int, tree: Path = ROOT) -> Iterator[str]:
     port = free_port()
     child = subprocess.Popen(
         [sys.executable, "-m", "gateway", "serve", "--port", str(port), "--workers", str(workers)],
-        env=env,
-        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(tree)},
+        cwd=tree,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,  # the access log is rendered, as a service would
     )
@@ -125,6 +127,9 @@ def main() -> None:
     parser.add_argument("--c32-calls", type=int, default=1600)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--streams", action="store_true", help="also c=128 streams")
+    parser.add_argument(
+        "--baseline", type=Path, help="also serve from this source tree (before/after)"
+    )
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="server-bench-"))
@@ -149,9 +154,22 @@ def main() -> None:
         settings = Settings.from_env()
         with CallerKeys.open(settings) as keys:
             caller_key = keys.create("bench").key
-        with gateway_server(env, args.workers) as served_url:
+        with ExitStack() as servers:
+            served_url = servers.enter_context(gateway_server(env, args.workers))
+            baseline_url = (
+                servers.enter_context(gateway_server(env, args.workers, args.baseline))
+                if args.baseline
+                else None
+            )
             report(
-                args, fake_url, served_url, caller_key, settings, AsyncGateway, configure_logging
+                args,
+                fake_url,
+                served_url,
+                baseline_url,
+                caller_key,
+                settings,
+                AsyncGateway,
+                configure_logging,
             )
     shutil.rmtree(home, ignore_errors=True)
 
@@ -160,6 +178,7 @@ def report(
     args: argparse.Namespace,
     fake_url: str,
     served_url: str,
+    baseline_url: str | None,
     caller_key: str,
     settings: Any,
     gateway_class: Any,
@@ -187,6 +206,11 @@ def report(
         "SDK → gateway serve → fake": lambda: served.messages.create(model=TASK, **body),
         "AsyncGateway in-process → fake": lib_call,
     }
+    if baseline_url is not None:
+        before = anthropic.Anthropic(base_url=baseline_url, api_key=caller_key, max_retries=0)
+        kinds["SDK → gateway serve (baseline tree) → fake"] = lambda: before.messages.create(
+            model=TASK, **body
+        )
     for call in kinds.values():  # warm-up: connections, the SDK's first-call costs
         for _ in range(30):
             call()
@@ -207,13 +231,24 @@ def report(
                 base_url=served_url, api_key=caller_key, max_retries=0
             ) as aserved,
         ):
-            for name, call in (
+            at32: list[tuple[str, Callable[[int], Awaitable[Any]]]] = [
                 ("direct SDK → fake", lambda n: adirect.messages.create(model=MODEL, **body)),
                 (
                     "SDK → gateway serve → fake",
                     lambda n: aserved.messages.create(model=TASK, **body),
                 ),
-            ):
+            ]
+            if baseline_url is not None:
+                abefore = anthropic.AsyncAnthropic(
+                    base_url=baseline_url, api_key=caller_key, max_retries=0
+                )
+                at32.append(
+                    (
+                        "SDK → gateway serve (baseline tree) → fake",
+                        lambda n: abefore.messages.create(model=TASK, **body),
+                    )
+                )
+            for name, call in at32:
                 await concurrent(call, 64, 32)  # warm-up
                 out[name] = await concurrent(call, args.c32_calls, 32)
             if args.streams:

@@ -207,7 +207,7 @@ def _refuse_unhonoured(
         )
     if not requested:
         return  # no overrides: the generation is the policy's own, checked just above
-    caused = _errors(Subject.of_policy(policy, model, today=today, generation=generation))
+    caused = _override_errors(policy, model, today, generation, requested)
     if caused:
         finding = caused[0]
         named = finding.key.removeprefix("generation.").split(".")[0]
@@ -236,6 +236,35 @@ def _policy_errors(policy: Policy, model: ModelInfo, today: date) -> list[Findin
         _VERDICTS.clear()
     _VERDICTS[key] = (model, errors)
     return errors
+
+
+def _override_errors(
+    policy: Policy,
+    model: ModelInfo,
+    today: date,
+    generation: Generation,
+    requested: Mapping[str, object],
+) -> list[Finding]:
+    # The same verdict for the same overrides of the same policy, model and day: a service
+    # sends the same few (max_tokens above all) on every request. Overrides that are not
+    # plain values (lists, objects) are checked afresh.
+    try:
+        key = (policy.fingerprint, model.id, today, frozenset(requested.items()))
+        known = _OVERRIDE_VERDICTS.get(key)
+    except TypeError:
+        return _errors(Subject.of_policy(policy, model, today=today, generation=generation))
+    if known is not None and known[0] is model:
+        return known[1]
+    errors = _errors(Subject.of_policy(policy, model, today=today, generation=generation))
+    if len(_OVERRIDE_VERDICTS) >= _VERDICTS_MAX:
+        _OVERRIDE_VERDICTS.clear()
+    _OVERRIDE_VERDICTS[key] = (model, errors)
+    return errors
+
+
+_OVERRIDE_VERDICTS: dict[
+    tuple[str, str, date, frozenset[Any]], tuple[ModelInfo, list[Finding]]
+] = {}
 
 
 def _errors(subject: Subject) -> list[Finding]:

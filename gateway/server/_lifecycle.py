@@ -1,24 +1,26 @@
 """What one server process holds, opened in the lifespan and closed after the last request.
 
     state = await ServerState.open(settings)     # gateway, caller keys, policies
-    task = state.track(coroutine)                # a request's gateway call, run to its end
-    await state.close()                          # waits for tracked calls (the grace period)
+    with state.tracking():                       # a request's gateway call, counted in flight
+        result = await state.gateway.complete(...)
+    await state.close()                          # waits for those calls (the grace period)
 
 Each worker process opens its own state after uvicorn started it (the audit store is
-fork-safe, and nothing is opened before the fork). A request's gateway call runs as a tracked
-task, so a shutdown waits for it; one cancelled past the grace period (or past its time-out)
-is recorded CANCELLED by the gateway.
+fork-safe, and nothing is opened before the fork). The task of a request whose gateway call
+is running is tracked, so a shutdown waits for it; one cancelled past the grace period (or
+past its time-out) is recorded CANCELLED by the gateway.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Coroutine
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from audit.store import sqlite_path
 from gateway._log import log
@@ -31,8 +33,6 @@ from gateway.server._auth import Authenticator
 from gateway.settings import Settings
 
 __all__ = ["ServerState"]
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -80,11 +80,18 @@ class ServerState:
         )
         return state
 
-    def track(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        task = asyncio.create_task(work)
+    @contextmanager
+    def tracking(self) -> Iterator[None]:
+        """Count the current request's task in flight while its gateway call runs: the call
+        runs in the request's own task (a task of its own would cost a task and a loop turn
+        per request, and cancelling the request would cancel it all the same)."""
+        task = asyncio.current_task()
+        assert task is not None
         self.inflight.add(task)
-        task.add_done_callback(self.inflight.discard)
-        return task
+        try:
+            yield
+        finally:
+            self.inflight.discard(task)
 
     async def close(self) -> None:
         if self._refresher is not None:

@@ -107,18 +107,16 @@ async def messages(request: Request) -> Response:
     request.state.task = call.task
     if call.stream:
         return await _stream(request, state, key, call)
-    work = state.track(
-        state.gateway.complete(
-            call.task,
-            messages=call.messages,
-            caller=key.caller,
-            overrides=call.overrides or None,
-        )
-    )
     try:
         # Past the time-out the call is cancelled, and the gateway records it CANCELLED.
-        async with asyncio.timeout(state.settings.server_request_timeout_s):
-            result = await work
+        with state.tracking():
+            async with asyncio.timeout(state.settings.server_request_timeout_s):
+                result = await state.gateway.complete(
+                    call.task,
+                    messages=call.messages,
+                    caller=key.caller,
+                    overrides=call.overrides or None,
+                )
     except TimeoutError:
         raise ApiError(
             504,

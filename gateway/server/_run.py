@@ -32,6 +32,9 @@ def _options(settings: Settings) -> dict[str, Any]:
         "access_log": False,  # the app's own structured access log replaces it
         "log_level": "warning",
         "server_header": False,
+        # Client addresses are not used (callers are named by their keys): no per-request
+        # X-Forwarded-For rewriting.
+        "proxy_headers": False,
         "timeout_graceful_shutdown": math.ceil(settings.server_shutdown_grace_s),
         # Streams of long thinking can be quiet for minutes: keep idle connections open as
         # long as the SDKs wait (their default time-out is ten minutes).

@@ -98,3 +98,28 @@ def test_two_workers_share_one_postgresql_database(tmp_path: Path, pg_url: str) 
         assert Counter(kind for _id, kind in per_request) == {"request": 96, "response": 96}
         done = server.verify()
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_request_past_its_time_out_is_a_504_and_recorded_cancelled(tmp_path: Path) -> None:
+    with (
+        FakeMessagesAPI() as fake,
+        running_server(tmp_path, fake, GATEWAY_SERVER_REQUEST_TIMEOUT_S="0.5") as server,
+    ):
+        key = server.create_key("quant-desk")
+        fake.script(Reply.slow(3.0))
+        started = time.monotonic()
+        client = anthropic.Anthropic(base_url=server.base_url, api_key=key, max_retries=0)
+        with pytest.raises(anthropic.InternalServerError) as late:
+            client.messages.create(
+                model="quant_strategy",
+                max_tokens=256,
+                messages=[{"role": "user", "content": "An idea that takes too long"}],
+            )
+        assert late.value.status_code == 504 and time.monotonic() - started < 2.5
+        assert late.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
+        server.stop()
+        calls = [e for e in server.audit_events() if e.task == "quant_strategy"]
+        assert [str(e.kind) for e in calls] == ["request", "cancelled"]
+        assert calls[0].request_id == calls[1].request_id
+        done = server.verify()
+        assert done.returncode == 0, done.stdout + done.stderr
