@@ -109,9 +109,9 @@ def cosign(
     def refuse(reason: str) -> CosignResult:
         return CosignResult(checkpoint, state, reason, previous)
 
-    try:
+    try:  # an unusable --log-key is the caller's error (ReceiptError), not a refusal
         head = checked_checkpoint(checkpoint, log_keys)
-    except (ProofError, CheckpointError) as exc:
+    except ProofError as exc:
         return refuse(f"the checkpoint's log signature does not check out: {exc}")
     if previous is not None:
         reason = _not_an_extension(previous, head, proof_for)

@@ -265,6 +265,12 @@ def test_witness_command_names_a_bad_key_and_a_bad_state(db: str, tmp_path: Path
     assert run(db, "audit", "tree-head", "-o", str(head)).exit_code == 0
     bad = run(db, *witness_args(head, state), "--key", "not-a-key")
     assert bad.exit_code == 2 and "witness key is not 64 hex characters" in bad.output
+    unusable = run(db, "audit", "witness", str(head), "--name", NAME, "--state", str(state),
+                   "--log-key", "00")  # fmt: skip
+    assert unusable.exit_code == 2 and "trusted public key is not usable" in unusable.output
+    assert not state.exists()
+    as_json = json.loads(run(db, *witness_args(head, state), "--format", "json").output)
+    assert as_json["refused"] is None and as_json["vkey"].startswith(f"{NAME}+")
     state.write_text("{}")
     broken = run(db, *witness_args(head, state))
     assert broken.exit_code == 2 and "witness state file is not one" in broken.output
