@@ -9,15 +9,18 @@ proof from its last cosigned size is the one the file carries (``tree-head --pro
 when it starts at that size, else it comes from the log's database (GATEWAY_DATABASE_URL)
 through the stored Merkle tree; either way it is checked against the two roots, so a proof
 that lies makes the witness refuse, never cosign. The file may be a tree-head file or a receipt
-(whose checkpoint is cosigned). The state is written before the checkpoint, atomically.
+(whose checkpoint is cosigned). The state is written before the checkpoint, atomically, and
+runs on one state file are serialised (an flock on a lock file beside it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -94,6 +97,23 @@ def _write_atomically(path: Path, text: str) -> None:
         raise InputError(f"cannot write {path}: {exc.strerror}.") from None
 
 
+@contextmanager
+def _exclusive(state_file: Path) -> Iterator[None]:
+    """One run at a time per state file: two runs deciding from the same state could each
+    cosign one side of a fork."""
+    lock = state_file.with_name(f".{state_file.name}.lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        reason = exc.strerror
+        raise InputError(f"cannot lock the witness state {str(state_file)!r}: {reason}.") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def witness(
     settings: Settings,
     checkpoint_file: Path,
@@ -105,8 +125,21 @@ def witness(
 ) -> WitnessOutcome:
     """Cosign the checkpoint in ``checkpoint_file`` (written back to ``output``, by default
     in place) if it extends what this witness last cosigned; else the reason, and nothing
-    is written."""
+    is written. Runs on one state file wait for each other."""
     seed = _seed(key)
+    with _exclusive(state_file):
+        return _witness(settings, checkpoint_file, seed, name, state_file, log_keys, output)
+
+
+def _witness(
+    settings: Settings,
+    checkpoint_file: Path,
+    seed: bytes,
+    name: str,
+    state_file: Path,
+    log_keys: Sequence[str],
+    output: Path | None,
+) -> WitnessOutcome:
     if not log_keys:
         raise InputError(
             "a witness cosigns only checkpoints signed by a log key it trusts.",

@@ -326,3 +326,26 @@ def test_the_signer_refuses_a_head_that_does_not_extend_the_earlier_one(
     caught = run(db, "audit", "verify", "--from", str(old), "--to", str(new))
     assert caught.exit_code == 1 and "no longer the tree NEW signed" in caught.output
     assert run(db, "audit", "tree-head", "--rebuild", "--proof-from", str(old)).exit_code == 0
+
+
+def test_witness_runs_on_one_state_file_wait_for_each_other(db: str, tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    head, state = tmp_path / "head.json", tmp_path / "w1.json"
+    assert run(db, "audit", "tree-head", "-o", str(head)).exit_code == 0
+    env = {**os.environ, "GATEWAY_DATABASE_URL": db, "GATEWAY_WITNESS_KEY": W1.hex()}
+    with open(tmp_path / ".w1.json.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another run holds the state
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "gateway", *witness_args(head, state)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=10)  # far longer than a run takes
+        assert not state.exists()
+    out, _ = waiting.communicate(timeout=120)  # released: it goes on
+    assert waiting.returncode == 0, out
+    assert state.exists()
