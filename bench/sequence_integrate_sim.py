@@ -135,8 +135,9 @@ class Aborted(Exception):
 class SeqWriter:
     """Commits prepared events with seqs from the SEQUENCE: no lock anywhere."""
 
-    def __init__(self, dsn: str, signer: Signer, abort_every: int) -> None:
+    def __init__(self, dsn: str, signer: Signer, abort_every: int, *, release: bool) -> None:
         self.dsn, self.signer, self.abort_every = dsn, signer, abort_every
+        self.releases = release
         self.durability = canonical_bytes("fsync")
         self._count = 0
         self._lock = threading.Lock()
@@ -150,6 +151,7 @@ class SeqWriter:
         with self._lock:
             self._count += 1
             abort = self.abort_every > 0 and self._count % self.abort_every == 0
+        seqs: list[int] = []
         try:
             seqs = [
                 r[0]
@@ -187,14 +189,31 @@ class SeqWriter:
             conn.commit()
         except BaseException:
             conn.rollback()
+            self.release(conn, seqs)
             raise
         return seqs
+
+    def release(self, conn: Any, seqs: list[int]) -> None:
+        """After a rollback, void the seqs this writer reserved, signed by its own key, so
+        the integrator need not wait out its grace (only a writer that died leaves a hole
+        for that). Best effort: if this fails too, the integrator's grace covers it."""
+        if not seqs or not self.releases:
+            return
+        try:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    EVENT_SQL + " ON CONFLICT (seq) DO NOTHING",
+                    [void_row(s, self.signer) for s in seqs],
+                )
+            conn.commit()
+        except Exception:  # best effort, see above
+            conn.rollback()
 
 
 def child(args: argparse.Namespace) -> None:
     """A writer process of a seq mode; reports like writers_bench's writer."""
     signer = Signer.from_text(args.key)
-    writer = SeqWriter(args.dsn, signer, args.abort_every)
+    writer = SeqWriter(args.dsn, signer, args.abort_every, release=not args.no_release)
     tag = f"p{args.index}"
     seqs: list[int] = []
     latencies: list[float] = []
@@ -503,7 +522,9 @@ def run_seq_point(
         cmd += ["--grace-s", str(args.grace_s), "--checkpoint-s", str(args.checkpoint_s)]
         return subprocess.Popen(cmd)
 
-    integ = start_integrator(0)
+    # --integrate-after: the integrator starts once the writers are done, so its capacity is
+    # measured on a backlog (big batches) rather than at the writers' arrival rate.
+    integ = None if args.integrate_after else start_integrator(0)
     restarted: list[subprocess.Popen[bytes]] = []
     killer = None
     if args.kill_integrator:
@@ -520,6 +541,7 @@ def run_seq_point(
                 except (FileNotFoundError, ValueError):
                     time.sleep(0.01)
             time.sleep(max(0.0, start_at + at - time.time()))
+            assert integ is not None
             integ.send_signal(signal.SIGKILL)
             time.sleep(down)
             restarted.append(start_integrator(1))
@@ -527,12 +549,15 @@ def run_seq_point(
         killer = threading.Thread(target=kill_and_restart, daemon=True)
         killer.start()
     extra = ["--mode", mode, "--dsn", dsn, "--abort-every", str(args.abort_every)]
+    extra += ["--no-release"] if args.no_release else []
     figures, reports = wb.run_point(
         me, url, "fsync", procs, threads, args.seconds, work, dsn, db, extra
     )
     if killer is not None:
         killer.join()
     stop.write_text("stop")
+    if integ is None:
+        integ = start_integrator(0)
     finals = [integ, *restarted]
     for p in finals:
         p.wait(timeout=300)
@@ -576,8 +601,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--abort-every", type=int, default=0)
+    parser.add_argument(
+        "--no-release", action="store_true", help="aborting writers leave their holes"
+    )
     parser.add_argument("--kill-integrator", default="", help="AT:DOWN seconds")
     parser.add_argument("--grace-s", type=float, default=1.0)
+    parser.add_argument("--integrate-after", action="store_true", help="integrate a backlog")
     parser.add_argument("--checkpoint-s", type=float, default=2.0)
     parser.add_argument("--integrator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -106,8 +106,8 @@ class LockProbe:
             if sql == CHAIN_LOCK_SQL:
                 local.t0 = time.perf_counter()
                 local.n = 0
-            elif many and sql.startswith("INSERT INTO events "):
-                local.n = len(params)
+            elif sql.startswith("INSERT INTO events "):
+                local.n = len(params) if many else 1  # one row goes as a plain execute
 
         def after(_c: Any, _cur: Any, sql: str, *_rest: Any) -> None:
             if sql == CHAIN_LOCK_SQL:
@@ -427,10 +427,20 @@ def fresh_sqlite(work: Path, n: int) -> str:
     return url
 
 
-def profile_hold(url: str, sizes: list[int], rounds: int) -> dict[str, Any]:
+def _guard(url: str, *, on: bool) -> None:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        conn.execute(
+            f"ALTER TABLE events {'ENABLE' if on else 'DISABLE'} TRIGGER events_chain_guard"
+        )
+
+
+def profile_hold(urls: list[str], sizes: list[int], rounds: int) -> dict[str, Any]:
     """One process, one thread, no contention: the chain-lock hold of ``append_many`` batches
-    of each size, with and without a record key (signing is done under the lock), and the
-    cost of one Ed25519 signature alone."""
+    of each size, with and without a record key (signing is done under the lock), without
+    the chain guard trigger, and the cost of one Ed25519 signature alone. Each variant has
+    its own scratch database (``urls``, three); sizes and variants are interleaved."""
     signer = Signer.from_text("77" * 32)
     sign_n = 5000
     start = time.perf_counter()
@@ -438,14 +448,22 @@ def profile_hold(url: str, sizes: list[int], rounds: int) -> dict[str, Any]:
         signer.sign(f"sha256:{i:064x}")
     sign_us = (time.perf_counter() - start) / sign_n * 1e6
     out: dict[str, Any] = {"sign_us": round(sign_us, 1), "load": load_triplet()}
-    for label, key in (("signed", signer), ("unsigned", None)):
-        with AuditStore.open(url, "fsync", signer=key) as store:
-            probe = LockProbe(store)
+    labels = ("signed", "unsigned", "unsigned_no_guard")
+    _guard(urls[2], on=False)  # bench-only, on a scratch database: what the trigger costs
+    stores = [
+        AuditStore.open(urls[0], "fsync", signer=signer),
+        AuditStore.open(urls[1], "fsync"),
+        AuditStore.open(urls[2], "fsync"),
+    ]
+    probes = [LockProbe(store) for store in stores]
+    try:
+        for store, probe in zip(stores, probes, strict=True):
             store.append_many([draft("warm", 0, EventKind.REQUEST)])
             probe.measuring = True
-            n = 0
-            for _ in range(rounds):  # sizes interleaved, so drift hits every size alike
-                for size in sizes:
+        n = 0
+        for _ in range(rounds):
+            for size in sizes:
+                for label, store in zip(labels, stores, strict=True):
                     batch = []
                     for _ in range(size // 2 or 1):
                         n += 1
@@ -453,6 +471,10 @@ def profile_hold(url: str, sizes: list[int], rounds: int) -> dict[str, Any]:
                         if size > 1:
                             batch += [draft(label, n, EventKind.RESPONSE)]
                     store.append_many(batch)
+    finally:
+        for store in stores:
+            store.close()
+    for label, probe in zip(labels, probes, strict=True):
         rows = {}
         for size in sizes:
             mine = [s for s in probe.samples if s[3] == size]
@@ -566,8 +588,9 @@ def main() -> None:
     print(f"machine: {results['machine']}; load {load_triplet()}", flush=True)
     if args.profile:
         with postgres_server() as server:
-            figures = profile_hold(fresh_postgres(server)[0], [1, 4, 16, 64, 256], 10 * args.rounds)
-        print(json.dumps(figures, indent=1))
+            urls = [fresh_postgres(server)[0] for _ in range(3)]
+            figures = profile_hold(urls, [1, 4, 16, 64, 256], 10 * args.rounds)
+        print(json.dumps(figures))
         return
     try:
         with contextmanager_for(args.backend)() as server:
