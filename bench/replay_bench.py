@@ -15,7 +15,10 @@ The command is then run in a fresh process, ``gateway replay --verify --all --fo
 into /dev/null (the table form prints the same rows), each round on a fresh copy of the log
 (a replay appends one REPLAY event per request). Reported: wall time, requests/s, and the
 child's peak RSS (``ru_maxrss``). The machine is shared: rounds alternate between the sizes,
-and the load average is printed with each figure.
+and the load average is printed with each figure. Beside wall time, the child's CPU time
+(user + system) is reported, and requests per CPU second: on a loaded 2-core machine that is
+the steadier figure (the wall time includes waiting for a core). Both include the process's
+start-up (about 1.5 s of imports), which ``startup_s`` measures with ``gateway --help``.
 """
 
 from __future__ import annotations
@@ -123,8 +126,9 @@ def generate(folder: Path, requests: int) -> float:
     return time.perf_counter() - started
 
 
-def measure(folder: Path, work: Path) -> dict[str, Any]:
-    """One run of the command on a fresh copy of the log in ``folder``."""
+def measure(folder: Path, work: Path, code: str = "") -> dict[str, Any]:
+    """One run of the command on a fresh copy of the log in ``folder``; ``code``: a source
+    tree to run instead of this one (an older commit, for a before/after)."""
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(folder, work)
     env = {
@@ -132,21 +136,32 @@ def measure(folder: Path, work: Path) -> dict[str, Any]:
         "GATEWAY_DATABASE_URL": f"sqlite:///{work / 'audit.db'}",
         "GATEWAY_POLICY_DIR": str(ROOT / "policies"),
         "GATEWAY_DURABILITY": "os",
+        **({"PYTHONPATH": code} if code else {}),
     }
     gateway = str(Path(sys.executable).with_name("gateway"))
     command = [gateway, "replay", "--verify", "--all", "--format", "jsonl", "--operator", "bench"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = usage.ru_utime + usage.ru_stime
+    subprocess.run([gateway, "replay", "--help"], env=env, capture_output=True, check=True)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    startup = usage.ru_utime + usage.ru_stime - cpu_before
+    before, cpu_before = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     started = time.perf_counter()
     with open(os.devnull, "w") as sink:
         done = subprocess.run(
             command, env=env, stdout=sink, stderr=subprocess.PIPE, text=True, check=False
         )
     seconds = time.perf_counter() - started
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_kb = usage.ru_maxrss
     if done.returncode != 0:
         raise SystemExit(f"replay failed ({done.returncode}): {done.stderr[-2000:]}")
     return {
         "seconds": round(seconds, 2),
+        # CPU seconds of the command (user + system): what the run costs on an idle core,
+        # whatever the load from other work on a shared machine.
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime - cpu_before, 2),
+        "startup_cpu_s": round(startup, 2),
         # ru_maxrss of all children so far: only an upper bound unless this run was the largest.
         "peak_rss_mb": round(peak_kb / 1024, 1) if peak_kb > before else None,
         "load": Path("/proc/loadavg").read_text().split()[:3],
@@ -160,6 +175,12 @@ def main() -> None:
     parser.add_argument("--requests", default="20000,200000", help="comma-separated log sizes")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="generate logs here (reused when present)")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        default="",
+        help="also run the code in DIR (e.g. `git archive COMMIT | tar -x -C DIR`), interleaved",
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.requests.split(",")]
     base = args.keep or Path(tempfile.mkdtemp(prefix="replay-bench-"))
@@ -172,23 +193,29 @@ def main() -> None:
             print(f"  {generate(folder, n):.1f} s", flush=True)
         logs[n] = folder
     results: dict[int, list[dict[str, Any]]] = {n: [] for n in sizes}
+    codes = [("this", "")] + ([("baseline", args.baseline)] if args.baseline else [])
     for r in range(args.rounds):
         for n in sizes if r % 2 == 0 else reversed(sizes):
-            # Each size in a process of its own, so ru_maxrss is that run's.
-            out = subprocess.run(
-                [sys.executable, __file__, "--one", str(logs[n]), str(base / "work")],
-                capture_output=True, text=True, check=True,
-            ).stdout  # fmt: skip
-            figure = json.loads(out)
-            figure["requests_per_s"] = round(n / figure["seconds"], 1)
-            results[n].append(figure)
-            print(json.dumps({"requests": n, "round": r + 1, **figure}), flush=True)
+            for name, code in codes if r % 2 == 0 else reversed(codes):
+                # Each run in a process of its own, so ru_maxrss is that run's.
+                out = subprocess.run(
+                    [sys.executable, __file__, "--one", str(logs[n]), str(base / "work"), code],
+                    capture_output=True, text=True, check=True,
+                ).stdout  # fmt: skip
+                figure = {"code": name, **json.loads(out)}
+                figure["requests_per_s"] = round(n / figure["seconds"], 1)
+                figure["requests_per_cpu_s"] = round(n / figure["cpu_seconds"], 1)
+                # After start-up: the rate a long run approaches.
+                work = figure["cpu_seconds"] - figure["startup_cpu_s"]
+                figure["requests_per_cpu_s_after_startup"] = round(n / work, 1)
+                results[n].append(figure)
+                print(json.dumps({"requests": n, "round": r + 1, **figure}), flush=True)
     if args.keep is None:
         shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--one":
-        print(json.dumps(measure(Path(sys.argv[2]), Path(sys.argv[3]))))
+    if len(sys.argv) == 5 and sys.argv[1] == "--one":
+        print(json.dumps(measure(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])))
     else:
         main()

@@ -1,0 +1,108 @@
+"""The fast canonical form is byte for byte rfc8785's wherever it answers, and it answers for
+the values the gateway hashes most (request bodies, event bodies)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit._fast_canonical import fast_canonical
+from audit.canonical import canonical_bytes
+
+SAFE = 2**53 - 1
+floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=-1e17, max_value=1e17),
+    st.floats(min_value=-1e-3, max_value=1e-3),
+    st.integers(-(2**60), 2**60).map(float),
+    st.sampled_from([0.0, -0.0, 1e-4, 9.999e-5, 1e16, 1e16 - 2, 1e21, 5e-7, 0.1, 2.5, 1 / 3]),
+)
+texts = st.text(
+    alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
+    max_size=8,
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**54), 2**54),
+    st.sampled_from([SAFE, -SAFE, SAFE + 1, -SAFE - 1]),
+    floats,
+    texts,
+    st.sampled_from(["\ud800", "a\udfff", "\ue000", "\U0001f600", '"\\\b\f\n\r\t\x00\x1f\x7f']),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.one_of(texts, st.sampled_from(["\ue000", "\U0001f600", "a", "b", ""])),
+            inner,
+            max_size=4,
+        ),
+    ),
+    max_leaves=20,
+)
+
+
+def _reference(value: object) -> bytes | None:
+    try:
+        return bytes(rfc8785.dumps(value))
+    except (rfc8785.CanonicalizationError, TypeError, ValueError):
+        return None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(values)
+def test_it_is_rfc8785_byte_for_byte_or_declines(value: object) -> None:
+    fast = fast_canonical(value)
+    if fast is not None:
+        assert fast == _reference(value)
+
+
+@given(values)
+def test_canonical_bytes_is_unchanged(value: object) -> None:
+    reference = _reference(value)
+    if reference is None:
+        return
+    assert canonical_bytes(value) == reference
+
+
+def test_it_answers_for_request_and_event_bodies() -> None:
+    body = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 2048,
+        "temperature": 0.0,
+        "top_p": 0.95,
+        "stop_sequences": ["</verdict>"],
+        "system": [{"type": "text", "text": 'Rules:\n1. "Quote" \\ and \t tabs. ünïcode ✓ 😀'}],
+        "messages": [{"role": "user", "content": "Pay 10 EUR to ACME."}],
+        "metadata": {"user_id": "gw-u1-0123"},
+    }
+    fast = fast_canonical(body)
+    assert fast is not None and fast == bytes(rfc8785.dumps(body))
+    assert b'"temperature":0,' in fast
+    assert fast_canonical({"latency_ms": 12.345, "ok": True, "seq": 7}) == (
+        b'{"latency_ms":12.345,"ok":true,"seq":7}'
+    )
+
+
+def test_it_declines_what_json_would_write_differently() -> None:
+    for value in (
+        {"\ue000": 1, "\U0001f600": 2},  # UTF-16 order differs from code point order
+        1e21,
+        1e-7,
+        9007199254740994.0,
+        2**53,
+        math.nan,
+        "\ud800",
+        True.__class__.__mro__,  # not a JSON type
+    ):
+        assert fast_canonical(value) is None, value
+    assert json.loads(canonical_bytes({"\ue000": 1, "\U0001f600": 2})) == {
+        "\ue000": 1,
+        "\U0001f600": 2,
+    }
