@@ -316,3 +316,28 @@ def test_a_role_that_may_not_touch_the_stored_tree_still_proves_from_the_log(
         assert counter.reading_events() >= 1  # streamed from the hash column
         receipt = make_receipt(reader, "req-1", KEY)
         assert check_receipt(dumps(receipt), [receipt.checkpoint.public_key]).ok
+
+
+def test_extenders_racing_on_one_database_store_one_tree(store: AuditStore) -> None:
+    import threading
+
+    fill(store, requests=40)  # 80 events
+    size = store.head()[0]
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def extend() -> None:
+        try:
+            barrier.wait()
+            MerkleState(store._backend).extend(size, page=7)  # many small pages: overlaps
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=extend) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    leaves = [event_leaf(e.hash) for e in store.iter_events()]
+    assert MerkleState(store._backend).root(size) == tree_head(leaves).root
