@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit import AuditStore
 from audit.checkpoint import public_key
@@ -25,6 +27,7 @@ from audit.cosignature import (
     public_of,
     timestamp_of,
 )
+from audit.merkle import consistency_proof, leaf_hash, tree_head
 from audit.receipt_checks import check_consistency, check_receipt
 from audit.receipts import (
     dumps,
@@ -33,6 +36,7 @@ from audit.receipts import (
     make_receipt,
     open_note,
     rebuild_tree,
+    sign_checkpoint,
     signed_head,
     stored_consistency_proof,
 )
@@ -349,3 +353,40 @@ def test_witness_runs_on_one_state_file_wait_for_each_other(db: str, tmp_path: P
     out, _ = waiting.communicate(timeout=120)  # released: it goes on
     assert waiting.returncode == 0, out
     assert state.exists()
+
+
+# -- a property: whatever a log shows it, a witness never cosigns two forks ----------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    forks=st.lists(st.integers(1, 40), min_size=1, max_size=3),
+    shown=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 60)), min_size=1, max_size=12),
+)
+def test_a_witness_never_cosigns_two_trees_that_do_not_extend_each_other(
+    forks: list[int], shown: list[tuple[int, int]]
+) -> None:
+    """Versions of one log: version 0, and forks of it that differ from leaf ``f`` on. The
+    log shows the witness heads of any version and size, with honest proofs for that
+    version; every pair of heads the witness cosigned must be prefixes of one another."""
+    base = [leaf_hash(b"v0 %d" % i) for i in range(60)]
+    versions = [base] + [
+        base[:f] + [leaf_hash(b"v%d %d" % (v, i)) for i in range(f, 60)]
+        for v, f in enumerate(forks, start=1)
+    ]
+    state = WitnessState.new(NAME, W1)
+    cosigned: list[tuple[int, int]] = []
+    for version, size in shown:
+        leaves = versions[version % len(versions)]
+        cp = sign_checkpoint("log-1", tree_head(leaves, size), LOG_KEY)
+        result = cosign(
+            cp, W1, NAME, [LOG_PUBLIC], state,
+            lambda m, n, leaves=leaves: consistency_proof(leaves, m, n), NOW,
+        )  # fmt: skip
+        if result.refused is None:
+            state = result.state
+            cosigned.append((version % len(versions), size))
+    for a, (va, na) in enumerate(cosigned):
+        for vb, nb in cosigned[a + 1 :]:
+            m = min(na, nb)
+            assert versions[va][:m] == versions[vb][:m], (cosigned, forks)
