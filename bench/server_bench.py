@@ -13,8 +13,9 @@ In one run, on the loopback fake (its own process) and a fresh SQLite file (dura
 - ``library``: ``AsyncGateway.complete`` in-process, the same request (what the gateway
   itself adds, so that ``served - library`` is the HTTP layer's share).
 
-c=1 runs the three interleaved, call by call, so load changes hit all alike; the figure is the
-p50 each adds over ``direct``. c=32 runs ``direct`` and ``served`` with ``AsyncAnthropic`` and
+c=1 runs the three interleaved, call by call (each round in a shuffled order), so load
+changes hit all alike; the figure is the p50 each adds over ``direct``, and the server
+process's CPU time per call (load-independent, one worker only). c=32 runs ``direct`` and ``served`` with ``AsyncAnthropic`` and
 32 calls in flight: throughput and p50/p99. ``--streams`` adds c=128 ``messages.stream``
 (direct vs served). ``--baseline TREE`` runs a second `gateway serve` from another source
 tree (e.g. ``git archive <commit>`` unpacked) on the same database and fake, interleaved
@@ -27,6 +28,7 @@ import argparse
 import asyncio
 import os
 import platform
+import random
 import shutil
 import signal
 import socket
@@ -52,6 +54,15 @@ TASK = "quant_strategy"
 MODEL = "claude-opus-4-6"
 
 
+SERVER_PIDS: dict[str, int] = {}  # url -> the server process, for its CPU time
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time (Linux /proc), robust to the machine's load."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -70,6 +81,7 @@ def gateway_server(env: dict[str, str], workers: int, tree: Path = ROOT) -> Iter
         stderr=subprocess.DEVNULL,  # the access log is rendered, as a service would
     )
     url = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[url] = child.pid
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -215,9 +227,20 @@ def report(
         for _ in range(30):
             call()
     c1: dict[str, list[float]] = {name: [] for name in kinds}
+    servers = {"SDK → gateway serve → fake": served_url}
+    if baseline_url is not None:
+        servers["SDK → gateway serve (baseline tree) → fake"] = baseline_url
+    cpu_before = {name: cpu_seconds(SERVER_PIDS[url]) for name, url in servers.items()}
+    order = list(kinds.items())
+    shuffler = random.Random(14)  # each round in its own order: no kind always follows another
     for _ in range(args.calls):
-        for name, call in kinds.items():
+        shuffler.shuffle(order)
+        for name, call in order:
             c1[name].append(timed(call))
+    cpu_ms = {
+        name: (cpu_seconds(SERVER_PIDS[url]) - cpu_before[name]) * 1000 / args.calls
+        for name, url in servers.items()
+    }
     loop.run_until_complete(library.aclose())
     loop.close()
 
@@ -278,6 +301,11 @@ def report(
     for name, ms in c1.items():
         # Interleaved, so each kind's own time is its calls' sum (calls/s one after another).
         print(row(name, ms, sum(ms) / 1000, None if name.startswith("direct") else base))
+    if args.workers == 1:
+        print("\n| c=1 | server process CPU ms per call (user + system) |")
+        print("|---|---|")
+        for name, ms_cpu in cpu_ms.items():
+            print(f"| {name} | {ms_cpu:.2f} |")
     print("\n| concurrent | calls | p50 ms | p99 ms | mean ms | calls/s | +p50 ms |")
     print("|---|---|---|---|---|---|---|")
     for name, (ms, wall) in c32.items():
