@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from audit.cosignature import Witness, cosigner_vkey, public_of
+from audit.cosignature import cosigner_vkey, public_of
 from audit.errors import AuditStoreError
 from audit.receipts import (
     RECEIPT_FORMAT,
@@ -39,7 +39,7 @@ from gateway._audit_errors import translated
 from gateway.errors import InputError
 from gateway.settings import Settings
 
-__all__ = ["WitnessOutcome", "parse_witnesses", "witness"]
+__all__ = ["WitnessOutcome", "witness"]
 
 
 class WitnessOutcome(NamedTuple):
@@ -52,12 +52,6 @@ class WitnessOutcome(NamedTuple):
     root: str
     previous: Witnessed | None  # this witness's last cosigned tree of the log, if any
     written: Path | None
-
-
-def parse_witnesses(specs: Sequence[str]) -> list[Witness]:
-    """Each ``--witness-key NAME=KEY`` (or vkey); an unusable one is an InputError."""
-    with translated():
-        return [Witness.parse(spec) for spec in specs]
 
 
 def _seed(text: str) -> bytes:
