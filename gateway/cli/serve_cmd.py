@@ -52,9 +52,9 @@ def serve_command(
         os.environ["GATEWAY_OTEL"] = "1"
         settings = settings.model_copy(update={"server_otel": True})
     if settings.server_otel:
-        from gateway.server._otel import require_otel
+        from gateway.server import check_tracing
 
-        require_otel()
+        check_tracing()
     policies = PolicySet.load(Path(settings.policy_dir), Catalog.load(settings.catalog_override))
     if not policies.policies():
         raise PolicyLoadError(

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from gateway.server._lifecycle import ServerState
 
-__all__ = ["TraceMessages", "Tracing", "require_otel"]
+__all__ = ["TraceMessages", "Tracing", "check_tracing", "require_otel"]
 
 MESSAGES_PATH = "/v1/messages"
 OPERATION = "chat"
@@ -57,6 +57,13 @@ def require_otel() -> None:
             "OpenTelemetry spans are enabled (--otel or GATEWAY_OTEL) but the OpenTelemetry "
             f"SDK is not installed: {INSTALL}, or leave them off."
         ) from None
+
+
+def check_tracing() -> None:
+    """Before any worker starts: the SDK imports and the exporters named can be built, so a
+    bad setting is one line from ``gateway serve``, not a traceback from each worker."""
+    require_otel()
+    Tracing.open().shutdown()
 
 
 class Tracing:

@@ -167,3 +167,25 @@ def test_without_the_sdk_otel_is_a_one_line_error(
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert "compliance-gateway[otel]" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("exporter", "said"),
+    [("zipkin-json", "'zipkin-json'"), ("otlp", "opentelemetry-exporter-otlp")],
+)
+def test_an_unusable_exporter_is_a_one_line_error_before_serving(
+    tmp_path: Path, exporter: str, said: str
+) -> None:
+    environ = server_env(tmp_path, "http://127.0.0.1:9", OTEL_TRACES_EXPORTER=exporter)
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "serve", "--port", str(free_port()), "--otel"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert said in lines[0]
