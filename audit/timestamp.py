@@ -106,7 +106,8 @@ def accept_response(query: TimeStampRequest, raw: bytes, tsa: str) -> TimeStamp:
     this query (same imprint, same nonce); its signature is checked by a reader who holds
     the TSA's certificate (:func:`check_time_stamps`)."""
     response = _decode(raw)
-    if PKIStatus(response.status) not in (PKIStatus.GRANTED, PKIStatus.GRANTED_WITH_MODS):
+    # Only "granted": a reader's check (rfc3161-client) refuses "granted with modifications".
+    if response.status != PKIStatus.GRANTED:
         said = "; ".join(response.status_string)[:200] or "no reason given"
         raise TimeStampError(f"the TSA refused the time-stamp (status {response.status}: {said}).")
     info = response.tst_info
