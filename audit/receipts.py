@@ -288,7 +288,7 @@ def signed_head(
         raise ReceiptError(
             f"the earlier head is of {old.size} events of {proof_from.origin}: not an earlier "
             f"tree of this log, which holds {size} events.",
-            hint="Run `gateway audit verify --from EARLIER --to` a new head to see why.",
+            hint="Pass an earlier `gateway audit tree-head` file of this log.",
         )
     proof = stored_consistency_proof(store, old.size, size)
     try:
@@ -297,9 +297,9 @@ def signed_head(
         raise ReceiptError(
             f"the log's tree of {size} events does not extend the earlier head of {old.size} "
             f"({exc}); nothing was signed.",
-            hint="Run `gateway audit verify --from EARLIER --to` a head of the log as it is "
-            "(it recomputes both trees from the log), then `tree-head --rebuild` if only "
-            "the stored tree is wrong.",
+            hint="Write a head without --proof-from and run `gateway audit verify --from "
+            "EARLIER --to NEW` (it recomputes both trees from the log); if only the stored "
+            "tree is wrong, `tree-head --rebuild --proof-from EARLIER` then signs.",
         ) from None
     cp = sign_checkpoint(store.store_id, head, seed)
     carried = Consistency(from_size=old.size, proof=tuple(_b64(p) for p in proof))
@@ -312,7 +312,7 @@ def _head(store: AuditStore, size: int) -> TreeHead:
 
 def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
     """Inclusion proofs of every event of ``request_id`` against a checkpoint of the whole
-    log, signed now with the checkpoint key ``seed``; one pass over the hash column."""
+    log, signed now with the checkpoint key ``seed``: O(log n) reads of the stored tree."""
     events = store.events_for_request(request_id)
     if not events:
         raise NotFound(f"there is no request {request_id!r} in the audit log.")
