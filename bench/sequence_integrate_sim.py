@@ -203,7 +203,7 @@ class SeqWriter:
             with conn.cursor() as cur:
                 cur.executemany(
                     EVENT_SQL + " ON CONFLICT (seq) DO NOTHING",
-                    [void_row(s, self.signer) for s in seqs],
+                    [void_row(s, self.signer, "rolled back") for s in seqs],
                 )
             conn.commit()
         except Exception:  # best effort, see above
@@ -327,10 +327,18 @@ class Frontier:
         return cls([(n, bytes.fromhex(h)) for n, h in json.loads(text)])
 
 
-def void_row(seq: int, signer: Signer) -> tuple[Any, ...]:
+def void_row(seq: int, signer: Signer, reason: str) -> tuple[Any, ...]:
     event_id = f"void-{seq}"
     body = canonical_bytes(
-        {"event_id": event_id, "kind": "void", "request_id": event_id, "seq": seq, "v": 1}
+        {
+            "event_id": event_id,
+            "format": 2,
+            "kind": "void",
+            "reason": reason,
+            "request_id": event_id,
+            "seq": seq,
+            "v": 1,
+        }
     )
     body_hash = sha(body)
     return (seq, event_id, event_id, "void", body, body_hash, signer.sign(body_hash), signer.key_id)
@@ -390,7 +398,10 @@ def integrator(args: argparse.Namespace) -> None:
                     with conn.cursor() as cur:
                         cur.executemany(
                             EVENT_SQL + " ON CONFLICT (seq) DO NOTHING",
-                            [void_row(s, signer) for s in range(size + 1, stall[1] + 1)],
+                            [
+                                void_row(s, signer, f"not committed within {args.grace_s} s")
+                                for s in range(size + 1, stall[1] + 1)
+                            ],
                         )
                         voids += cur.rowcount if cur.rowcount > 0 else 0
                     conn.commit()
