@@ -461,6 +461,81 @@ def checkpoint(cur: Any, signer: Signer, size: int, head: str, frontier: Frontie
     )
 
 
+# -- the void races, played out deterministically ---------------------------------------------
+
+
+def races(dsn: str) -> dict[str, str]:
+    """The three orders of a writer's row and a void at the same seq, on real PostgreSQL:
+    the primary key must let exactly one of them be stored, and a writer that loses must get
+    an error (its gateway fails the call closed)."""
+    import psycopg
+
+    writer_key, integ_key = Signer.from_text("ab" * 32), Signer.from_text(INTEGRATOR_KEY)
+    sql_void = EVENT_SQL + " ON CONFLICT (seq) DO NOTHING"
+
+    def writer_row(conn: Any, seq: int) -> None:
+        item = prepare(wb.draft("race", seq, EventKind.REQUEST))
+        body = item.body.fill(canonical_bytes("fsync"), canonical_time(datetime.now(UTC)), seq)
+        for r in item.payload_rows:
+            conn.execute(PAYLOAD_SQL, (r["digest"], r["size"], r["content"]))
+        digest, kid = sha(body), writer_key.key_id
+        row = (seq, item.event_id, item.draft.request_id, "request", body, digest)
+        conn.execute(EVENT_SQL, (*row, writer_key.sign(digest), kid))
+
+    def void_in_thread(seq: int, out: dict[str, Any]) -> threading.Thread:
+        def run() -> None:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                out["rows"] = c.execute(sql_void, void_row(seq, integ_key, "race")).rowcount
+
+        t = threading.Thread(target=run)
+        t.start()
+        return t
+
+    def stored(seq: int) -> str:
+        with psycopg.connect(dsn) as c:
+            row = c.execute("SELECT kind FROM sim.events WHERE seq = %s", (seq,)).fetchone()
+        return "nothing" if row is None else str(row[0])
+
+    found: dict[str, str] = {}
+    with psycopg.connect(dsn) as a:
+        # 1. the writer's row is in flight when the void comes: the void waits, then yields
+        seq = a.execute("SELECT nextval('sim.seq')").fetchone()[0]  # type: ignore[index]
+        writer_row(a, seq)
+        out: dict[str, Any] = {}
+        t = void_in_thread(seq, out)
+        time.sleep(0.5)
+        waited = t.is_alive()
+        a.commit()
+        t.join()
+        assert waited and out["rows"] == 0 and stored(seq) == "request", (waited, out)
+        found["in flight, then commits"] = "void waited, then did nothing; the event stays"
+        # 2. the same, but the writer rolls back: the void waits, then is stored
+        seq = a.execute("SELECT nextval('sim.seq')").fetchone()[0]  # type: ignore[index]
+        writer_row(a, seq)
+        out = {}
+        t = void_in_thread(seq, out)
+        time.sleep(0.5)
+        waited = t.is_alive()
+        a.rollback()
+        t.join()
+        assert waited and out["rows"] == 1 and stored(seq) == "void", (waited, out)
+        found["in flight, then rolls back"] = "void waited, then was stored"
+        # 3. the void is committed first: the late writer's insert fails
+        seq = a.execute("SELECT nextval('sim.seq')").fetchone()[0]  # type: ignore[index]
+        a.commit()
+        out = {}
+        void_in_thread(seq, out).join()
+        try:
+            writer_row(a, seq)
+            a.commit()
+            raise AssertionError("a writer's row was stored over a void")
+        except psycopg.errors.UniqueViolation:
+            a.rollback()
+        assert out["rows"] == 1 and stored(seq) == "void"
+        found["void first, writer later"] = "the writer's INSERT failed: unique violation"
+    return found
+
+
 # -- the parent -----------------------------------------------------------------------------
 
 
@@ -618,6 +693,7 @@ def main() -> None:
     parser.add_argument("--kill-integrator", default="", help="AT:DOWN seconds")
     parser.add_argument("--grace-s", type=float, default=1.0)
     parser.add_argument("--integrate-after", action="store_true", help="integrate a backlog")
+    parser.add_argument("--races", action="store_true", help="only the three void races")
     parser.add_argument("--checkpoint-s", type=float, default=2.0)
     parser.add_argument("--integrator", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -631,6 +707,16 @@ def main() -> None:
     if args.child:
         args.threads = int(args.threads)
         child(args)
+        return
+    if args.races:
+        import psycopg
+
+        with wb.postgres_server() as server:
+            _url, dsn, _db = wb.fresh_postgres(server)
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(SCHEMA)
+            for case, outcome in races(dsn).items():
+                print(f"{case}: {outcome}")
         return
     points = [(int(p), int(t)) for p in args.procs.split(",") for t in args.threads.split(",")]
     modes = args.modes.split(",")
