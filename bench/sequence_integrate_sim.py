@@ -21,11 +21,15 @@ columns, payload references); payloads go to the real ``payloads`` table with it
 trigger. One integrator process links the contiguous committed prefix (``sim.links``:
 hash = sha256(prev ‖ body_hash)), extends an RFC 6962 Merkle frontier, and commits a signed
 checkpoint (size, root, chain head) every ``--checkpoint-s``. A seq that stays missing for
-``--grace-s`` after a later one was reserved (a writer that rolled back after ``nextval``)
-gets a void row signed by the integrator; the PRIMARY KEY makes the writer's late insert
-or the void win, never both. ``--abort-every N`` rolls back every Nth writer transaction
-after taking its seqs; ``--kill-integrator AT:DOWN`` kills the integrator AT seconds into
-the window and starts a new one DOWN seconds later (it resumes from its committed state).
+``--grace-s`` after a later one was reserved (its writer died after ``nextval``) gets a
+void row signed by the integrator; the PRIMARY KEY makes the writer's late insert or the
+void win, never both (``--races`` plays the three orders out). ``--abort-every N`` rolls
+back every Nth writer transaction after taking its seqs; the writer then voids its own
+seqs at once, signed by its record key (``--no-release``: it leaves the holes, as a writer
+that died would). ``--kill-integrator AT:DOWN`` kills the integrator AT seconds into the
+window and starts a new one DOWN seconds later (it resumes from its committed state).
+``--integrate-after`` starts the integrator only when the writers are done: its capacity
+on a backlog.
 
 Checked after each seq run: seqs 1..M each exactly one event or void, every committed seq
 a writer reported is an event, every body hashes to its body_hash, every signature checks
