@@ -103,6 +103,7 @@ class Replayer:
         # Without providers configured, only what needs no credentials can be called.
         self.providers = providers or Providers(Settings())
         self.today = today or date.today()
+        self._verify_models: dict[str, ModelInfo] = {}
 
     # -- validation: nothing is written before this has passed ---------------------------------
 
@@ -206,7 +207,7 @@ class Replayer:
         row = _Row({}, policy=recorded.policy)
         row.request_hash = recorded.request.request_hash if recorded.request else None
         if prepared.mode is Mode.VERIFY:
-            checks = verify_request(self.store, self.catalog, recorded)
+            checks = verify_request(self.store, self.catalog, recorded, self._verify_models)
             failed = [c for c in checks if not c.ok]
             row.fields = {
                 "outcome": Outcome.FAILED if failed else Outcome.PASSED,

@@ -27,13 +27,26 @@ from gateway.replay._recorded import Recorded, payload, recorded_user_id, reques
 BODY_SAME = "re-planned body is the recorded wire body (RFC 8785 form)"
 
 
-def verify_request(store: AuditStore, catalog: Catalog, recorded: Recorded) -> tuple[Check, ...]:
+def verify_request(
+    store: AuditStore,
+    catalog: Catalog,
+    recorded: Recorded,
+    models: dict[str, ModelInfo] | None = None,
+) -> tuple[Check, ...]:
+    """``models``: the run's models as re-planning sees them, by id (kept across requests, so
+    the planner's per-policy-and-model verdict is reused rather than worked out anew)."""
     assert recorded.request is not None and recorded.policy is not None  # selection guarantees
-    return tuple(_checks(store, catalog, recorded, recorded.request))
+    return tuple(
+        _checks(store, catalog, recorded, recorded.request, {} if models is None else models)
+    )
 
 
 def _checks(
-    store: AuditStore, catalog: Catalog, recorded: Recorded, request: StoredEvent
+    store: AuditStore,
+    catalog: Catalog,
+    recorded: Recorded,
+    request: StoredEvent,
+    models: dict[str, ModelInfo],
 ) -> Iterator[Check]:
     policy = recorded.policy
     assert policy is not None
@@ -47,7 +60,10 @@ def _checks(
     if body is None:
         yield Check(name="replan", ok=False, detail="the recorded request body is not readable")
         return
-    model = _model_as_recorded(catalog, request)
+    model_id = str(request.data.get("model_id"))
+    model = models.get(model_id) or _model_as_recorded(catalog, model_id)
+    if model is not None:
+        models[model_id] = model
     if model is None:
         yield Check(
             name="replan",
@@ -75,8 +91,8 @@ def _checks(
         yield _sent_check(store, recorded, recorded.response)
 
 
-def _model_as_recorded(catalog: Catalog, request: StoredEvent) -> ModelInfo | None:
-    model = catalog.get(str(request.data.get("model_id")))
+def _model_as_recorded(catalog: Catalog, model_id: str) -> ModelInfo | None:
+    model = catalog.get(model_id)
     if model is None:
         return None
     # Retirement stops new calls, not the re-planning of old ones.
