@@ -18,6 +18,10 @@ from typing import Any
 from gateway.errors import InputError
 
 MAX_CALLER_LENGTH = 200
+# The caller name the experiment runner records its samples under. `audit list` and replay
+# leave it out by default, so it is reserved: an ordinary caller (a service, a server key, a
+# default caller) under this name would hide its requests from the auditor's listing.
+EXPERIMENT_CALLER = "gateway-experiment"
 # Messages are a list of {role, content} with content a string or a list of text blocks:
 # four levels. The limits leave room for what is legitimate and stop what is not.
 MAX_INPUT_DEPTH = 16
@@ -113,9 +117,20 @@ def _bounded_repr(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
-def check_caller(caller: object) -> str | None:
-    """The caller name as recorded, or InputError. It is an opaque service id, not a person."""
-    return check_name(caller, "caller", example="payments-svc")
+def check_caller(caller: object, *, experiment: bool = False) -> str | None:
+    """The caller name as recorded, or InputError. It is an opaque service id, not a person.
+
+    ``experiment``: the call comes from a gateway that derives its policies (the experiment
+    runner), the only one that may record under :data:`EXPERIMENT_CALLER`.
+    """
+    name = check_name(caller, "caller", example="payments-svc")
+    if name == EXPERIMENT_CALLER and not experiment:
+        raise InputError(
+            f"caller {EXPERIMENT_CALLER!r} is reserved for `gateway experiment` samples, which "
+            "audit list and replay leave out by default.",
+            hint="Name the service itself, such as 'payments-svc'.",
+        )
+    return name
 
 
 def check_name(value: object, what: str, *, example: str) -> str | None:

@@ -31,6 +31,7 @@ from audit.canonical import canonical_digest
 from gateway._answer_checks import answer_alerts, answer_facts
 from gateway._attachments import attachments
 from gateway._inputs import (
+    EXPERIMENT_CALLER,
     check_bounded,
     check_caller,
     check_overrides,
@@ -105,6 +106,7 @@ class RequestPipeline:
         default_caller: str | None = None,
         policy_transform: Any = None,
         user_id_salt: SecretStr | None = None,
+        derives_policies: bool = False,
     ) -> None:
         self.policies = policies
         self.catalog = catalog
@@ -113,6 +115,8 @@ class RequestPipeline:
         self.durability = durability
         self.default_caller = check_caller(default_caller)
         self._policy_transform = policy_transform
+        # A caller-supplied policy transform (the experiment runner's), not offline mode's.
+        self._derives_policies = derives_policies
         self._user_id_salt = user_id_salt
         self._served = ServedMemo()
 
@@ -134,7 +138,9 @@ class RequestPipeline:
         request_id = new_request_id()
         policy: Policy | None = None
         try:
-            checked_caller = check_caller(caller)
+            # Only a gateway deriving its policies (the experiment runner) may use the
+            # experiment caller; its records carry the derived policy's label too.
+            checked_caller = check_caller(caller, experiment=self._derives_policies)
             overrides = check_overrides(overrides)
             timeout_s = _check_timeout(timeout)
             policy = self.policies.get(task)
@@ -208,10 +214,16 @@ class RequestPipeline:
         overrides: object,
         error: GatewayError,
     ) -> None:
+        shown_caller = safe_label(caller) if caller is not None else None
+        claimed = None
+        if shown_caller == EXPERIMENT_CALLER and not self._derives_policies:
+            # A refusal recorded under the reserved name would be left out of `audit list`
+            # like an experiment sample: the attempt is listed, the claimed name kept in data.
+            shown_caller, claimed = None, EXPERIMENT_CALLER
         labels = CallLabels(
             request_id=request_id,
             task=safe_label(task),
-            caller=safe_label(caller) if caller is not None else None,
+            caller=shown_caller,
             policy_fingerprint=policy.fingerprint if policy else None,
             request_hash=None,
         )
@@ -224,6 +236,7 @@ class RequestPipeline:
                     "reason": safe_label(error.message),
                     "requested": _json_safe_overrides(overrides),
                     "gateway_version": GATEWAY_VERSION,
+                    **({"claimed_caller": claimed} if claimed else {}),
                 },
                 policy_content=policy.content() if policy else None,
             )

@@ -91,6 +91,7 @@ class _Core:
             default_caller=settings.default_caller,
             user_id_salt=settings.user_id_salt,
             policy_transform=transform,
+            derives_policies=policy_transform is not None,
         )
         # A service pays each provider's start-up (the SDK's import: about a second) now,
         # rather than on its first request.

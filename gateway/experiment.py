@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gateway._inputs import EXPERIMENT_CALLER
 from gateway.catalog import Catalog, ModelInfo
 from gateway.client import Gateway
 from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyViolation
@@ -42,7 +43,6 @@ from gateway.sampling.processors import validate_parameters
 from gateway.settings import Settings
 
 EXAMPLE_CHARS = 60  # an example is a hint of the output, not the output
-EXPERIMENT_CALLER = "gateway-experiment"
 
 
 class ExperimentConfigError(ConfigurationError):

@@ -22,6 +22,7 @@ import click
 from audit.signing import key_id
 from gateway._audit_content import RecordedContent
 from gateway._export_verify import ExportVerifyReport
+from gateway._inputs import EXPERIMENT_CALLER
 from gateway._usage import GroupBy, UsageReport, UsageRow
 from gateway.auditing import (
     Auditing,
@@ -45,7 +46,6 @@ from gateway.cli._render import (
     shown,
 )
 from gateway.errors import ConfigurationError, GatewayError
-from gateway.experiment import EXPERIMENT_CALLER
 from gateway.policy import PolicySet
 from gateway.settings import Settings
 

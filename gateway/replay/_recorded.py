@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from audit import AuditStore, EventKind, StoredEvent
 from audit.errors import ContentMismatch, NotFound
+from gateway._inputs import EXPERIMENT_CALLER
 from gateway._replayable import outside_world
 from gateway.errors import InputError
-from gateway.experiment import EXPERIMENT_CALLER
 from gateway.policy import Policy
 
 DEFAULT_LIMIT = 50

@@ -102,3 +102,35 @@ def test_replay_includes_them_when_asked_or_named(cli: Callable[..., Result], lo
     sample = next(r["request_id"] for r in data["requests"] if r["caller"] == EXPERIMENT_CALLER)
     by_id = json.loads(cli("replay", sample, "--format", "json").stdout)
     assert [r["request_id"] for r in by_id["requests"]] == [sample]
+
+
+def test_no_ordinary_caller_can_hide_under_the_experiment_name(
+    policy_dir: Path, sqlite_url: str, tmp_path: Path
+) -> None:
+    """The listing leaves the experiment caller out, so only the runner may record under it:
+    a service naming itself so, a default caller and a server key are refused."""
+    from audit import AuditStore
+    from gateway.callers import CallerKeys
+    from gateway.errors import InputError
+
+    with (
+        Gateway(policy_dir=policy_dir, database_url=sqlite_url, durability="os") as gw,
+        pytest.raises(InputError, match="reserved for `gateway experiment`"),
+    ):
+        gw.complete("offline_demo", "The reviewer reads the", caller=EXPERIMENT_CALLER)
+    with pytest.raises(InputError, match="reserved"):
+        Gateway(
+            policy_dir=policy_dir,
+            database_url=sqlite_url,
+            durability="os",
+            default_caller=EXPERIMENT_CALLER,
+        )
+    settings = Settings(policy_dir=policy_dir, database_url=sqlite_url, durability="os")
+    with CallerKeys.open(settings) as keys, pytest.raises(InputError, match="reserved"):
+        keys.create(EXPERIMENT_CALLER)
+    with AuditStore.open(sqlite_url) as store:
+        events = list(store.iter_events())
+    assert EXPERIMENT_CALLER not in {e.caller for e in events}
+    # the refused attempt is listed (not hidden with the samples), the claimed name kept
+    (rejected,) = [e for e in events if e.kind == "rejected"]
+    assert rejected.caller is None and rejected.data["claimed_caller"] == EXPERIMENT_CALLER
