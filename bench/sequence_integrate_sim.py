@@ -14,6 +14,9 @@ the same run on the same throwaway server, interleaved (the order flips every ro
   template), signs ``sha256(body)`` with the process's record key and commits payloads and
   events in one transaction; one transaction in flight per process, as today.
 - ``seq-thread``: the same, but every thread commits its own event on its own connection.
+- ``lock-raw``: seq-group's writer, trigger and tables, but positions from a lock held to
+  COMMIT (``pg_advisory_xact_lock``, then the head): the lock alone, with the client code
+  identical to seq-group's (not in the default ``--modes``).
 
 Writers insert into ``sim.events`` (seq PRIMARY KEY, body, body_hash, signature); a row
 trigger does the chain guard's per-row work that does not need the head (body hash, body
@@ -139,9 +142,12 @@ class Aborted(Exception):
 class SeqWriter:
     """Commits prepared events with seqs from the SEQUENCE: no lock anywhere."""
 
-    def __init__(self, dsn: str, signer: Signer, abort_every: int, *, release: bool) -> None:
+    def __init__(
+        self, dsn: str, signer: Signer, abort_every: int, *, release: bool, chain_lock: bool
+    ) -> None:
         self.dsn, self.signer, self.abort_every = dsn, signer, abort_every
         self.releases = release
+        self.chain_lock = chain_lock
         self.durability = canonical_bytes("fsync")
         self._count = 0
         self._lock = threading.Lock()
@@ -157,15 +163,23 @@ class SeqWriter:
             abort = self.abort_every > 0 and self._count % self.abort_every == 0
         seqs: list[int] = []
         try:
-            seqs = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT nextval('sim.seq') FROM generate_series(1, %s)", (len(batch),)
-                ).fetchall()
-            ]
+            if self.chain_lock:
+                # lock-raw: the same writer, but positions from a lock held to COMMIT
+                conn.execute("SELECT pg_advisory_xact_lock(42)")
+                head = conn.execute("SELECT coalesce(max(seq), 0) FROM sim.events").fetchone()
+                taken = list(range(head[0] + 1, head[0] + 1 + len(batch)))
+            else:
+                taken = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT nextval('sim.seq') FROM generate_series(1, %s)", (len(batch),)
+                    ).fetchall()
+                ]
+            seqs = [] if self.chain_lock else taken  # only reserved seqs need voiding
+            seqs_all = taken
             fixed = canonical_time(datetime.now(UTC))
             events, payloads = [], {}
-            for seq, item in zip(seqs, batch, strict=True):
+            for seq, item in zip(seqs_all, batch, strict=True):
                 body = item.body.fill(self.durability, fixed, seq)
                 body_hash = sha(body)
                 signature = self.signer.sign(body_hash)  # outside any lock
@@ -195,7 +209,7 @@ class SeqWriter:
             conn.rollback()
             self.release(conn, seqs)
             raise
-        return seqs
+        return seqs_all
 
     def release(self, conn: Any, seqs: list[int]) -> None:
         """After a rollback, void the seqs this writer reserved, signed by its own key, so
@@ -217,7 +231,13 @@ class SeqWriter:
 def child(args: argparse.Namespace) -> None:
     """A writer process of a seq mode; reports like writers_bench's writer."""
     signer = Signer.from_text(args.key)
-    writer = SeqWriter(args.dsn, signer, args.abort_every, release=not args.no_release)
+    writer = SeqWriter(
+        args.dsn,
+        signer,
+        args.abort_every,
+        release=not args.no_release,
+        chain_lock=args.mode == "lock-raw",
+    )
     tag = f"p{args.index}"
     seqs: list[int] = []
     latencies: list[float] = []
