@@ -3,6 +3,8 @@
     $ .venv/bin/python bench/writers_bench.py                       # PostgreSQL 1,3,6 x 8,16,32
     $ .venv/bin/python bench/writers_bench.py --procs 3 --threads 16 --seconds 5 --rounds 1
     $ .venv/bin/python bench/writers_bench.py --backend sqlite --procs 4 --threads 8
+    $ .venv/bin/python bench/writers_bench.py --profile      # uncontended hold breakdown
+    $ .venv/bin/python bench/writers_bench.py --table bench/out/writers-postgres-N.json
 
 Each point starts P writer processes (``--child``), each of which opens its own
 ``AuditStore`` with its own record key, as a gateway process does, and runs T threads that
