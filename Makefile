@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck bench clean
+.PHONY: setup run test test-fast lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,10 @@ run: $(STAMP)
 # Lint, type-check and the whole test suite (PostgreSQL is started by the tests themselves).
 test: $(STAMP)
 	scripts/test.sh
+
+# The day-to-day loop: lint, type check, and the tests that are neither slow nor PostgreSQL.
+test-fast: $(STAMP)
+	scripts/test.sh -m "not slow and not postgres" -x -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check gateway audit tests bench
