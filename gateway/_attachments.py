@@ -7,8 +7,8 @@
 The digest is ``sha256`` of the decoded file, in the form the audit store names payloads by,
 so the same file carries the same digest in every request that sends it, and a reviewer can
 match it against the document the bank holds (``sha256sum prospectus.pdf``). The bytes
-themselves are in the request's ``request_body`` payload, exactly as sent; they are not
-stored a second time. A URL source is recorded by its URL: the provider fetched it, so its
+themselves are stored once, as their own payload (gateway._attachment_payloads), however
+many requests send them. A URL source is recorded by its URL: the provider fetched it, so its
 bytes are in no record.
 
 Runs after the policy check (gateway.policy._content), which has already refused anything
@@ -23,7 +23,7 @@ from typing import Any
 
 from audit.canonical import digest
 
-__all__ = ["attachments"]
+__all__ = ["attachment_blocks", "attachments"]
 
 _KINDS = ("image", "document")
 
@@ -42,6 +42,14 @@ def attachments(messages: object) -> list[dict[str, Any]]:
             if entry is not None:
                 found.append({"message": m, "block": b, **entry})
     return found
+
+
+def attachment_blocks(messages: object) -> Iterator[Mapping[str, Any]]:
+    """Every image or document block of ``messages``, those in tool results included."""
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, list):
+            yield from (block for _, block in _blocks(content) if block.get("type") in _KINDS)
 
 
 def _blocks(content: list[Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:

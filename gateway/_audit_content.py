@@ -25,6 +25,7 @@ from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
 from audit.authenticity import SignatureCheck, check_event, check_outcome
 from audit.lifecycle import TERMINAL
+from gateway._attachment_payloads import restored
 
 __all__ = ["ContentRead", "RecordedContent", "recorded_content"]
 
@@ -164,7 +165,7 @@ def _payload(
     if ref is None:
         return None
     try:
-        data = store.payload(ref)
+        data = store.payload(ref) if name != "request_body" else restored(store, event, name)
     except AuditStoreError as exc:
         problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
         return None

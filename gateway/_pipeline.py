@@ -29,6 +29,7 @@ from pydantic import SecretStr
 from audit import EventKind
 from audit.canonical import canonical_digest
 from gateway._answer_checks import answer_alerts, answer_facts
+from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
 from gateway._inputs import (
     EXPERIMENT_CALLER,
@@ -280,7 +281,7 @@ class RequestPipeline:
             prepared.labels.draft(
                 EventKind.TOKEN_COUNT,
                 data,
-                payloads={"request_body": provider.wire_bytes(plan.body)},
+                payloads=stored_payloads("request_body", provider.wire_bytes(plan.body)),
                 policy_content=prepared.policy.content(),
             )
         )
@@ -500,7 +501,7 @@ class RequestPipeline:
                 data,
                 payloads={
                     "response_body": reply.response_bytes,
-                    "request_wire": reply.request_bytes,
+                    **stored_payloads("request_wire", reply.request_bytes),
                 },
             )
         )

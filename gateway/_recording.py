@@ -41,6 +41,7 @@ from audit.authenticity import SignatureCheck, check_outcome
 from audit.errors import AuditStoreError, ContentConflict
 from audit.signing import signature_check
 from audit.store import missing_database
+from gateway._attachment_payloads import stored_payloads
 from gateway._audit_errors import translated
 from gateway._record_keys import record_signer, trusted_record_keys
 from gateway._threads import AuditThreads
@@ -316,7 +317,7 @@ class Recorder:
             call.draft(
                 intent.kind,
                 intent.data,
-                payloads={"request_body": wire},
+                payloads=stored_payloads("request_body", wire),
                 policy_content=intent.policy_content,
             )
         )

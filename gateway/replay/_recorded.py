@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from audit import AuditStore, EventKind, StoredEvent
 from audit.errors import ContentMismatch, NotFound
+from gateway._attachment_payloads import restored
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway._replayable import outside_world
 from gateway.errors import InputError
@@ -197,11 +198,25 @@ def payload(
         return None
 
 
+def body_bytes(
+    store: AuditStore,
+    event: StoredEvent,
+    name: str,
+    prefetched: Mapping[str, bytes] | None = None,
+) -> bytes | None:
+    """A recorded request body exactly as sent (its attachments restored), or None as for
+    :func:`payload`."""
+    try:
+        return restored(store, event, name, prefetched)
+    except (NotFound, ContentMismatch):
+        return None
+
+
 def request_body(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None:
     """The recorded wire body as JSON (the exact bytes sent are JSON on both providers)."""
     if recorded.request is None:
         return None
-    raw = payload(store, recorded.request, "request_body", recorded.payloads)
+    raw = body_bytes(store, recorded.request, "request_body", recorded.payloads)
     if raw is None:
         return None
     try:

@@ -24,6 +24,7 @@ from datetime import date
 from typing import Any
 
 from audit import AuditStore, EventDraft, EventKind
+from gateway._attachment_payloads import stored_payloads
 from gateway._keys import GATEWAY_VERSION, request_hash_for
 from gateway._recording import CallLabels, Intent, Recorder, Sent
 from gateway.catalog import Catalog, ModelInfo
@@ -360,7 +361,7 @@ class Replayer:
         if sent.reply is not None:
             row.attempts = sent.reply.attempts
             row.payloads = {
-                "request_body": sent.reply.request_bytes,
+                **stored_payloads("request_body", sent.reply.request_bytes),
                 "response_body": sent.reply.response_bytes,
             }
         elif sent.error is not None:

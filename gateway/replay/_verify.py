@@ -22,7 +22,7 @@ from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import GatewayError
 from gateway.policy import Plan, plan_request
 from gateway.replay._model import Check
-from gateway.replay._recorded import Recorded, payload, recorded_user_id, request_body
+from gateway.replay._recorded import Recorded, body_bytes, recorded_user_id, request_body
 
 BODY_SAME = "re-planned body is the recorded wire body (RFC 8785 form)"
 
@@ -148,9 +148,11 @@ def _same_text(a: object, b: object) -> bool:
 def _sent_check(store: AuditStore, recorded: Recorded, response: StoredEvent) -> Check:
     # What the provider put on the wire must be what the intent event recorded.
     prefetched = recorded.payloads
-    sent = payload(store, response, "request_wire", prefetched)
+    sent = body_bytes(store, response, "request_wire", prefetched)
     intended = (
-        payload(store, recorded.request, "request_body", prefetched) if recorded.request else None
+        body_bytes(store, recorded.request, "request_body", prefetched)
+        if recorded.request
+        else None
     )
     if sent is None or intended is None:
         return Check(name="sent_body", ok=False, detail="a recorded request body is missing")
