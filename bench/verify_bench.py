@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -38,8 +39,10 @@ CHECKPOINT_KEY = "22" * 32
 
 # Runs in a fresh interpreter with the code under test first on sys.path: one verify.
 CHILD = r"""
-import json, os, resource, sys, time
+import gc, json, os, resource, sys, time
 sys.path.insert(0, sys.argv[1])
+if os.environ.get("VERIFY_BENCH_GC_OFF"):
+    gc.disable()  # as `gateway audit verify` runs it
 from audit import AuditStore
 from audit.signing import Signer, Trust, TrustedKeys
 url, mode = sys.argv[2], sys.argv[3]
@@ -77,12 +80,15 @@ print(json.dumps({
 """
 
 
-def measure(code: Path, url: str, mode: str, verified: Path) -> dict[str, Any]:
+def measure(
+    code: Path, url: str, mode: str, verified: Path, *, gc_off: bool = False
+) -> dict[str, Any]:
     argv = [sys.executable, "-c", CHILD, str(code), url, mode, RECORD_SEED, str(verified)]
     if mode == "write":
         argv.append(CHECKPOINT_KEY)
+    env = {**os.environ, "VERIFY_BENCH_GC_OFF": "1"} if gc_off else None
     # The child imports the code under test only: not this checkout's through the cwd.
-    out = subprocess.run(argv, check=False, capture_output=True, text=True, cwd="/")
+    out = subprocess.run(argv, check=False, capture_output=True, text=True, cwd="/", env=env)
     if out.returncode != 0:
         raise SystemExit(f"{mode} with {code} failed:\n{out.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -155,15 +161,17 @@ def copy_to_postgres(sqlite_path: Path, url: str, first: int, last: int) -> None
 def run(
     label: str, url: str, args: argparse.Namespace, verified: Path, results: list[dict[str, Any]]
 ) -> None:
-    codes = (
-        [("before", args.before), ("after", args.after)] if args.before else [("after", args.after)]
-    )
+    codes = [("before", args.before), ("after", args.after)] if args.before else []
+    codes = codes or [("after", args.after)]
+    if args.cli:
+        codes.append(("after-cli", args.after))  # the command's way: no cyclic collector
     for round_no in range(1, args.rounds + 1):
-        for mode in ("links", "full", "since"):
+        for mode in args.modes.split(","):
             for code_name, code in codes:
                 if mode == "since" and code_name == "before":
                     continue  # the old code has no verified checkpoints
-                figures = measure(Path(code), url, mode, verified)
+                gc_off = code_name == "after-cli"
+                figures = measure(Path(code), url, mode, verified, gc_off=gc_off)
                 row = {"backend": label, "code": code_name, "mode": mode, "round": round_no}
                 row.update(figures)
                 results.append(row)
@@ -179,6 +187,8 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=ROOT, help="the new code's (default: here)")
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--modes", default="links,full,since")
+    parser.add_argument("--cli", action="store_true", help="also the new code with gc off")
     args = parser.parse_args()
     from audit.migrate import upgrade
 
@@ -215,7 +225,7 @@ def main() -> None:
     print(f"load average at end: {Path('/proc/loadavg').read_text().strip()}")
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "verify_bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / f"verify_bench-{int(time.time())}.json").write_text(json.dumps(results, indent=2) + "\n")
     print(
         f"{'backend':9} {'code':7} {'mode':6} {'events/s':>9} {'CPU us/ev':>9} {'RSS MB':>7} load"
     )
