@@ -19,7 +19,7 @@ from audit import AuditStore, EventKind, StoredEvent
 from audit.canonical import digest
 from audit.migrate import upgrade
 from gateway import Gateway, Settings
-from gateway._attachment_payloads import restored, stored_payloads
+from gateway._attachment_payloads import restore, restored, stored_payloads
 from gateway._record_keys import record_signer
 from gateway.cli import main
 from tests.fakes.messages_api import FakeMessagesAPI
@@ -210,3 +210,18 @@ def test_on_postgresql_the_pdf_is_one_row_and_both_bodies_restore(
         bodies = [restored(store, e, "request_body") for e in requests]
         assert store.verify().ok
     assert bodies == [r.body for r in fake_api.requests]
+
+
+def test_an_image_a_tool_result_carries_is_stored_on_its_own() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+    image = {"type": "base64", "media_type": "image/png", "data": _b64(png)}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": [{"type": "image", "source": image}],
+    }
+    body = {"model": "m", "messages": [{"role": "user", "content": [result]}]}
+    wire = json.dumps(body).encode()
+    payloads = stored_payloads("request_body", wire)
+    assert payloads["attachment.1"] == png
+    assert restore(payloads["request_body"], {digest(png): png}.__getitem__) == wire
