@@ -284,3 +284,40 @@ def test_cli_says_before_walking_that_it_cannot_sign(tmp_path: Path) -> None:
     )
     assert result.exit_code != 0 and "GATEWAY_CHECKPOINT_KEY" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "v.json").exists()
+
+
+def test_verified_checkpoints_chain_each_resting_on_the_one_before(signed: AuditStore) -> None:
+    first = _verified(signed)
+    _append_more(signed)
+    relied = checkpoints.relied_on(first, TRUST.keys, {checkpoints.public_key(KEY)})
+    report = signed.verify(trust=TRUST, relied=relied, measure_head=True)
+    assert report.ok and report.signatures_checked_from == first.seq + 1
+    second = checkpoints.loads(
+        checkpoints.dumps(signed.verified_checkpoint(report, KEY, rests_on=first))
+    )
+    assert second.verified is not None and second.verified.rests_on is not None
+    assert (second.verified.rests_on.seq, second.verified.rests_on.hash) == (
+        first.seq,
+        first.hash,
+    )
+    _append_more(signed, 1)
+    later = _since(signed, second)
+    assert later.ok and later.signatures_checked_from == second.seq + 1
+
+
+def test_a_key_withdrawn_since_the_checkpoint_fails_its_old_events(any_url: str) -> None:
+    """Events signed by a key that the attesting verify trusted but this one does not: the
+    checkpoint cannot stand for them (untrusted_signer), though their signatures are fine."""
+    retired = Signer.from_text("43" * 32)
+    with AuditStore.open(any_url, signer=retired) as old:
+        old.append(EventDraft(kind=EventKind.REQUEST, request_id="old", task="t"))
+    both = Trust(TrustedKeys.of([RECORD.public_key, retired.public_key]))
+    with AuditStore.open(any_url, signer=RECORD) as store:
+        store.append(EventDraft(kind=EventKind.REQUEST, request_id="new", task="t"))
+        report = store.verify(trust=both, measure_head=True)
+        assert report.ok, report.defects
+        cp = checkpoints.loads(checkpoints.dumps(store.verified_checkpoint(report, KEY)))
+        pins = {checkpoints.public_key(KEY)}
+        assert store.verify(trust=both, relied=checkpoints.relied_on(cp, both.keys, pins)).ok
+        now = store.verify(trust=TRUST, relied=checkpoints.relied_on(cp, TRUST.keys, pins))
+    assert [(d.seq, d.kind) for d in now.defects] == [(1, DefectKind.UNTRUSTED_SIGNER)]
