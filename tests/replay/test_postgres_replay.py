@@ -7,6 +7,7 @@ import pytest
 
 from audit import AuditStore, EventDraft, EventKind
 from audit.migrate import upgrade
+from gateway import Gateway
 from gateway.catalog import Catalog
 from gateway.experiment import EXPERIMENT_CALLER
 from gateway.replay import Outcome, Replayer, RequestReplay, Selection
@@ -31,7 +32,10 @@ def test_a_verify_on_postgresql_pages_streams_and_leaves_experiments_out(
         gw.complete("compliance_review", f"Pay {i} EUR to ACME.", caller="payments-svc").request_id
         for i in range(3)
     ]
-    sample = gw.complete("compliance_review", "Pay 9 EUR.", caller=EXPERIMENT_CALLER).request_id
+    # Only a gateway that derives its policies (as the experiment runner does) may record
+    # under the reserved experiment caller.
+    with Gateway(gw.settings, policy_transform=lambda policy: policy) as runner:
+        sample = runner.complete("compliance_review", "Pay 9 EUR.", caller=EXPERIMENT_CALLER)
     with AuditStore.open(pg_url) as store:
         # An event without a caller is not an experiment's: IS DISTINCT FROM keeps it.
         store.append(EventDraft(kind=EventKind.EXPORT, request_id="exp_1", data={}))
@@ -40,7 +44,7 @@ def test_a_verify_on_postgresql_pages_streams_and_leaves_experiments_out(
         selected = load_selection(store, Selection(limit=None), page=2)
         assert [r.request_id for r in selected] == ids
         with_samples = load_selection(store, Selection(limit=None, include_experiments=True))
-        assert [r.request_id for r in with_samples] == [*ids, sample]
+        assert [r.request_id for r in with_samples] == [*ids, sample.request_id]
         seen: list[RequestReplay] = []
         replayer = Replayer(store, Catalog.load())
         report = replayer.run(replayer.prepare(Selection(limit=None)), seen.append, keep_rows=False)
