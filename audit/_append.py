@@ -320,8 +320,11 @@ class _ContentCheck:
     future request body would otherwise stand in for the bytes that were sent.
 
     - SQLite (``enabled``): the transaction holds the write lock throughout, so the rows found
-      *before* the insert are the only ones that can differ; only those (rarely any) are read
-      back and compared byte for byte.
+      *before* the insert are the only ones that can differ. The insert skips those (``ON
+      CONFLICT DO NOTHING``) and counts the rows it did write; only when it wrote fewer than
+      it was given (rarely) are the batch's rows read back and compared byte for byte, inside
+      the same transaction, so a conflict still rolls everything back. Usually every row is
+      new, and the read costs nothing.
     - PostgreSQL: the database checks it in the same statements, at no extra round trip. Its
       content trigger (0007) refuses a row that does not hash to its key from every role, and
       the chain guard refuses an event that references such a row (one stored earlier, or by
@@ -376,7 +379,8 @@ def conflict_of(exc: SQLAlchemyError) -> ContentConflict | None:
     return ContentConflict(table or "content", [key] if key else [])
 
 
-# Runs one statement inside the append transaction: with params, executemany and no rows back;
+# Runs one statement inside the append transaction: with params, executemany and back the
+# number of rows it wrote, as the one item of a list (-1 when the driver does not know);
 # without, execute and every row back.
 Run = Callable[[str, "list[tuple[Any, ...]] | None"], list[Any]]
 
@@ -432,7 +436,7 @@ class _SqliteWriter:
                 if params is None:
                     return list(cur.execute(sql).fetchall())
                 cur.executemany(sql, params)
-                return []
+                return [cur.rowcount]  # rows written: ON CONFLICT skips are not counted
 
             try:
                 cur.execute(statement)
@@ -481,8 +485,7 @@ class _EngineWriter:
             def run(sql: str, params: list[tuple[Any, ...]] | None) -> list[Any]:
                 if params is None:
                     return list(conn.exec_driver_sql(sql).all())
-                conn.exec_driver_sql(sql, params)
-                return []
+                return [conn.exec_driver_sql(sql, params).rowcount]
 
             yield run
 
@@ -564,11 +567,17 @@ class Appender:
                     policy = item.policy_row
                     if policy and policy["fingerprint"] not in known.policies:
                         policies[policy["fingerprint"]] = policy
-                self._content.compare(run, payloads, policies)
+                # A content row is compared only when one was there already (the insert
+                # wrote fewer rows than it was given): see _ContentCheck.
+                written = 0
                 if payloads:
-                    run(self._payloads.sql, self._payloads.params(list(payloads.values())))
+                    params = self._payloads.params(list(payloads.values()))
+                    written += run(self._payloads.sql, params)[0]
                 if policies:
-                    run(self._policies.sql, self._policies.params(list(policies.values())))
+                    params = self._policies.params(list(policies.values()))
+                    written += run(self._policies.sql, params)[0]
+                if written != len(payloads) + len(policies):
+                    self._content.compare(run, payloads, policies)
                 run(self._events.sql, self._events.params(events))
         except BaseException as exc:
             # Whatever went wrong, the database may not hold what this process saw committed
