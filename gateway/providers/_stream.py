@@ -44,10 +44,13 @@ class MalformedStream(Exception):
 
 class StreamErrorEvent(Exception):
     """An ``error`` event inside a 200 stream; ``body`` is its data (``{"type": "error",
-    "error": {...}}``) or the raw text when it is not JSON."""
+    "error": {...}}``) or the raw text when it is not JSON. ``preceding``: the events that
+    came before it in the same chunk, which the stream delivers before the error (however
+    the bytes were cut, the caller sees what the upstream sent, in order)."""
 
-    def __init__(self, body: object) -> None:
+    def __init__(self, body: object, preceding: list[dict[str, Any]] | None = None) -> None:
         self.body = body
+        self.preceding = preceding or []
         super().__init__("an error event arrived inside the stream")
 
 
@@ -220,7 +223,7 @@ class StreamRelay:
                     body: object = json.loads(data)
                 except ValueError:
                     body = data
-                raise StreamErrorEvent(body)
+                raise StreamErrorEvent(body, out)
             if name in SKIPPED_EVENTS or not data:
                 continue
             try:

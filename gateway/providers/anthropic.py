@@ -359,15 +359,22 @@ class _Call:
             raise _sdk.MalformedResponse(http)
         return http
 
-    def events(self, http: httpx2.Response, chunk: bytes) -> list[dict[str, Any]]:
-        """The events complete in ``chunk`` (to be forwarded), or the attempt's failure: an
-        ``error`` event as the SDK raises it, anything unreadable as a malformed response."""
+    def events(self, http: httpx2.Response, chunk: bytes) -> Iterator[dict[str, Any]]:
+        """The events complete in ``chunk`` (to be forwarded), then the attempt's failure if
+        it has one: an ``error`` event as the SDK raises it, anything unreadable as a
+        malformed response. The events before an error in the same chunk are forwarded
+        first: whether they were delivered decides whether the attempt may be retried, and
+        that must not depend on how the bytes were cut."""
         try:
             events = self._relay.feed(chunk)
         except StreamErrorEvent as exc:
+            yield from self._delivering(exc.preceding)
             raise _sdk.stream_error(self._stream_client, http, exc.body) from None
         except (MalformedStream, KeyError, TypeError, AttributeError, UnicodeDecodeError):
             raise _sdk.MalformedResponse(http) from None
+        yield from self._delivering(events)
+
+    def _delivering(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if events:
             if self._first_event is None:
                 self._first_event = time.monotonic()
