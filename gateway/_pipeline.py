@@ -164,6 +164,7 @@ class RequestPipeline:
             model_version = self.providers.model_version(model.provider, model.id)
         except (PolicyError, InputError) as exc:
             self._record_rejected(request_id, task, caller, policy, overrides, exc)
+            exc.request_id = request_id  # the refusal names its REJECTED record
             raise
         return Prepared(
             request_id=request_id,

@@ -391,35 +391,54 @@ class AsyncGateway(_Client):
         caller: str | None = None,
         overrides: Mapping[str, object] | None = None,
         timeout: float | None = None,
+        on_request_id: Callable[[str], object] | None = None,
     ) -> Result:
         """``Gateway.complete`` for asyncio. Cancelled (or timed out by ``asyncio.timeout`` or
         ``wait_for``) after its intent, it records CANCELLED, saying whether the answer had
-        arrived."""
+        arrived. ``on_request_id`` is told the request's id as soon as it is planned, so a
+        caller that cancels the call can still name its audit record."""
         core = self._core
         # The same steps and locking as Gateway.complete, each step one worker-thread hop:
         # a hit makes one hop in all, a record-mode miss two, a replay miss three.
         step = await self._step(
-            core.start, task, prompt, messages, caller, overrides, False, timeout
+            core.start,
+            task,
+            prompt,
+            messages,
+            caller,
+            overrides,
+            False,
+            timeout,
+            told=on_request_id,
         )
         if step.pending:
             async with self._locks.hold(step.prepared.request_hash):
                 return await self._complete(await self._step(core.look_or_begin, step.prepared))
         return await self._complete(step)
 
-    async def _step(self, stage: Callable[..., _Step], *args: Any) -> _Step:
+    async def _step(
+        self, stage: Callable[..., _Step], *args: Any, told: Callable[[str], object] | None = None
+    ) -> _Step:
         """One worker-thread hop that may commit an intent. A cancellation meanwhile cannot
         stop the thread, so it is waited for, and an intent it committed gets its CANCELLED
-        outcome before the cancellation goes on."""
+        outcome before the cancellation goes on. ``told``: given the request id once known."""
         threads = self._core.recorder.threads
         job = threads.submit(stage, *args)
         try:
-            return await job
+            step: _Step = await job
         except asyncio.CancelledError as exc:
             await job.settled()
-            step = None if job.failed() else job.result()
-            if step is not None and step.begun is not None:
-                await threads.to_end(self._core.cancelled, step.prepared, cancel_reason(exc), None)
+            cancelled = None if job.failed() else job.result()
+            if cancelled is not None and told is not None:
+                told(cancelled.prepared.request_id)
+            if cancelled is not None and cancelled.begun is not None:
+                await threads.to_end(
+                    self._core.cancelled, cancelled.prepared, cancel_reason(exc), None
+                )
             raise
+        if told is not None:
+            told(step.prepared.request_id)
+        return step
 
     async def _complete(self, step: _Step) -> Result:
         if step.cached is not None:
@@ -449,14 +468,23 @@ class AsyncGateway(_Client):
         caller: str | None = None,
         overrides: Mapping[str, object] | None = None,
         timeout: float | None = None,
+        on_request_id: Callable[[str], object] | None = None,
     ) -> AsyncStream:
         """``Gateway.stream`` for asyncio: ``async with agw.stream(...) as s: async for event
-        in s: ...``, then ``s.result``."""
+        in s: ...``, then ``s.result``. ``on_request_id``: as for :meth:`complete`."""
 
         async def open_stream(stack: AsyncExitStack) -> Opened:
             core = self._core
             step = await self._step(
-                core.start, task, prompt, messages, caller, overrides, True, timeout
+                core.start,
+                task,
+                prompt,
+                messages,
+                caller,
+                overrides,
+                True,
+                timeout,
+                told=on_request_id,
             )
             if step.pending:
                 await stack.enter_async_context(self._locks.hold(step.prepared.request_hash))

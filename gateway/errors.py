@@ -27,7 +27,11 @@ from typing import Any
 
 
 class GatewayError(Exception):
-    """Base of every error the gateway raises on purpose."""
+    """Base of every error the gateway raises on purpose. ``request_id``: the audit log's
+    id of the request this error ended, when the request was recorded (a refusal is recorded
+    REJECTED, a failed call FAILED); None when nothing was recorded."""
+
+    request_id: str | None = None
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         self.message = message

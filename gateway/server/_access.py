@@ -21,7 +21,7 @@ from gateway._log import log
 
 __all__ = ["AccessLog"]
 
-_FIELDS = ("request_id", "task", "caller", "key_id", "seq", "stream_close_error")
+_FIELDS = ("request_id", "unrecorded", "task", "caller", "key_id", "seq", "stream_close_error")
 
 
 class AccessLog:

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gateway._keys import new_request_id
 from gateway._log import log
 from gateway.errors import GatewayError
 from gateway.server import _routes
@@ -35,10 +36,15 @@ _ROUTER_TYPES = {404: "not_found_error", 405: "invalid_request_error"}
 
 def _respond(request: Request, answer: ErrorAnswer) -> Response:
     headers = dict(answer.headers)
+    # The audit record's id when the request was recorded (refused, failed, cancelled);
+    # otherwise a fresh one that is in no audit record, only in the access log, so that the
+    # error can still be traced there (a missing key, an unknown route, a body too large).
     request_id = answer.request_id or getattr(request.state, "request_id", None)
-    if request_id:
-        headers["request-id"] = request_id
-        request.state.request_id = request_id
+    if request_id is None:
+        request_id = new_request_id()
+        request.state.unrecorded = True
+    headers["request-id"] = request_id
+    request.state.request_id = request_id
     request.state.error_type = answer.error_type
     body = error_body(answer)
     body["request_id"] = request_id

@@ -72,16 +72,27 @@ class ErrorAnswer:
 class ApiError(Exception):
     """An error the server itself answers: a missing key, a body too large, bad JSON."""
 
-    def __init__(self, status: int, error_type: str, message: str, *, retry: bool = False) -> None:
+    def __init__(
+        self,
+        status: int,
+        error_type: str,
+        message: str,
+        *,
+        retry: bool = False,
+        request_id: str | None = None,
+    ) -> None:
         self.status = status
         self.error_type = error_type
         self.message = message
         self.retry = retry
+        self.request_id = request_id  # the audit record it ended, if there is one
         super().__init__(message)
 
     def answer(self) -> ErrorAnswer:
         headers = {} if self.retry else {"x-should-retry": "false"}
-        return ErrorAnswer(self.status, self.error_type, self.message, headers=headers)
+        return ErrorAnswer(
+            self.status, self.error_type, self.message, self.request_id, headers=headers
+        )
 
 
 def _row(error: errors.GatewayError) -> Row:
@@ -111,7 +122,7 @@ def answer_for(error: errors.GatewayError) -> ErrorAnswer:
         message += " The system prompt is the policy's own (its prompt.system_file)."
     if not retry:
         headers["x-should-retry"] = "false"
-    return ErrorAnswer(status, error_type, message, getattr(error, "request_id", None), headers)
+    return ErrorAnswer(status, error_type, message, error.request_id, headers)
 
 
 def upstream_retry_after(error: BaseException) -> dict[str, str]:

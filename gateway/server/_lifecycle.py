@@ -3,12 +3,14 @@
     state = await ServerState.open(settings)     # gateway, caller keys, policies
     with state.tracking():                       # a request's gateway call, counted in flight
         result = await state.gateway.complete(...)
+    state.track(task) ... state.untrack(task)    # a stream: from its intent to its outcome
     await state.close()                          # waits for those calls (the grace period)
 
 Each worker process opens its own state after uvicorn started it (the audit store is
 fork-safe, and nothing is opened before the fork). The task of a request whose gateway call
-is running is tracked, so a shutdown waits for it; one cancelled past the grace period (or
-past its time-out) is recorded CANCELLED by the gateway.
+is running is tracked, a stream's until its outcome is recorded (after its last event went
+out), so a shutdown waits for it before it closes the gateway; one cancelled past the grace
+period (or past its time-out) is recorded CANCELLED by the gateway.
 """
 
 from __future__ import annotations
@@ -87,15 +89,26 @@ class ServerState:
         per request, and cancelling the request would cancel it all the same)."""
         task = asyncio.current_task()
         assert task is not None
-        self.inflight.add(task)
+        self.track(task)
         try:
             yield
         finally:
-            self.inflight.discard(task)
+            self.untrack(task)
+
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """Count ``task`` in flight until :meth:`untrack`: for a stream, whose gateway call
+        outlives its route function (the response streams on after it returned)."""
+        self.inflight.add(task)
+
+    def untrack(self, task: asyncio.Task[Any]) -> None:
+        self.inflight.discard(task)
 
     async def close(self) -> None:
         if self._refresher is not None:
             self._refresher.cancel()
+        # By now uvicorn has waited for the connections and cancelled what was left; what
+        # is still tracked is a call recording its outcome (a cancelled stream closing its
+        # upstream and writing CANCELLED): the gateway must stay open until it has.
         pending = set(self.inflight)
         if pending:
             log.info("server_draining", inflight=len(pending))

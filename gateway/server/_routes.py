@@ -18,6 +18,7 @@ import json
 import math
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -107,6 +108,7 @@ async def messages(request: Request) -> Response:
     request.state.task = call.task
     if call.stream:
         return await _stream(request, state, key, call)
+    told: list[str] = []
     try:
         # Past the time-out the call is cancelled, and the gateway records it CANCELLED.
         with state.tracking():
@@ -116,38 +118,84 @@ async def messages(request: Request) -> Response:
                     messages=call.messages,
                     caller=key.caller,
                     overrides=call.overrides or None,
+                    on_request_id=told.append,
                 )
     except TimeoutError:
-        raise ApiError(
-            504,
-            "timeout_error",
-            f"the request took longer than {state.settings.server_request_timeout_s:g} s; "
-            "it was cancelled, and recorded so.",
-            retry=True,
-        ) from None
+        raise _timed_out(state, told) from None
     note_answer(request, result)
     return JSONResponse(message_body(result), headers=result_headers(result))
+
+
+def _timed_out(state: ServerState, told: list[str]) -> ApiError:
+    """The 504 of a call cancelled at the time-out, naming its CANCELLED record (none when
+    it was cancelled before it was planned)."""
+    return ApiError(
+        504,
+        "timeout_error",
+        f"the request took longer than {state.settings.server_request_timeout_s:g} s; "
+        "it was cancelled, and recorded so.",
+        retry=True,
+        request_id=told[0] if told else None,
+    )
 
 
 async def _stream(
     request: Request, state: ServerState, key: CallerKey, call: MessagesCall
 ) -> Response:
     deadline = asyncio.get_running_loop().time() + state.settings.server_request_timeout_s
+    told: list[str] = []
     opened = state.gateway.stream(
-        call.task, messages=call.messages, caller=key.caller, overrides=call.overrides or None
+        call.task,
+        messages=call.messages,
+        caller=key.caller,
+        overrides=call.overrides or None,
+        on_request_id=told.append,
     )
-    async with asyncio.timeout_at(deadline):
-        stream = await opened.__aenter__()
-    request.state.request_id = stream.request_id
-    events = aiter(stream)
+    # Counted in flight from before its intent until its outcome is recorded (in `finish`,
+    # after the response ended), so a shutdown does not close the gateway under it.
+    task = asyncio.current_task()
+    assert task is not None
+    state.track(task)
     try:
-        # The first event is awaited before the status is sent: a failure before anything
-        # streamed is still an HTTP error the SDKs raise as their typed exception.
-        async with asyncio.timeout_at(deadline):
-            first = await anext(events, None)
+        try:
+            async with asyncio.timeout_at(deadline):
+                stream = await opened.__aenter__()
+        except TimeoutError:
+            raise _timed_out(state, told) from None
+        request.state.request_id = stream.request_id
+        events = aiter(stream)
+        try:
+            # The first event is awaited before the status is sent: a failure before anything
+            # streamed is still an HTTP error the SDKs raise as their typed exception.
+            async with asyncio.timeout_at(deadline):
+                first = await anext(events, None)
+        except BaseException as exc:
+            await opened.__aexit__(type(exc), exc, exc.__traceback__)
+            if isinstance(exc, TimeoutError):
+                raise _timed_out(state, told) from None
+            raise
     except BaseException:
-        await opened.__aexit__(*sys.exc_info())
+        state.untrack(task)
         raise
+
+    closed = False
+
+    async def finish(exc_info: tuple[Any, Any, Any]) -> None:
+        """Close the gateway's stream once (it records the outcome), then stop counting it."""
+        nonlocal closed
+        if closed:
+            return
+        closed = True
+        try:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await opened.__aexit__(*exc_info)
+                except Exception as exc:  # noqa: BLE001 - the outcome is already the gateway's
+                    request.state.stream_close_error = type(exc).__name__
+            with contextlib.suppress(RuntimeError):  # failed or left early: no result
+                note_answer(request, stream.result)
+        finally:
+            state.untrack(task)
 
     async def body() -> AsyncIterator[bytes]:
         exc_info: tuple[Any, Any, Any] = (None, None, None)
@@ -160,24 +208,29 @@ async def _stream(
         except GatewayError as exc:  # recorded by the gateway (FAILED); told in the stream
             answer = answer_for(exc)
             request.state.error_type = answer.error_type
-            yield error_frame(answer)
-        except TimeoutError:
+            yield error_frame(replace(answer, request_id=stream.request_id))
+        except TimeoutError:  # the gateway records CANCELLED as the stream is closed
             exc_info = sys.exc_info()
-            yield error_frame(ApiError(504, "timeout_error", "the stream took too long.").answer())
+            late = ApiError(
+                504, "timeout_error", "the stream took too long.", request_id=stream.request_id
+            )
+            request.state.error_type = late.error_type
+            yield error_frame(late.answer())
         except BaseException:  # a client gone (cancelled): the gateway records CANCELLED
             exc_info = sys.exc_info()
             raise
         finally:
-            with anyio.CancelScope(shield=True):
-                try:
-                    await opened.__aexit__(*exc_info)
-                except Exception as exc:  # noqa: BLE001 - the outcome is already the gateway's
-                    request.state.stream_close_error = type(exc).__name__
-            with contextlib.suppress(RuntimeError):  # failed or left early: no result
-                note_answer(request, stream.result)
+            await finish(exc_info)
+
+    async def never_started() -> None:
+        # The response ended before its body's first step (cancelled at once): the stream
+        # was left, as by a client gone.
+        await finish((asyncio.CancelledError, asyncio.CancelledError(), None))
 
     headers = {"request-id": stream.request_id, **SSE_HEADERS}
-    return EventStreamResponse(body(), media_type="text/event-stream", headers=headers)
+    return EventStreamResponse(
+        body(), closing=never_started, media_type="text/event-stream", headers=headers
+    )
 
 
 def _with_gateway_id(event: dict[str, Any], request_id: str) -> dict[str, Any]:

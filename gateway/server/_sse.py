@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -44,10 +44,29 @@ class EventStreamResponse(StreamingResponse):
 
     The pump is cancelled once, as plain asyncio does - not by a cancel scope that cancels
     again at every await - so the gateway's stream behind it can record its CANCELLED
-    outcome on the way out.
+    outcome on the way out. ``closing`` runs last, whichever way the response ended: a
+    pump cancelled before the body's first step never enters the body generator, so its
+    own ``finally`` cannot be what closes the gateway's stream.
     """
 
+    def __init__(
+        self,
+        content: AsyncIterable[bytes],
+        *,
+        closing: Callable[[], Awaitable[None]],
+        headers: Mapping[str, str] | None = None,
+        media_type: str | None = None,
+    ) -> None:
+        super().__init__(content, headers=headers, media_type=media_type)
+        self.closing = closing
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._pump_and_watch(receive, send)
+        finally:
+            await self.closing()
+
+    async def _pump_and_watch(self, receive: Receive, send: Send) -> None:
         pump = asyncio.ensure_future(self.stream_response(send))
         watch = asyncio.ensure_future(self.listen_for_disconnect(receive))
         try:
