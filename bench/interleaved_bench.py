@@ -7,8 +7,14 @@ helpers (fake in its own process, policies, structlog JSON into /dev/null).
 
     .venv/bin/python bench/interleaved_bench.py --rounds 400 [--json out.json]
 
-To compare two trees in one sitting (e.g. before and after a change), check the old commit
-out into a worktree and run the same script there with PYTHONPATH pointing at it.
+To compare two trees in one sitting (before and after a change), give the old tree (e.g. a
+``git archive`` of the commit before the change, unpacked): ``--baseline TREE --pairs 2`` runs
+this script in a child process per tree, alternating (baseline, this tree, baseline, ...), each
+importing the gateway from its own tree, and prints every run's added latency as a ratio to
+the raw SDK's p50 of the same run:
+
+    git archive BASE | tar -x -C /tmp/base
+    .venv/bin/python bench/interleaved_bench.py --rounds 400 --baseline /tmp/base --pairs 2
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -170,12 +177,44 @@ def report(out: dict) -> dict:
     return {"rows": rows, "derived": derived}
 
 
+SUMMARY = ("miss-os/sync", "miss-fsync/sync", "hit-os/sync", "miss-os/async", "hit-os/async")
+
+
+def compare_trees(args: argparse.Namespace) -> None:
+    """Alternate child runs of this script in the baseline tree and in this one."""
+    trees = {"baseline": args.baseline.resolve(), "this tree": Path(os.getcwd()).resolve()}
+    script = Path(__file__).resolve()
+    runs: list[tuple[str, dict]] = []
+    with tempfile.TemporaryDirectory(prefix="gw-compare-") as tmp:
+        for n in range(args.pairs):
+            for label, tree in trees.items():
+                out = Path(tmp) / f"{n}-{label.replace(' ', '_')}.json"
+                cmd = [sys.executable, str(script), "--rounds", str(args.rounds)]
+                cmd += ["--warmup", str(args.warmup), "--json", str(out)]
+                subprocess.run(cmd, cwd=tree, check=True, stdout=subprocess.DEVNULL)
+                runs.append((label, json.loads(out.read_text())))
+    print(f"{'run':<12}{'load':>6}{'raw p50':>9}" + "".join(f"{n:>18}" for n in SUMMARY))
+    for label, rep in runs:
+        rows, load = rep["rows"], rep["loadavg_before_after"][0][0]
+        cells = "".join(
+            f"{'{:+.3f} {:.2f}x'.format(rows[n]['added'], rows[n]['x_raw_added']):>18}"
+            for n in SUMMARY
+        )
+        print(f"{label:<12}{load:>6.2f}{rows['raw/sync']['p50']:>9.3f}{cells}")
+    print("cells: p50 added over the raw SDK of the same api (ms), and that as a ratio to it")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=600)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--baseline", type=Path, help="another source tree to run alternately")
+    ap.add_argument("--pairs", type=int, default=2, help="with --baseline: runs per tree")
     args = ap.parse_args()
+    if args.baseline is not None:
+        compare_trees(args)
+        return
     configure_logging()
     devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=devnull))
