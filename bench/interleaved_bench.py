@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.getcwd())
 
@@ -184,7 +185,7 @@ def compare_trees(args: argparse.Namespace) -> None:
     """Alternate child runs of this script in the baseline tree and in this one."""
     trees = {"baseline": args.baseline.resolve(), "this tree": Path(os.getcwd()).resolve()}
     script = Path(__file__).resolve()
-    runs: list[tuple[str, dict]] = []
+    runs: list[tuple[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="gw-compare-") as tmp:
         for n in range(args.pairs):
             for label, tree in trees.items():
