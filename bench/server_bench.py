@@ -15,7 +15,8 @@ In one run, on the loopback fake (its own process) and a fresh SQLite file (dura
 
 c=1 runs the three interleaved, call by call (each round in a shuffled order), so load
 changes hit all alike; the figure is the p50 each adds over ``direct``, and the server
-process's CPU time per call (load-independent, one worker only). c=32 runs ``direct`` and ``served`` with ``AsyncAnthropic`` and
+process's CPU time per call (load-independent, one worker only). c=32 runs ``direct`` and
+``served`` with ``AsyncAnthropic`` and
 32 calls in flight: throughput and p50/p99. ``--streams`` adds c=128 ``messages.stream``
 (direct vs served). ``--baseline TREE`` runs a second `gateway serve` from another source
 tree (e.g. ``git archive <commit>`` unpacked) on the same database and fake, interleaved
