@@ -10,7 +10,6 @@ Each command parses its options, calls :class:`gateway.auditing.Auditing` and re
 from __future__ import annotations
 
 import csv
-import gc
 import getpass
 import json
 import sys
@@ -19,9 +18,7 @@ from typing import Any, cast
 
 import click
 
-from audit.signing import key_id
 from gateway._audit_content import RecordedContent
-from gateway._export_verify import ExportVerifyReport
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway._usage import GroupBy, UsageReport, UsageRow
 from gateway.auditing import (
@@ -29,27 +26,20 @@ from gateway.auditing import (
     EventFilter,
     EventKind,
     StoredEvent,
-    VerifyReport,
-    checkpoint_text,
-    read_public_keys,
-    verify_export,
 )
 from gateway.catalog import Catalog
-from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import (
-    Progress,
     echo_json,
     echo_jsonl,
     open_output,
     parse_when,
     shown,
 )
-from gateway.errors import ConfigurationError, GatewayError
+from gateway.cli.verify_cmd import checkpoint_command, verify_command
+from gateway.errors import GatewayError
 from gateway.policy import PolicySet
 from gateway.settings import Settings
-
-PROGRESS_THRESHOLD = 20_000  # below this a verify is over before a bar is worth drawing
 
 
 def _filter_options(fn: Any) -> Any:
@@ -386,264 +376,6 @@ def _print_content(recorded: RecordedContent) -> None:
             _echo_block(_block_text(block))
 
 
-UNPINNED_WARNING = (
-    "WARNING: the checkpoint's signer {signer} is NOT a trusted key: it was accepted only "
-    "because --unsafe-accept-unpinned-checkpoint was given, so it proves nothing about who "
-    "made it."
-)
-
-
-def _unpinned(report: VerifyReport) -> str | None:
-    if report.checkpoint_pinned is not False:
-        return None
-    return UNPINNED_WARNING.format(signer=report.checkpoint_signer or "(none: unsigned)")
-
-
-def _trust_lines(report: VerifyReport) -> list[str]:
-    """What the verify trusted, always said: which keys, legacy rows, the checkpoint."""
-    if not report.signatures_checked:
-        lines = ["record signatures: NOT checked (no trusted keys were given)"]
-    elif report.trusted_keys:
-        keys = ", ".join(f"{k.key_id} ({k.public_key})" for k in report.trusted_keys)
-        lines = [f"record signatures checked against {len(report.trusted_keys)} key(s): {keys}"]
-    else:
-        lines = ["record signatures checked against NO trusted key: pass --public-key FILE"]
-    if report.unsigned_allowed_before is not None:
-        lines.append(
-            f"unsigned events below seq {report.unsigned_allowed_before} accepted "
-            f"(--allow-unsigned-before): {report.unsigned_allowed} found"
-        )
-    attested = report.signatures_attested
-    if attested is not None and report.signatures_checked_from is not None:
-        lines.append(
-            f"record signatures of seq {report.signatures_checked_from}..{report.head_seq} "
-            f"checked here; those of seq 1..{attested.seq} NOT checked again: they rest on "
-            f"the verified checkpoint signed by {attested.public_key} at {attested.created_at} "
-            f"(its hash at seq {attested.seq} matched, its keys and signature columns still hold)"
-        )
-    if report.tree_root_checked:
-        lines.append("Merkle tree root of the checkpoint recomputed from the log")
-    if report.checkpoint_seq is not None:
-        if report.checkpoint_pinned:
-            lines.append(f"checkpoint signed by trusted key {report.checkpoint_signer}")
-        elif (warning := _unpinned(report)) is not None:
-            lines.append(warning)
-    return lines
-
-
-def _print_report(report: VerifyReport, fmt: str) -> None:
-    warning = _unpinned(report)
-    if warning is not None:
-        click.echo(warning, err=True)
-    if fmt == "json":
-        echo_json(report.model_dump(mode="json"))
-        return
-    if report.ok:
-        tail = f", extends checkpoint seq {report.checkpoint_seq}" if report.checkpoint_seq else ""
-        click.echo(
-            f"intact: {report.events_checked} events, head seq {report.head_seq} "
-            f"{shown(report.head_hash)}{tail}"
-        )
-    else:
-        click.echo(
-            f"DEFECTS: {len(report.defects)} found in {report.events_checked} events; "
-            f"first bad seq {report.first_bad_seq}"
-        )
-        for d in report.defects[:50]:
-            seq = d.seq if d.seq is not None else "-"
-            click.echo(f"  seq {seq}: {shown(d.kind.value)}: {shown(d.detail)}")
-    for line in _trust_lines(report):
-        click.echo(shown(line))
-
-
-@audit_group.command("verify")
-@click.option(
-    "--checkpoint",
-    "checkpoint_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Also prove the log still contains and extends this checkpoint.",
-)
-@click.option(
-    "--public-key",
-    "public_key_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A file of Ed25519 public keys (hex, one a line) to trust for record signatures "
-    "and checkpoints, besides the gateway's own and GATEWAY_TRUSTED_KEYS. Repeatable.",
-)
-@click.option(
-    "--allow-unsigned-before",
-    type=click.IntRange(min=1),
-    metavar="SEQ",
-    help="Accept unsigned events below SEQ: a log written before record signatures existed.",
-)
-@click.option(
-    "--unsafe-accept-unpinned-checkpoint",
-    is_flag=True,
-    help="UNSAFE: accept a checkpoint signed by no trusted key (or unsigned); says so.",
-)
-@click.option(
-    "--export",
-    "export_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Verify this JSONL export offline instead of the database (needs --public-key).",
-)
-@click.option(
-    "--since-verified",
-    "since_verified",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A verified checkpoint (from --write-verified) by a trusted key: every link and "
-    "lifecycle check is still made from seq 1, but record signatures only after its seq.",
-)
-@click.option(
-    "--write-verified",
-    "write_verified",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="If the log is intact, write a verified checkpoint of its head to this file, signed "
-    "with GATEWAY_CHECKPOINT_KEY, for a later --since-verified.",
-)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.pass_context
-def audit_verify(
-    ctx: click.Context,
-    checkpoint_file: Path | None,
-    public_key_files: tuple[Path, ...],
-    allow_unsigned_before: int | None,
-    unsafe_accept_unpinned_checkpoint: bool,
-    export_file: Path | None,
-    since_verified: Path | None,
-    write_verified: Path | None,
-    fmt: str,
-) -> None:
-    """Recompute every hash, link and record signature and check each request's life;
-    exit 0 if intact, 1 on any defect. Says which keys it trusted. With --export FILE, the
-    same for an exported slice, without the database: only the given keys are trusted."""
-    # The walk makes no cycles, and the cyclic collector's passes still cost a tenth of a
-    # large verify's CPU with the heap set aside (AuditStore.verify): off for the command.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        _verify(ctx, checkpoint_file, public_key_files, allow_unsigned_before,
-                unsafe_accept_unpinned_checkpoint, export_file, since_verified,
-                write_verified, fmt)  # fmt: skip
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _verify(
-    ctx: click.Context,
-    checkpoint_file: Path | None,
-    public_key_files: tuple[Path, ...],
-    allow_unsigned_before: int | None,
-    unsafe_accept_unpinned_checkpoint: bool,
-    export_file: Path | None,
-    since_verified: Path | None,
-    write_verified: Path | None,
-    fmt: str,
-) -> None:
-    keys = [key for path in public_key_files for key in read_public_keys(path)]
-    if export_file is not None:
-        if (
-            checkpoint_file is not None
-            or allow_unsigned_before
-            or unsafe_accept_unpinned_checkpoint
-            or since_verified is not None
-            or write_verified is not None
-        ):
-            raise click.UsageError("--export takes only --public-key and --format.")
-        exported = verify_export(export_file, keys)
-        _print_export_report(exported, fmt)
-        if not exported.ok:
-            raise CheckFailed()
-        return
-    settings = settings_of(ctx)
-    if write_verified is not None and settings.checkpoint_key is None:
-        # Said before the walk, which may take an hour, not after it.
-        raise ConfigurationError(
-            "--write-verified signs with the checkpoint key, and GATEWAY_CHECKPOINT_KEY is "
-            "not set.",
-            hint="Set GATEWAY_CHECKPOINT_KEY (64 hex characters) and verify again.",
-        )
-    with (
-        Auditing.open(settings) as auditing,
-        Progress("verifying", threshold=PROGRESS_THRESHOLD) as progress,
-    ):
-        report = auditing.verify(
-            checkpoint=checkpoint_file,
-            trusted_keys=keys,
-            allow_unsigned_before=allow_unsigned_before,
-            unsafe_accept_unpinned_checkpoint=unsafe_accept_unpinned_checkpoint,
-            progress=progress,
-            since_verified=since_verified,
-            measure_head=write_verified is not None,
-        )
-        written = None
-        if write_verified is not None and report.ok:
-            written = auditing.verified_checkpoint(report, rests_on=since_verified)
-    _print_report(report, fmt)
-    if written is not None and write_verified is not None:
-        with open_output(write_verified) as out:
-            out.write(checkpoint_text(written))
-        click.echo(
-            f"verified checkpoint at seq {written.seq} written to {shown(write_verified)}",
-            err=True,
-        )
-    if not report.ok:
-        raise CheckFailed()
-
-
-def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
-    if fmt == "json":
-        echo_json(report.model_dump(mode="json"))
-        return
-    span = f"seq {report.first_seq}-{report.last_seq}" if report.events_checked else "no events"
-    export = (
-        f"exported by {shown(report.reviewer or '-')} (EXPORT event seq {report.export_seq}, "
-        f"head seq {report.upto_seq})"
-        if report.export_seq is not None
-        else "no EXPORT record"
-    )
-    filters = ", ".join(f"{k}={shown(v)}" for k, v in report.filters.items()) or "none"
-    if report.ok:
-        click.echo(f"intact: {report.events_checked} events ({span}), {export}")
-    else:
-        click.echo(f"DEFECTS: {len(report.defects)} found in {report.events_checked} events")
-        for d in report.defects[:50]:
-            seq = d.seq if d.seq is not None else "-"
-            click.echo(f"  line {d.line} seq {seq}: {shown(d.kind)}: {shown(d.detail)}")
-        click.echo(export)
-    click.echo(f"filters: {filters}")
-    click.echo(
-        "record signatures checked against "
-        + ", ".join(shown(k) for k in report.trusted_keys)
-        + " (offline: only --public-key keys are trusted)"
-    )
-
-
-@audit_group.command("checkpoint")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--unsigned", is_flag=True, help="Write an unsigned head (no key configured).")
-@click.pass_context
-def audit_checkpoint(ctx: click.Context, output: Path | None, unsigned: bool) -> None:
-    """Record a checkpoint and write the signed head (GATEWAY_CHECKPOINT_KEY); says its seq,
-    head hash, signer key id and where it wrote (on stderr: stdout may be the file)."""
-    with Auditing.open(settings_of(ctx)) as auditing:
-        head = auditing.checkpoint(unsigned=unsigned)
-    with open_output(output) as out:
-        out.write(checkpoint_text(head))
-    signer = (
-        f"signed by {key_id(bytes.fromhex(head.public_key))} (GATEWAY_CHECKPOINT_KEY)"
-        if head.public_key is not None
-        else "UNSIGNED (--unsigned)"
-    )
-    where = shown(output) if output is not None else "standard output"
-    click.echo(
-        f"checkpoint at seq {head.seq}, head {shown(head.hash)}, {signer}; written to {where}",
-        err=True,
-    )
-
-
 @audit_group.command("export")
 @_filter_options
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl")
@@ -688,3 +420,8 @@ def audit_export(
         f"{summary.export_seq}{' (content read recorded)' if with_content else ''}.",
         err=True,
     )
+
+
+# Defined in their own module; added here so `gateway audit` lists them in one group.
+audit_group.add_command(verify_command)
+audit_group.add_command(checkpoint_command)
