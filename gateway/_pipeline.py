@@ -148,6 +148,14 @@ class RequestPipeline:
             self.policies.check_in_effect(policy)  # before its effective_date: refused
             if self._policy_transform is not None:
                 policy = self._policy_transform(policy)
+            if checked_caller == EXPERIMENT_CALLER and policy.derived is None:
+                # A transform that derives nothing (an identity) would otherwise hide
+                # production requests among the samples under the task's own fingerprint.
+                raise InputError(
+                    f"caller {EXPERIMENT_CALLER!r} is reserved for requests under a derived "
+                    f"policy (`gateway experiment` samples); task {task!r} is not derived here.",
+                    hint="Name the service itself, such as 'payments-svc'.",
+                )
             if not counting:
                 _check_stream_mode(policy, stream)
             model = self.catalog.get(policy.model_id)
@@ -218,7 +226,7 @@ class RequestPipeline:
     ) -> None:
         shown_caller = safe_label(caller) if caller is not None else None
         claimed = None
-        if shown_caller == EXPERIMENT_CALLER and not self._derives_policies:
+        if shown_caller == EXPERIMENT_CALLER and (policy is None or policy.derived is None):
             # A refusal recorded under the reserved name would be left out of `audit list`
             # like an experiment sample: the attempt is listed, the claimed name kept in data.
             shown_caller, claimed = None, EXPERIMENT_CALLER

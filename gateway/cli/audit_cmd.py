@@ -131,7 +131,9 @@ def audit_list(
 
 def experiments_left_out_line(count: int) -> str:
     """The footer of a selection that left experiment samples out (audit list, replay)."""
-    return f"{count} experiment request(s) left out (use --include-experiments)"
+    return (
+        f"{count} experiment request(s) matching the filters left out (use --include-experiments)"
+    )
 
 
 def _selection_text(filters: dict[str, Any]) -> str:

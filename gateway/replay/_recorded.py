@@ -64,6 +64,12 @@ class Recorded:
     payloads: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
+    def checkable(self) -> bool:
+        """It reached the intent stage under a known policy, so verify's offline checks apply
+        (a ``skip`` then means only that re-sending it would not replay it)."""
+        return self.request is not None and self.policy is not None
+
+    @property
     def first(self) -> StoredEvent:
         return self.request or self.events[0]
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from audit import AuditStore, EventDraft, EventKind
+from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from gateway._attachment_payloads import stored_payloads
+from gateway._inputs import EXPERIMENT_CALLER
 from gateway._keys import GATEWAY_VERSION, request_hash_for
 from gateway._recording import CallLabels, Intent, Recorder, Sent
 from gateway.catalog import Catalog, ModelInfo
@@ -203,7 +204,10 @@ class Replayer:
         )
 
     def _replay_one(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> _Row:
-        if recorded.skip is not None:
+        # Verify's checks are offline (re-plan, hashes, bodies, digests), so they run on a
+        # record of provider-run tools too; only re-sending it depends on the outside world.
+        verifiable = prepared.mode is Mode.VERIFY and recorded.checkable
+        if recorded.skip is not None and not verifiable:
             return _Row({"outcome": Outcome.SKIPPED, "reason": recorded.skip})
         row = _Row({}, policy=recorded.policy)
         row.request_hash = recorded.request.request_hash if recorded.request else None
@@ -318,6 +322,13 @@ class Replayer:
         self._keep_sent(row, sent)
         return row
 
+    def _event_caller(self, first: StoredEvent) -> str | None:
+        """Who a replay event is recorded under: the operator, else the replayed request's
+        caller, but never the experiment caller (the replay's own record must stay listed)."""
+        if self.operator is not None:
+            return self.operator
+        return first.caller if first.caller != EXPERIMENT_CALLER else None
+
     def _send(self, call: _Call, body: dict[str, Any], row: _Row) -> Sent:
         """Record the intent (exact wire bytes), then send, recording each failed attempt."""
         first = call.recorded.first
@@ -326,7 +337,7 @@ class Replayer:
         labels = CallLabels(
             request_id=call.run_id,
             task=first.task,
-            caller=self.operator or first.caller,
+            caller=self._event_caller(first),
             policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
             request_hash=call.request_hash,
             attempt_context={"original_request_id": call.recorded.request_id},
@@ -408,7 +419,7 @@ class Replayer:
         labels = CallLabels(
             request_id=run_id,
             task=first.task,
-            caller=self.operator or first.caller,
+            caller=self._event_caller(first),
             policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
             request_hash=built.request_hash,
         )

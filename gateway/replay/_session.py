@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from gateway._inputs import check_name
+from gateway._inputs import EXPERIMENT_CALLER, check_name
 from gateway._recording import Recorder
 from gateway.catalog import Catalog
+from gateway.errors import InputError
 from gateway.providers.registry import Providers
 from gateway.replay._model import ReplayReport
 from gateway.replay._recorded import Selection
@@ -48,6 +49,11 @@ class ReplaySession:
     ) -> ReplaySession:
         """``operator``: who runs the replay, recorded as its events' caller."""
         operator = check_name(operator, "operator", example="j.smith")
+        if operator == EXPERIMENT_CALLER:  # its events would be left out with the samples
+            raise InputError(
+                f"{EXPERIMENT_CALLER!r} is reserved for experiment samples, not an operator.",
+                hint="Name who runs the replay, such as 'j.smith'.",
+            )
         catalog = Catalog.load(settings.catalog_override)
         recorder = Recorder.open(settings, create=False)
         return cls(recorder, catalog, providers or Providers(settings), operator=operator)

@@ -4,6 +4,7 @@ them out unless --include-experiments is given, and the human output says how ma
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from gateway.experiment import EXPERIMENT_CALLER, SamplingConfig, run_experiment
 
 GREEDY = SamplingConfig(name="greedy", temperature=0.0)
 SAMPLES = 3
+FOOTER = "experiment request(s) matching the filters left out (use --include-experiments)"
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,7 @@ def test_audit_list_leaves_experiments_out_and_says_how_many(
     assert result.exit_code == 0, result.output
     assert log.production in result.stdout
     assert EXPERIMENT_CALLER not in result.stdout
-    assert f"{SAMPLES} experiment request(s) left out (use --include-experiments)" in (
-        result.stdout
-    )
+    assert f"{SAMPLES} {FOOTER}" in result.stdout
     rows = json.loads(cli("audit", "list", "--format", "json").stdout)
     assert [r["request_id"] for r in rows] == [log.production]
 
@@ -91,7 +91,7 @@ def test_replay_selections_leave_experiments_out(cli: Callable[..., Result], log
         assert data["experiments_left_out"] == SAMPLES
     table = cli("replay", "--all").stdout
     assert "1 passed" in table
-    assert f"{SAMPLES} experiment request(s) left out (use --include-experiments)" in table
+    assert f"{SAMPLES} {FOOTER}" in table
 
 
 def test_replay_includes_them_when_asked_or_named(cli: Callable[..., Result], log: Log) -> None:
@@ -134,3 +134,40 @@ def test_no_ordinary_caller_can_hide_under_the_experiment_name(
     # the refused attempt is listed (not hidden with the samples), the claimed name kept
     (rejected,) = [e for e in events if e.kind == "rejected"]
     assert rejected.caller is None and rejected.data["claimed_caller"] == EXPERIMENT_CALLER
+
+
+def test_a_transform_that_derives_nothing_cannot_use_the_experiment_caller(
+    policy_dir: Path, sqlite_url: str
+) -> None:
+    """An identity transform would record production requests, under the task's own
+    fingerprint, among the samples the listing leaves out."""
+    from gateway.errors import InputError
+
+    with (
+        Gateway(
+            Settings(policy_dir=policy_dir, database_url=sqlite_url, durability="os"),
+            policy_transform=lambda policy: policy,
+        ) as gw,
+        pytest.raises(InputError, match="reserved for requests under a derived policy"),
+    ):
+        gw.complete("offline_demo", "The reviewer reads the", caller=EXPERIMENT_CALLER)
+
+
+def test_a_replay_of_samples_is_itself_listed(cli: Callable[..., Result], log: Log) -> None:
+    """Replaying experiment samples records REPLAY events, which must not hide with them."""
+    from audit import AuditStore
+    from gateway.errors import InputError
+    from gateway.replay import ReplaySession, Selection
+
+    settings = Settings(
+        policy_dir=Path(os.environ["GATEWAY_POLICY_DIR"]),
+        database_url=os.environ["GATEWAY_DATABASE_URL"],
+        durability="os",
+    )
+    with ReplaySession.open(settings) as session:
+        session.run(session.prepare(Selection(limit=None, include_experiments=True)))
+    with pytest.raises(InputError, match="reserved for experiment samples"):
+        ReplaySession.open(settings, operator=EXPERIMENT_CALLER)
+    with AuditStore.open(settings.database_url) as store:
+        replays = [e for e in store.iter_events() if e.kind == "replay"]
+    assert replays and all(e.caller != EXPERIMENT_CALLER for e in replays)

@@ -9,7 +9,8 @@ from audit import AuditStore, EventDraft, EventKind
 from audit.migrate import upgrade
 from gateway import Gateway
 from gateway.catalog import Catalog
-from gateway.experiment import EXPERIMENT_CALLER
+from gateway.experiment import EXPERIMENT_CALLER, SamplingConfig, derive_policy
+from gateway.policy import Policy
 from gateway.replay import Outcome, Replayer, RequestReplay, Selection
 from gateway.replay._loading import load_selection
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
@@ -32,9 +33,13 @@ def test_a_verify_on_postgresql_pages_streams_and_leaves_experiments_out(
         gw.complete("compliance_review", f"Pay {i} EUR to ACME.", caller="payments-svc").request_id
         for i in range(3)
     ]
+
     # Only a gateway that derives its policies (as the experiment runner does) may record
     # under the reserved experiment caller.
-    with Gateway(gw.settings, policy_transform=lambda policy: policy) as runner:
+    def derived(policy: Policy) -> Policy:
+        return derive_policy(policy, SamplingConfig(name="sample"))
+
+    with Gateway(gw.settings, policy_transform=derived) as runner:
         sample = runner.complete("compliance_review", "Pay 9 EUR.", caller=EXPERIMENT_CALLER)
     with AuditStore.open(pg_url) as store:
         # An event without a caller is not an experiment's: IS DISTINCT FROM keeps it.
