@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit import AuditStore
+from audit.authenticity import SignatureCheck, check_outcome
 from gateway._output_check import check_json_output, response_text
 from gateway._recording import Sent
 from gateway.catalog import Catalog
@@ -22,10 +23,16 @@ from gateway.replay._recorded import Recorded, response_json
 
 
 def compare_answers(
-    store: AuditStore, catalog: Catalog, recorded: Recorded, sent: Sent, asked: str | None
+    store: AuditStore,
+    catalog: Catalog,
+    recorded: Recorded,
+    sent: Sent,
+    asked: str | None,
+    signature: SignatureCheck | None = None,
 ) -> dict[str, Any]:
     """``asked``: the model the replay sent to (priced as the one that answered unless
-    the answer names another)."""
+    the answer names another). ``signature``: the read path's record-signature check; the
+    recorded answer is shown only once its record checks out, as everywhere it is shown."""
     if sent.reply is None:
         return {"outcome": Outcome.FAILED, "reason": str(sent.error or "no answer")}
     new_text = response_text(sent.reply.response)
@@ -36,6 +43,14 @@ def compare_answers(
         asked_model=asked,
         latency_ms=sent.reply.latency_ms,
     )
+    if recorded.response is not None:
+        problems = check_outcome(store, recorded.response, signature=signature)
+        if problems:
+            return {
+                "outcome": Outcome.FAILED,
+                "reason": f"the recorded answer did not check out ({problems[0]}); not shown.",
+                "replayed_answer": replayed,
+            }
     old = response_json(store, recorded)
     if old is None:
         compared = compare_text("", new_text)

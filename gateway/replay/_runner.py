@@ -262,7 +262,9 @@ class Replayer:
             request_hash=row.request_hash,
         )
         sent = self._send(call, body, row)
-        row.fields = compare_answers(self.store, self.catalog, recorded, sent, recorded.model_id)
+        row.fields = compare_answers(
+            self.store, self.catalog, recorded, sent, recorded.model_id, self.recorder.signature
+        )
         if sent.reply is not None:
             current = self.providers.model_version(call.provider, str(request.data.get("model_id")))
             if current != request.data.get("model_version"):
@@ -318,7 +320,11 @@ class Replayer:
             request_hash=row.request_hash,
         )
         sent = self._send(call, plan.body, row)
-        row.fields.update(compare_answers(self.store, self.catalog, recorded, sent, target.id))
+        row.fields.update(
+            compare_answers(
+                self.store, self.catalog, recorded, sent, target.id, self.recorder.signature
+            )
+        )
         self._keep_sent(row, sent)
         return row
 
