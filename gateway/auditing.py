@@ -373,9 +373,10 @@ class Auditing:
         ``unsafe_accept_unpinned_checkpoint`` - then the report's ``checkpoint_pinned`` is
         False, and whoever shows it must say so.
 
-        ``since_verified``: a verified checkpoint (:meth:`verified_checkpoint`) by a pinned
-        key, never accepted unpinned; the record signatures it attests are not checked again
-        (audit.checkpoint.relied_on says what is). ``measure_head``: for a verified checkpoint.
+        ``since_verified``: a verified checkpoint (:meth:`verified_checkpoint`) signed by
+        ``GATEWAY_CHECKPOINT_KEY`` (not a record key), never accepted unpinned; the record
+        signatures it attests are not checked again (audit.checkpoint.relied_on says what is).
+        ``measure_head``: for a verified checkpoint.
         """
         keys = trusted_record_keys(self._settings, self._store.signer, trusted_keys)
         head = None
@@ -386,10 +387,14 @@ class Auditing:
             pins.add(checkpoints.public_key(own))
         base = relied = None
         if since_verified is not None:
+            # Only the checkpoint key attests a verify: a record key's holder (a rotated-out
+            # key still trusted for its old events, a partner's) must not be able to vouch
+            # for the signatures a later verify then skips.
+            attesters = {checkpoints.public_key(own)} if own is not None else set()
             base = self._load_checkpoint(since_verified)
             with translated():
                 self._store.check_checkpoint(base)
-                relied = checkpoints.relied_on(base, keys, pins)
+                relied = checkpoints.relied_on(base, keys, attesters)
         if checkpoint is not None:
             head = self._load_checkpoint(checkpoint)
             with translated():

@@ -275,6 +275,24 @@ def test_cli_writes_and_uses_a_verified_checkpoint(tmp_path: Path) -> None:
     assert head.exit_code == 2 and "not a verified checkpoint" in head.output
 
 
+def test_a_record_key_cannot_attest_a_verify(tmp_path: Path) -> None:
+    """A record key's holder (a rotated-out key still trusted for old events, say) who can
+    write the database must not vouch for the signatures a later verify skips: only the
+    checkpoint key attests."""
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    assert _run(url, "db", "upgrade").exit_code == 0
+    _run(url, "audit", "checkpoint", "-o", str(tmp_path / "head.json"))
+    record_seed = (tmp_path / "gateway-record.key").read_text("utf-8").strip()
+    by_record_key = tmp_path / "by-record-key.json"
+    written = _run(
+        url, "audit", "verify", "--write-verified", str(by_record_key),
+        key=bytes.fromhex(Signer.from_text(record_seed).seed_hex()),
+    )  # fmt: skip
+    assert written.exit_code == 0, written.output
+    refused = _run(url, "audit", "verify", "--since-verified", str(by_record_key))
+    assert refused.exit_code == 2 and "not a key this verify trusts" in refused.output
+
+
 def test_cli_says_before_walking_that_it_cannot_sign(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'audit.db'}"
     assert _run(url, "db", "upgrade").exit_code == 0
