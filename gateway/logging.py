@@ -57,7 +57,9 @@ def configure_logging(*, level: str = "INFO", json: bool = True) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # One write per line (the message and its newline together): `print` writes them
+        # apart, and two worker processes on one stderr then interleave mid-line.
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
     hold_sdk_loggers()
