@@ -15,7 +15,9 @@ The table is derived from the log's ``hash`` column and rebuildable (:meth:`rebu
 extended from the highest stored leaf: the right edge of the stored tree (its complete
 subtrees, at most log2(n) rows) plus the new leaves give every new node, one page of events
 per transaction so appenders are never held up for long. Two processes extending at once
-compute the same rows; the second one's inserts are skipped (ON CONFLICT DO NOTHING).
+compute the same rows; the second one's inserts are skipped (ON CONFLICT DO NOTHING), and
+any row that was already there is compared with the hash computed from the log (a row planted
+ahead of its leaves is refused, not built on).
 
 Nothing here is trusted: a row someone altered makes a proof that does not lead to the root,
 and audit.receipts checks every proof it makes against the root before it signs or hands
@@ -162,9 +164,26 @@ class MerkleState:
             )
         dialect = postgresql if self._backend.dialect == "postgresql" else sqlite
         for at in range(0, len(new), 5_000):
-            conn.execute(
-                dialect.insert(MerkleNode).on_conflict_do_nothing(),
-                new[at : at + 5_000],
+            chunk = new[at : at + 5_000]
+            written = conn.execute(dialect.insert(MerkleNode).on_conflict_do_nothing(), chunk)
+            if written.rowcount != len(chunk):  # a row was there already (or unknown: -1)
+                _check_existing(conn, chunk)
+
+
+def _check_existing(conn: Connection, computed: list[dict[str, object]]) -> None:
+    """A node already stored where this extension computed one must be the same hash: a row
+    inserted ahead of time (INSERT alone suffices) under a future position would otherwise
+    stand in for the real node, and every root and proof built on it would be wrong while
+    still agreeing with each other. Another extender racing this one stores the same hash."""
+    wanted = {(int(str(r["level"])), int(str(r["node_index"]))): r["hash"] for r in computed}
+    stored = _nodes(conn, set(wanted))
+    for node, value in wanted.items():
+        if stored[node] != value:
+            raise MerkleStateError(
+                f"the stored Merkle node (level {node[0]}, index {node[1]}) is not the hash "
+                "computed from the log: it was written ahead of its leaves or altered.",
+                hint="Run `gateway audit tree-head --rebuild` (as the tables' owner), then "
+                "`gateway audit verify`.",
             )
 
 

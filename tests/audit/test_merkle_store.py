@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
 
-from audit import AuditStore
+from audit import AuditStore, EventDraft, EventKind
 from audit._merkle_store import MerkleState, MerkleStateError, complete_parts
 from audit.merkle import (
     ProofError,
@@ -222,6 +222,25 @@ def test_a_tampered_stored_node_fails_against_the_signed_root_and_no_receipt_is_
     receipt = make_receipt(store, "req-4", KEY)
     assert receipt.checkpoint.head == head.head
     assert check_receipt(dumps(receipt), [head.public_key]).ok
+
+
+def test_a_node_planted_ahead_of_its_leaves_is_refused_not_built_on(
+    store: AuditStore, raw: Raw
+) -> None:
+    """INSERT alone suffices to put a row where a future subtree will be: the extension must
+    not skip the real node for it (ON CONFLICT) and then fold it into every later root."""
+    fill(store, requests=4)  # 8 events
+    signed_head(store, KEY)  # stored up to 8 leaves
+    raw.execute(  # leaves 8-11, which do not exist yet
+        "INSERT INTO merkle_nodes (level, node_index, hash) VALUES (2, 2, ?)", (b"\x07" * 32,)
+    )
+    for i in range(4):  # 16 events
+        store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"later-{i}", task="t"))
+        store.append(EventDraft(kind=EventKind.RESPONSE, request_id=f"later-{i}", task="t"))
+    with pytest.raises(MerkleStateError, match=r"\(level 2, index 2\) is not the hash computed"):
+        signed_head(store, KEY)
+    with pytest.raises(MerkleStateError):
+        make_receipt(store, "req-1", KEY)  # no receipt over a root built on the planted row
 
 
 def test_a_missing_stored_node_is_named_with_the_rebuild(store: AuditStore, raw: Raw) -> None:
