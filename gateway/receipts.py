@@ -159,8 +159,10 @@ def check_consistency(
     tsa_certs: Sequence[Path] = (),
 ) -> ConsistencyReport:
     """Whether checkpoint ``new`` extends ``old``, proven from the log. Trusted signers:
-    ``public_keys``, ``GATEWAY_TRUSTED_KEYS`` and the key of ``GATEWAY_CHECKPOINT_KEY``."""
-    keys = [*public_keys, *settings.trusted_keys]
+    ``public_keys`` and the key of ``GATEWAY_CHECKPOINT_KEY``. Not the record keys of
+    ``GATEWAY_TRUSTED_KEYS``: a record key's holder who can write the database could rewrite
+    the log and sign both heads to match."""
+    keys = list(public_keys)
     if settings.checkpoint_key is not None:
         keys.append(checkpoints.public_key(_signing_key(settings)))
     if not keys:
