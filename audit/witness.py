@@ -51,6 +51,9 @@ class Witnessed(_Frozen):
     tree_size: int = Field(ge=0)
     root: str  # base64
     cosigned_at: int
+    # The log key (hex) that signed it: one key's trees are one log's, whatever origin a
+    # later note names (None in state files written before this was kept).
+    log_key: str | None = None
 
 
 class WitnessState(_Frozen):
@@ -113,14 +116,34 @@ def cosign(
         head = checked_checkpoint(checkpoint, log_keys)
     except ProofError as exc:
         return refuse(f"the checkpoint's log signature does not check out: {exc}")
-    if previous is not None:
+    signer = next(k for k in log_keys if _signs(checkpoint, k))
+    if previous is None:
+        # A log that signs a fork under a new origin must not start a fresh history here.
+        known = [o for o, seen in state.logs.items() if seen.log_key == signer]
+        if known:
+            return refuse(
+                f"this log key's trees were cosigned under origin {known[0]!r}; a note under "
+                f"origin {checkpoint.origin!r} would start a second history of the same log "
+                "(a fork)"
+            )
+    else:
         reason = _not_an_extension(previous, head, proof_for)
         if reason is not None:
             return refuse(reason)
     note = add_cosignature(checkpoint.note, name, seed, now)
-    witnessed = Witnessed(tree_size=head.size, root=checkpoint.root, cosigned_at=now)
+    witnessed = Witnessed(
+        tree_size=head.size, root=checkpoint.root, cosigned_at=now, log_key=signer
+    )
     new_state = state.model_copy(update={"logs": {**state.logs, checkpoint.origin: witnessed}})
     return CosignResult(checkpoint.model_copy(update={"note": note}), new_state, None, previous)
+
+
+def _signs(checkpoint: TreeCheckpoint, log_key: str) -> bool:
+    try:
+        checked_checkpoint(checkpoint, [log_key])
+    except ProofError:
+        return False
+    return True
 
 
 def _not_an_extension(previous: Witnessed, head: TreeHead, proof_for: ProofSource) -> str | None:

@@ -27,7 +27,7 @@ from audit.cosignature import (
     public_of,
     timestamp_of,
 )
-from audit.merkle import consistency_proof, leaf_hash, tree_head
+from audit.merkle import TreeHead, consistency_proof, leaf_hash, tree_head
 from audit.receipt_checks import check_consistency, check_receipt
 from audit.receipts import (
     dumps,
@@ -141,6 +141,24 @@ def test_a_witness_cosigns_extensions_and_refuses_a_fork_and_a_rollback(
     # a checkpoint older than the one cosigned: rolled back
     rollback = cosign(first.checkpoint, W1, NAME, [LOG_PUBLIC], second.state, lambda m, n: [], NOW)
     assert rollback.refused is not None and "the log shrank" in rollback.refused
+
+
+def test_a_fork_under_a_new_origin_is_refused(store: AuditStore, raw: Raw) -> None:
+    """The witness keeps one history per origin; the log key's holder must not escape it by
+    signing a forked tree under an origin the witness has not seen."""
+    fill(store, requests=3)
+    first = _cosign(store, WitnessState.new(NAME, W1))
+    assert first.refused is None
+    forked = TreeHead(size=first.checkpoint.tree_size, root=b"\x07" * 32)
+    elsewhere = sign_checkpoint(store.store_id + "-x", forked, LOG_KEY)
+    assert elsewhere.origin != first.checkpoint.origin
+    refused = cosign(elsewhere, W1, NAME, [LOG_PUBLIC], first.state, lambda m, n: [], NOW)
+    assert refused.refused is not None and "second history of the same log" in refused.refused
+    # another log, with its own key, is witnessed from its first tree
+    other_key = bytes.fromhex("55" * 32)
+    other = sign_checkpoint(store.store_id + "-y", forked, other_key)
+    fresh = cosign(other, W1, NAME, [public_key(other_key)], first.state, lambda m, n: [], NOW)
+    assert fresh.refused is None
 
 
 def test_a_witness_refuses_a_foreign_signer_and_a_lying_proof(store: AuditStore) -> None:
