@@ -82,10 +82,20 @@ def _read(path: Path, what: str) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    """On disk before the cosigned checkpoint is handed out: a state that a crash could roll
+    back would let the witness cosign a same-size fork afterwards."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(text, encoding="utf-8")
+        with temporary.open("w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, path)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         raise InputError(f"cannot write {path}: {exc.strerror}.") from None
@@ -121,6 +131,8 @@ def witness(
     in place) if it extends what this witness last cosigned; else the reason, and nothing
     is written. Runs on one state file wait for each other."""
     seed = _seed(key)
+    # Through a symlink the lock and the replace would act on the link, not the state.
+    state_file = state_file.resolve()
     with _exclusive(state_file):
         return _witness(settings, checkpoint_file, seed, name, state_file, log_keys, output)
 
