@@ -186,7 +186,9 @@ def checked_checkpoint(cp: TreeCheckpoint, trusted: Iterable[str]) -> TreeHead:
     if len(lines) < 3 or lines[0] != cp.origin:
         raise ProofError("the checkpoint note is not a tree checkpoint of this origin")
     size_text, root_text = lines[1], lines[2]
-    if not size_text.isdigit() or (size_text != "0" and size_text.startswith("0")):
+    # ASCII digits only: isdigit() also takes "²" (int() then raises) and other scripts' digits.
+    plain = size_text.isascii() and size_text.isdigit()
+    if not plain or (size_text != "0" and size_text.startswith("0")):
         raise ProofError(f"the checkpoint's tree size {size_text[:40]!r} is not a number")
     try:
         root = base64.b64decode(root_text, validate=True)

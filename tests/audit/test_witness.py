@@ -97,6 +97,22 @@ def test_a_cosignature_checks_out_and_leaves_the_log_signature_intact(
     )
 
 
+def test_a_junk_line_under_the_witness_name_does_not_hide_its_cosignature(
+    store: AuditStore,
+) -> None:
+    fill(store, requests=2)
+    cp = signed_head(store, LOG_KEY)
+    note = add_cosignature(cp.note, NAME, W1, NOW)
+    real = next(line for line in note.splitlines() if line.startswith(f"\u2014 {NAME} "))
+    blob = base64.b64decode(real.split(" ")[2])
+    junk = base64.b64encode(blob[:4] + bytes(72)).decode()  # same key id, no signature
+    planted = note.replace(real, f"\u2014 {NAME} {junk}\n{real}", 1)
+    [check] = check_cosignatures(planted, [Witness.parse(W1_SPEC)])
+    assert check.ok and check.cosigned_at == NOW
+    [alone] = check_cosignatures(planted.replace(f"{real}\n", ""), [Witness.parse(W1_SPEC)])
+    assert not alone.ok
+
+
 # -- the witness decides -----------------------------------------------------------------------
 
 
