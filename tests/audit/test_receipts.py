@@ -340,3 +340,26 @@ def test_verify_from_to_accepts_an_extension_and_refuses_truncation(
     assert "truncation or rollback" in json.loads(cut.output)["problems"][0]
     alone = run(db, "audit", "verify", "--from", str(old))
     assert alone.exit_code == 2 and "--from and --to go together" in alone.output
+
+
+def test_verify_from_to_does_not_take_a_record_key_as_a_tree_signer(
+    db: str, tmp_path: Path
+) -> None:
+    """A record key's holder (trusted for the events it signed) who can write the database
+    could rewrite the log and sign both heads: only --public-key and the checkpoint key
+    sign tree heads."""
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    env = {"GATEWAY_DATABASE_URL": db, "GATEWAY_CHECKPOINT_KEY": OTHER.hex()}
+    for path in (old, new):
+        made = CliRunner().invoke(main, ["audit", "tree-head", "-o", str(path)], env=env)
+        assert made.exit_code == 0, made.output
+    env = {"GATEWAY_DATABASE_URL": db, "GATEWAY_TRUSTED_KEYS": public_key(OTHER)}
+    refused = CliRunner().invoke(main, ["audit", "verify", "--from", str(old), "--to", str(new)],
+                                 env=env)  # fmt: skip
+    assert refused.exit_code != 0
+    assert "consistent: the tree of" not in refused.output
+    keys = tmp_path / "tree-signer.txt"
+    keys.write_text(public_key(OTHER) + "\n")
+    allowed = run(db, "audit", "verify", "--from", str(old), "--to", str(new),
+                  "--public-key", str(keys))  # fmt: skip
+    assert allowed.exit_code == 0, allowed.output
