@@ -12,7 +12,10 @@ this verify by gateway.cli.receipt_cmd. Each command parses, calls gateway.audit
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -151,28 +154,22 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
-def verify_command(
-    ctx: click.Context,
-    checkpoint_file: Path | None,
-    public_key_files: tuple[Path, ...],
-    allow_unsigned_before: int | None,
-    unsafe_accept_unpinned_checkpoint: bool,
-    export_file: Path | None,
-    since_verified: Path | None,
-    write_verified: Path | None,
-    fmt: str,
-) -> None:
+def verify_command(ctx: click.Context, /, **options: Any) -> None:
     """Recompute every hash, link and record signature and check each request's life;
     exit 0 if intact, 1 on any defect. Says which keys it trusted. With --export FILE, the
     same for an exported slice, without the database: only the given keys are trusted."""
-    # The walk makes no cycles, and the cyclic collector's passes still cost a tenth of a
-    # large verify's CPU with the heap set aside (AuditStore.verify): off for the command.
+    with _collector_off():
+        _verify(ctx, **options)
+
+
+@contextmanager
+def _collector_off() -> Iterator[None]:
+    """The walk makes no cycles, and the cyclic collector's passes still cost a tenth of a
+    large verify's CPU with the heap set aside (AuditStore.verify): off for the command."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        _verify(ctx, checkpoint_file, public_key_files, allow_unsigned_before,
-                unsafe_accept_unpinned_checkpoint, export_file, since_verified,
-                write_verified, fmt)  # fmt: skip
+        yield
     finally:
         if enabled:
             gc.enable()
@@ -180,6 +177,7 @@ def verify_command(
 
 def _verify(
     ctx: click.Context,
+    *,
     checkpoint_file: Path | None,
     public_key_files: tuple[Path, ...],
     allow_unsigned_before: int | None,
