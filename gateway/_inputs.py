@@ -13,6 +13,7 @@ refused as it is found, without recursion.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from gateway.errors import InputError
@@ -153,3 +154,13 @@ def check_name(value: object, what: str, *, example: str) -> str | None:
             hint=hint,
         )
     return value
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """A file the caller named (a checkpoint, a receipt, a state file), as UTF-8 text, or an
+    InputError naming ``what`` it was and why it could not be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise InputError(f"cannot read the {what} {str(path)!r}: {reason}.") from None

@@ -108,6 +108,15 @@ def _unreadable_key(path: Path, exc: OSError | UnicodeDecodeError) -> Configurat
     return ConfigurationError(f"cannot read the key file {str(path)!r}: {reason}.")
 
 
+def public_keys_given(values: tuple[str, ...]) -> list[str]:
+    """Each ``--public-key`` value: a file of keys (one a line) if one is there, else a key."""
+    keys: list[str] = []
+    for value in values:
+        path = Path(value)
+        keys += read_public_keys(path) if path.is_file() else [value]
+    return keys
+
+
 def read_public_keys(path: Path) -> list[str]:
     """The public keys in a file: one a line (hex or base64), blank lines and ``#`` comments
     skipped. :class:`InputError` names the file and line of anything that is not a key."""

@@ -34,6 +34,7 @@ from audit.receipts import (
 from audit.store import AuditStore
 from audit.timestamp import TimeStampCheck
 from gateway._audit_errors import translated
+from gateway._inputs import read_text_file
 from gateway.errors import ConfigurationError, InputError
 from gateway.settings import Settings
 from gateway.timestamping import tsa_roots
@@ -95,7 +96,7 @@ def tree_head(
     key = _signing_key(settings)
     earlier = None
     if proof_from is not None:
-        text = _read(proof_from, "earlier checkpoint")
+        text = read_text_file(proof_from, "earlier checkpoint")
         with translated():
             earlier = load_checkpoint(text)
     store = _open(settings)
@@ -121,14 +122,6 @@ def note_verifier_key(checkpoint: TreeCheckpoint) -> str:
     return verifier_key(checkpoint.origin, bytes.fromhex(checkpoint.public_key))
 
 
-def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-        raise InputError(f"cannot read the {what} {str(path)!r}: {reason}.") from None
-
-
 def check_receipt(
     path: Path,
     public_keys: Sequence[str],
@@ -144,7 +137,7 @@ def check_receipt(
             hint="Pass --public-key KEY (64 hex characters, or a file of keys).",
         )
     roots = tsa_roots(tsa_certs)
-    text = _read(path, "receipt")
+    text = read_text_file(path, "receipt")
     with translated():
         required = [Witness.parse(w) for w in witnesses]
         return _check_receipt(text, public_keys, required, roots)
@@ -170,7 +163,7 @@ def check_consistency(
             "checking checkpoints needs the public key that signed them.",
             hint="Pass --public-key FILE or set GATEWAY_CHECKPOINT_KEY.",
         )
-    old_text, new_text = _read(old, "checkpoint"), _read(new, "checkpoint")
+    old_text, new_text = read_text_file(old, "checkpoint"), read_text_file(new, "checkpoint")
     roots = tsa_roots(tsa_certs)
     with translated():
         required = [Witness.parse(w) for w in witnesses]

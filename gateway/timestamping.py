@@ -34,6 +34,7 @@ from audit.timestamp import (
     time_stamp_query,
 )
 from gateway._audit_errors import translated
+from gateway._inputs import read_text_file
 from gateway.errors import InputError
 
 __all__ = ["StampOutcome", "timestamp", "tsa_roots"]
@@ -99,13 +100,7 @@ def timestamp(
 ) -> StampOutcome:
     """Ask the TSA at ``tsa`` for a token over the checkpoint's text and add it to the file."""
     roots = tsa_roots(tsa_certs)
-    try:
-        text = checkpoint_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-        raise InputError(
-            f"cannot read the checkpoint {str(checkpoint_file)!r}: {reason}."
-        ) from None
+    text = read_text_file(checkpoint_file, "checkpoint")
     with translated():
         checkpoint = load_checkpoint(text)
         query = time_stamp_query(note_text(checkpoint.note))

@@ -36,6 +36,7 @@ from audit.receipts import (
 from audit.store import AuditStore
 from audit.witness import Witnessed, WitnessState, cosign
 from gateway._audit_errors import translated
+from gateway._inputs import read_text_file
 from gateway.errors import InputError
 from gateway.settings import Settings
 
@@ -71,14 +72,6 @@ def _seed(text: str) -> bytes:
             "GATEWAY_WITNESS_KEY.",
         )
     return seed
-
-
-def _read(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-        raise InputError(f"cannot read the {what} {str(path)!r}: {reason}.") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -151,11 +144,11 @@ def _witness(
             "a witness cosigns only checkpoints signed by a log key it trusts.",
             hint="Pass --log-key KEY: the public key of the log's GATEWAY_CHECKPOINT_KEY.",
         )
-    text = _read(checkpoint_file, "checkpoint")
+    text = read_text_file(checkpoint_file, "checkpoint")
     with translated():
         checkpoint = load_checkpoint(text)
         state = (
-            WitnessState.loads(_read(state_file, "witness state"))
+            WitnessState.loads(read_text_file(state_file, "witness state"))
             if state_file.exists()
             else WitnessState.new(name, seed)
         )

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from gateway.auditing import read_public_keys
+from gateway._record_keys import public_keys_given, read_public_keys
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, open_output, shown
@@ -69,15 +69,6 @@ def _witness_lines(checks: Sequence[WitnessCheck], label: str = "") -> None:
         if check.ok and check.cosigned_at is not None:
             when = datetime.fromtimestamp(check.cosigned_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             click.echo(f"{label}cosigned by witness {shown(check.name)} at {when}")
-
-
-def _keys(values: tuple[str, ...]) -> list[str]:
-    """Each ``--public-key``: a file of keys (one a line) if one is there, else a key."""
-    keys: list[str] = []
-    for value in values:
-        path = Path(value)
-        keys += read_public_keys(path) if path.is_file() else [value]
-    return keys
 
 
 @click.command("prove")
@@ -150,7 +141,7 @@ def check_receipt_command(
     """Check a receipt offline, without the database: each event's hash from its body, its
     inclusion proof, the checkpoint's signature and each required witness's cosignature;
     exit 0 if it checks out, 1 if not."""
-    report = check_receipt(receipt_file, _keys(public_keys), witness_keys, tsa_certs)
+    report = check_receipt(receipt_file, public_keys_given(public_keys), witness_keys, tsa_certs)
     _print_receipt(report, fmt)
     if not report.ok:
         raise CheckFailed()

@@ -16,21 +16,13 @@ from pathlib import Path
 
 import click
 
-from gateway.auditing import read_public_keys
+from gateway._record_keys import public_keys_given
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, shown
 from gateway.witnessing import WitnessOutcome, witness
 
 __all__ = ["witness_command"]
-
-
-def _keys(values: tuple[str, ...]) -> list[str]:
-    keys: list[str] = []
-    for value in values:
-        path = Path(value)
-        keys += read_public_keys(path) if path.is_file() else [value]
-    return keys
 
 
 @click.command("witness")
@@ -86,9 +78,8 @@ def witness_command(
     signed by a trusted log key and consistently extends the last tree of that log this
     witness cosigned (the consistency proof comes from GATEWAY_DATABASE_URL and is checked
     against both roots). Exit 0 cosigned, 1 refused with the reason."""
-    outcome = witness(
-        settings_of(ctx), checkpoint_file, key, name, state_file, _keys(log_keys), output
-    )
+    keys = public_keys_given(log_keys)
+    outcome = witness(settings_of(ctx), checkpoint_file, key, name, state_file, keys, output)
     _print(outcome, fmt)
     if outcome.refused is not None:
         raise CheckFailed()
