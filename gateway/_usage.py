@@ -141,13 +141,7 @@ def answer_cost(usage: object, info: ModelInfo | None) -> float | None:
     """The cost of one answer's ``usage`` (the Messages API object) at ``info``'s prices, as
     :func:`usage_report` prices it; None when there is no usage or a kind it used has no price
     (a replay report compares two answers this way)."""
-    if not isinstance(usage, dict):
-        return None
-    counts = {
-        kind: value
-        for kind in TOKEN_KINDS
-        if isinstance(value := usage.get(kind), int) and not isinstance(value, bool) and value >= 0
-    }
+    counts = _token_counts(usage)
     return _cost(counts, info) if counts else None
 
 
@@ -167,7 +161,11 @@ def priced(summary: RequestSummary, catalog: Catalog) -> RequestSummary:
 
 def _usage(event: StoredEvent) -> dict[str, int] | None:
     """The token counts an outcome recorded (non-negative integers only), or None."""
-    usage = event.data.get("usage")
+    return _token_counts(event.data.get("usage"))
+
+
+def _token_counts(usage: object) -> dict[str, int] | None:
+    """The token counts of a Messages-API ``usage`` object (non-negative integers only)."""
     if not isinstance(usage, dict):
         return None
     counts = {
