@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import struct
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict
 
 from audit.errors import CheckpointError
-from audit.signed_note import EM_DASH, MAX_NOTE
+from audit.signed_note import EM_DASH, MAX_NOTE, public_raw_of, typed_key_id, typed_vkey
 
 COSIGNATURE_V1: Final = b"\x04"  # the signed-note signature type of an Ed25519 cosignature
 
@@ -43,18 +41,16 @@ class _Frozen(BaseModel):
 
 
 def public_of(seed: bytes) -> bytes:
-    public = Ed25519PrivateKey.from_private_bytes(seed).public_key()
-    return public.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return public_raw_of(Ed25519PrivateKey.from_private_bytes(seed).public_key())
 
 
 def cosigner_key_id(name: str, public_raw: bytes) -> bytes:
-    return hashlib.sha256(name.encode("utf-8") + b"\n" + COSIGNATURE_V1 + public_raw).digest()[:4]
+    return typed_key_id(name, COSIGNATURE_V1, public_raw)
 
 
 def cosigner_vkey(name: str, public_raw: bytes) -> str:
     """The witness key as C2SP tools write it: ``name+keyid+base64(0x04 || key)``."""
-    b64 = base64.b64encode(COSIGNATURE_V1 + public_raw).decode("ascii")
-    return f"{name}+{cosigner_key_id(name, public_raw).hex()}+{b64}"
+    return typed_vkey(name, COSIGNATURE_V1, public_raw)
 
 
 def signed_message(text: str, timestamp: int) -> bytes:

@@ -32,15 +32,26 @@ def public_raw_of(public: Ed25519PublicKey) -> bytes:
     return public.public_bytes(Encoding.Raw, PublicFormat.Raw)
 
 
+def typed_key_id(name: str, key_type: bytes, public_raw: bytes) -> bytes:
+    """The 4-byte ID of a signed-note key of ``key_type`` (0x01 a note signer, 0x04 a
+    cosigner): SHA-256(name || 0x0A || type || key)[:4]."""
+    return hashlib.sha256(name.encode("utf-8") + b"\n" + key_type + public_raw).digest()[:4]
+
+
+def typed_vkey(name: str, key_type: bytes, public_raw: bytes) -> str:
+    """The key as Go's sumdb/note and C2SP tools name it: ``name+keyid+base64(type||key)``."""
+    b64 = base64.b64encode(key_type + public_raw).decode("ascii")
+    return f"{name}+{typed_key_id(name, key_type, public_raw).hex()}+{b64}"
+
+
 def note_key_id(name: str, public_raw: bytes) -> bytes:
-    """The 4-byte key ID of an Ed25519 note key: SHA-256(name || 0x0A || 0x01 || key)[:4]."""
-    return hashlib.sha256(name.encode("utf-8") + b"\n" + ED25519 + public_raw).digest()[:4]
+    """The key ID of an Ed25519 note key (type 0x01)."""
+    return typed_key_id(name, ED25519, public_raw)
 
 
 def verifier_key(name: str, public_raw: bytes) -> str:
-    """The key as Go's sumdb/note and C2SP tools name it: ``name+keyid+base64(0x01||key)``."""
-    b64 = base64.b64encode(ED25519 + public_raw).decode("ascii")
-    return f"{name}+{note_key_id(name, public_raw).hex()}+{b64}"
+    """An Ed25519 note key as C2SP tools name it (type 0x01)."""
+    return typed_vkey(name, ED25519, public_raw)
 
 
 def sign_note(text: str, name: str, seed: bytes) -> str:
