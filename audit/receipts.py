@@ -179,9 +179,16 @@ def _raw_keys(public_keys: Iterable[str]) -> list[bytes]:
 
 
 def checked_checkpoint(cp: TreeCheckpoint, trusted: Iterable[str]) -> TreeHead:
-    """The tree head ``cp`` signs, once its note verifies under a ``trusted`` key (hex) and
-    says what the file's fields say; :class:`ProofError` otherwise."""
-    text, _ = open_note(cp.note, cp.origin, _raw_keys(trusted))
+    """The tree head ``cp`` signs, once its note verifies under a ``trusted`` key (hex) that is
+    the file's ``public_key``, and says what the file's fields say; :class:`ProofError`
+    otherwise."""
+    text, signer = open_note(cp.note, cp.origin, _raw_keys(trusted))
+    if signer.hex() != cp.public_key.lower():
+        # Reports name the file's public_key as the signer: it must be the key that signed.
+        raise ProofError(
+            f"the file's public_key {cp.public_key[:16]}… is not the key that signed its note "
+            f"({signer.hex()[:16]}…): the file was altered"
+        )
     lines = text[:-1].split("\n")
     if len(lines) < 3 or lines[0] != cp.origin:
         raise ProofError("the checkpoint note is not a tree checkpoint of this origin")

@@ -195,6 +195,20 @@ def test_a_receipt_signed_by_another_key_is_refused(store: AuditStore) -> None:
     assert not report.ok and "signed by no trusted key" in report.problems[0]
 
 
+def test_a_receipt_naming_another_trusted_key_as_its_signer_is_refused(
+    store: AuditStore,
+) -> None:
+    # Both keys are trusted, so the note still opens; the report would name the wrong signer.
+    fill(store, requests=2)
+    text = tampered(
+        dumps(make_receipt(store, "req-1", KEY)),
+        lambda v: v["checkpoint"].update(public_key=public_key(OTHER)),
+    )
+    report = check_receipt(text, [PUBLIC, public_key(OTHER)])
+    assert not report.ok
+    assert any("is not the key that signed its note" in p for p in report.problems)
+
+
 # -- consistency: extension, fork, truncation --------------------------------------------------
 
 
