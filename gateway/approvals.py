@@ -229,6 +229,25 @@ def approval_status(
     }
 
 
+def on_record(store: AuditStore, approval: Approval, signature: SignatureCheck | None) -> bool:
+    """Whether the log already holds ``approval``'s approver signing its fingerprint with its
+    key (pins aside: an approval that does not count is not written again on every run;
+    a planted row that fails its record signature does not stop a genuine one)."""
+    with translated():
+        for event in store.iter_events(kind=EventKind.APPROVAL):
+            data = event.data
+            same = (
+                event.task == approval.task
+                and event.policy_fingerprint == approval.fingerprint
+                and data.get("approver") == approval.approver
+                and data.get("public_key") == approval.public_key
+            )
+            fingerprint = approval.fingerprint
+            if same and _why_not(event, approval.task, fingerprint, None, signature, store) is None:
+                return True
+    return False
+
+
 def check_approvals(
     store: AuditStore,
     policies: PolicySet,

@@ -69,6 +69,7 @@ from gateway.approvals import (
     ApprovalStatus,
     approval_draft,
     approval_status,
+    on_record,
     sign_approval,
     trusted_approvers,
 )
@@ -311,8 +312,8 @@ class Auditing:
     ) -> tuple[ApprovalStatus, bool]:
         """Sign ``task``'s current fingerprint with the approver's key (``approver_key``)
         and record it as an APPROVAL event (the approved policy stored with it); returns the
-        task's approvals after it and whether this approval was recorded (an approver who
-        already approved this fingerprint is not recorded twice)."""
+        task's approvals after it and whether this approval was recorded (an approver whose key
+        already signed this fingerprint in the log is not recorded twice, counted or not)."""
         key = self._settings.approver_key
         if key is None:
             raise ConfigurationError("no approver key is configured.", hint=APPROVER_KEY_HINT)
@@ -320,7 +321,8 @@ class Auditing:
         approval = sign_approval(
             key.get_secret_value(), task=task, fingerprint=policy.fingerprint, approver=approver
         )
-        recorded = approval.approver not in self.approvals(policies, [task])[task].approvers
+        check = signature_check(trusted_record_keys(self._settings, self._store.signer))
+        recorded = not on_record(self._store, approval, check)
         if recorded:
             store = self._writing()
             with translated():

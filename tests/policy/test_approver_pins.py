@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from audit import AuditStore
+from audit import AuditStore, EventKind
 from audit.signing import Signer
 from gateway import Gateway, Settings
 from gateway.approvals import trusted_approvers
@@ -183,3 +183,16 @@ def test_approve_says_when_the_approval_it_recorded_does_not_count(
     result = run(db, *args, GATEWAY_TRUSTED_APPROVERS_FILE=str(pins), GATEWAY_APPROVER_KEY=BOB)
     assert result.exit_code == 0, result.output
     assert "does not count" not in result.output
+
+
+def test_an_approval_that_does_not_count_is_not_written_again_on_every_run(
+    folder: Path, db: str, pins: Path
+) -> None:
+    args = ["policy", "approve", "task_a", "--approver", "carol", "--policy-dir", str(folder)]
+    env = {"GATEWAY_TRUSTED_APPROVERS_FILE": str(pins), "GATEWAY_APPROVER_KEY": MALLORY}
+    for _ in range(3):
+        assert run(db, *args, **env).exit_code == 1  # carol is not pinned: it never counts
+    again = json.loads(run(db, *args, "--format", "json", **env).stdout)
+    assert again["recorded"] is False and again["counted"] is False
+    with AuditStore.open(db) as store:
+        assert len(list(store.iter_events(kind=EventKind.APPROVAL))) == 1
