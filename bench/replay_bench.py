@@ -1,8 +1,9 @@
-"""`gateway replay --verify --all` speed and peak memory on generated logs (issue 16, item 2).
+"""`gateway replay --all` speed and peak memory on generated logs, per mode (issue 16, items 1-2).
 
     $ .venv/bin/python bench/replay_bench.py                       # 20k and 200k requests
     $ .venv/bin/python bench/replay_bench.py --requests 20000 --rounds 3
     $ .venv/bin/python bench/replay_bench.py --requests 20000 --keep /tmp/replay-logs
+    $ .venv/bin/python bench/replay_bench.py --requests 5000,50000 --modes model,verify-report
 
 Each log is generated once: one compliance_review request is recorded through the real
 gateway against the loopback fake (tests/fakes), and its REQUEST and RESPONSE are then repeated
@@ -38,95 +39,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from audit import EventDraft, EventKind  # noqa: E402
-from gateway import Gateway, Settings  # noqa: E402
-from gateway._keys import request_hash_for  # noqa: E402
-from gateway._recording import Recorder  # noqa: E402
-from gateway.catalog import Catalog  # noqa: E402
-from gateway.policy import Policy, plan_request  # noqa: E402
+from tests.support.replay_log import generate  # noqa: E402
 
-TASK = "compliance_review"
-CALLER = "payments-svc"
-BATCH = 2_000  # requests per append_many transaction
-
-
-def _settings(folder: Path, **extra: Any) -> Settings:
-    return Settings(
-        policy_dir=ROOT / "policies",
-        database_url=f"sqlite:///{folder / 'audit.db'}",
-        durability="os",
-        **extra,
-    )
+# The replay command of each --mode (every one over --all); "report" also writes the HTML.
+MODES = {
+    "verify": ["--verify", "--format", "jsonl"],
+    "verify-json": ["--verify", "--format", "json"],
+    "verify-report": ["--verify", "--report", "{work}/report.html"],
+    "model": ["--model", "claude-opus-4-7", "--format", "json"],
+    "model-report": ["--model", "claude-opus-4-7", "--report", "{work}/report.html"],
+}
 
 
-def generate(folder: Path, requests: int) -> float:
-    """Write a log of ``requests`` verifiable requests into ``folder``; seconds taken."""
-    from tests.fakes.messages_api import FakeMessagesAPI, Reply
-
-    started = time.perf_counter()
-    with FakeMessagesAPI() as fake:
-        fake.script(Reply.ok(text="Verdict: compliant.\nNo rule breached."))
-        settings = _settings(
-            folder, anthropic_api_key="sk-ant-bench", anthropic_base_url=fake.base_url
-        )
-        with Gateway(settings) as gw:
-            template_id = gw.complete(TASK, "Pay 10 EUR to ACME.", caller=CALLER).request_id
-    recorder = Recorder.open(settings)
-    store = recorder.store
-    try:
-        request, response = (
-            e
-            for e in store.events_for_request(template_id)
-            if e.kind in (EventKind.REQUEST, EventKind.RESPONSE)
-        )
-        policy = Policy.from_content(store.policy_content(request.policy_fingerprint or "") or {})
-        model = Catalog.load().get(str(request.data["model_id"]))
-        assert model is not None
-        answer = json.loads(store.payload(response.payload_digests["response_body"]))
-        version = request.data.get("model_version")
-        drafts: list[EventDraft] = []
-        for i in range(1, requests):
-            messages = [{"role": "user", "content": f"Pay {i} EUR to ACME, invoice {i:08d}."}]
-            plan = plan_request(policy, model, messages, overrides={}, caller=CALLER)
-            wire = json.dumps(plan.body).encode()
-            request_hash = request_hash_for(plan, version)
-            request_id = f"req_bench{i:010d}"
-            answer["id"] = f"msg_bench{i:010d}"
-            answer["content"][0]["text"] = f"Verdict: compliant.\nNo rule breached ({i})."
-            common = {
-                "request_id": request_id,
-                "task": TASK,
-                "caller": CALLER,
-                "policy_fingerprint": policy.fingerprint,
-                "request_hash": request_hash,
-            }
-            drafts.append(
-                EventDraft(
-                    kind=EventKind.REQUEST,
-                    data=request.data,
-                    payloads={"request_body": wire},
-                    **common,
-                )
-            )
-            drafts.append(
-                EventDraft(
-                    kind=EventKind.RESPONSE,
-                    data=response.data,
-                    payloads={"request_wire": wire, "response_body": json.dumps(answer).encode()},
-                    **common,
-                )
-            )
-            if len(drafts) >= 2 * BATCH:
-                store.append_many(drafts)
-                drafts = []
-        if drafts:
-            store.append_many(drafts)
-    finally:
-        store.close()
-    return time.perf_counter() - started
-
-
-def measure(folder: Path, work: Path, code: str = "") -> dict[str, Any]:
+def measure(folder: Path, work: Path, code: str = "", mode: str = "verify") -> dict[str, Any]:
     """One run of the command on a fresh copy of the log in ``folder``; ``code``: a source
     tree to run instead of this one (an older commit, for a before/after)."""
     shutil.rmtree(work, ignore_errors=True)
@@ -139,7 +64,8 @@ def measure(folder: Path, work: Path, code: str = "") -> dict[str, Any]:
         **({"PYTHONPATH": code} if code else {}),
     }
     gateway = str(Path(sys.executable).with_name("gateway"))
-    command = [gateway, "replay", "--verify", "--all", "--format", "jsonl", "--operator", "bench"]
+    options = [o.replace("{work}", str(work)) for o in MODES[mode]]
+    command = [gateway, "replay", "--all", "--operator", "bench", *options]
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_before = usage.ru_utime + usage.ru_stime
     subprocess.run([gateway, "replay", "--help"], env=env, capture_output=True, check=True)
@@ -174,6 +100,9 @@ def main() -> None:
     )
     parser.add_argument("--requests", default="20000,200000", help="comma-separated log sizes")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--modes", default="verify", help=f"comma-separated, of: {', '.join(MODES)}"
+    )
     parser.add_argument("--keep", type=Path, help="generate logs here (reused when present)")
     parser.add_argument(
         "--baseline",
@@ -194,15 +123,17 @@ def main() -> None:
         logs[n] = folder
     results: dict[int, list[dict[str, Any]]] = {n: [] for n in sizes}
     codes = [("this", "")] + ([("baseline", args.baseline)] if args.baseline else [])
+    modes = args.modes.split(",")
     for r in range(args.rounds):
-        for n in sizes if r % 2 == 0 else reversed(sizes):
+        for n, mode in [(n, m) for n in sizes for m in modes][:: 1 if r % 2 == 0 else -1]:
             for name, code in codes if r % 2 == 0 else reversed(codes):
                 # Each run in a process of its own, so ru_maxrss is that run's.
+                one = [str(logs[n]), str(base / "work"), code, mode]
                 out = subprocess.run(
-                    [sys.executable, __file__, "--one", str(logs[n]), str(base / "work"), code],
+                    [sys.executable, __file__, "--one", *one],
                     capture_output=True, text=True, check=True,
                 ).stdout  # fmt: skip
-                figure = {"code": name, **json.loads(out)}
+                figure = {"code": name, "mode": mode, **json.loads(out)}
                 figure["requests_per_s"] = round(n / figure["seconds"], 1)
                 figure["requests_per_cpu_s"] = round(n / figure["cpu_seconds"], 1)
                 # After start-up: the rate a long run approaches.
@@ -215,7 +146,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--one":
-        print(json.dumps(measure(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4])))
+    if len(sys.argv) == 6 and sys.argv[1] == "--one":
+        print(json.dumps(measure(Path(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:])))
     else:
         main()

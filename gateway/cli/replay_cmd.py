@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import getpass
 import json
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
 
 from gateway.cli._boundary import CheckFailed, ExitCode
 from gateway.cli._context import settings_of
-from gateway.cli._render import Progress, echo_json, parse_when, shown
+from gateway.cli._render import Progress, parse_when, shown
 from gateway.cli.audit_cmd import experiments_left_out_line, known_tasks_line
 from gateway.errors import InputError
 from gateway.replay import (
@@ -35,10 +33,11 @@ from gateway.replay import (
     ReportContext,
     RequestReplay,
     Selection,
-    render_html,
+    write_html,
 )
 from gateway.replay._answers import AnswerSide, LiveTotals
 from gateway.replay._model import SIMILARITY_MEANS, identical_means
+from gateway.replay._spool import RowSpool
 
 TABLE_TEXT = 200  # characters of each answer in the table (the report holds more)
 
@@ -100,34 +99,21 @@ def replay_command(
         filters["limit"] = None
     selection = Selection(request_ids=request_ids, **filters)
     settings = settings_of()
-    # A verify run's rows go to a spool file as they are recorded and are printed after the
-    # summary, so memory stays flat however many requests it covers. Other modes keep their
-    # rows: their reports group them per task.
-    with (
-        ReplaySession.open(settings, operator=operator) as session,
-        tempfile.TemporaryFile("w+", encoding="utf-8") as spool,
-    ):
+    # Every run's rows go to a spool file as they are recorded and are printed (and put in the
+    # report) after the summary, so memory stays flat however many requests it covers.
+    with ReplaySession.open(settings, operator=operator) as session, RowSpool() as spool:
         prepared = session.prepare(selection, live=live, model=model_id)
-        streamed = prepared.mode is Mode.VERIFY and fmt != "json" and report_path is None
-        if not streamed:
-            report = _run(session, prepared)
-        else:
-            report = _run(
-                session,
-                prepared,
-                lambda row: spool.write(_rendered(row, fmt) + "\n"),
-            )
+        report = _run(session, prepared, spool)
         context = ReportContext.made(operator, settings.database_url_masked)
         report = report.model_copy(update={"context": context})
-        spool.seek(0)
-        _print(report, fmt, spool if streamed else None)
+        _print(report, fmt, spool)
+        if report_path is not None:
+            _write_report(report_path, report, spool)
     if report.experiments_left_out and fmt == "table":
         click.echo(experiments_left_out_line(report.experiments_left_out))
     if not report.summary.total:
         click.echo("no recorded requests match the selection", err=True)
         click.echo(known_tasks_line(settings), err=True)
-    if report_path is not None:
-        _write_report(report_path, report)
     if report.any_failed:
         raise CheckFailed(
             ExitCode.CHECK_FAILED if report.summary.mode is Mode.VERIFY else ExitCode.UPSTREAM
@@ -140,40 +126,21 @@ def replay_command(
         raise CheckFailed(ExitCode.CHECK_FAILED)
 
 
-def _run(
-    session: ReplaySession,
-    prepared: PreparedRun,
-    sink: Callable[[RequestReplay], object] | None = None,
-) -> ReplayReport:
-    """``sink``: given each row as it is recorded; the report then holds none."""
+def _run(session: ReplaySession, prepared: PreparedRun, spool: RowSpool) -> ReplayReport:
+    """The run's report (its summary and per-task tallies); each row goes to ``spool``."""
     with Progress("replaying") as progress:
         total = len(prepared.requests)
-        done = 0
 
         def advance(row: RequestReplay) -> None:
-            nonlocal done
-            done += 1
-            progress(done, total)
-            if sink is not None:
-                sink(row)
+            spool.add(row)
+            progress(spool.count, total)
 
-        return session.run(prepared, progress=advance, keep_rows=sink is None)
+        return session.run(prepared, progress=advance, keep_rows=False)
 
 
-def _rendered(row: RequestReplay, fmt: str) -> str:
-    """A verify row as its format prints it (no trailing newline)."""
-    if fmt == "jsonl":
-        return json.dumps(row.model_dump(mode="json"), ensure_ascii=False)
-    return _table_row(row)
-
-
-def _print(report: ReplayReport, fmt: str, spooled: IO[str] | None = None) -> None:
-    """``spooled``: the rows already rendered (a verify run), printed after the head."""
+def _print(report: ReplayReport, fmt: str, spool: RowSpool) -> None:
     if fmt == "json":
-        data = report.model_dump(mode="json")
-        data["title"] = report.title
-        data["tasks"] = [t.model_dump(mode="json") for t in report.by_task()]
-        echo_json(data)
+        _print_json(report, spool)
         return
     if fmt == "jsonl":
         head = {
@@ -182,10 +149,8 @@ def _print(report: ReplayReport, fmt: str, spooled: IO[str] | None = None) -> No
             "context": report.context.model_dump(mode="json") if report.context else None,
         }
         click.echo(json.dumps(head, ensure_ascii=False))
-        if spooled is not None:
-            _copy(spooled)
-        for row in report.requests:
-            click.echo(_rendered(row, fmt))
+        for row in spool.rows():
+            click.echo(json.dumps(row.model_dump(mode="json"), ensure_ascii=False))
         return
     migration = report.summary.mode in (Mode.MODEL, Mode.MODEL_LIVE)
     click.echo(shown(report.summary.line()))
@@ -199,18 +164,25 @@ def _print(report: ReplayReport, fmt: str, spooled: IO[str] | None = None) -> No
     click.echo(
         f"{'seq':>8}  {'outcome':9}  {'sim':>5}  {'task':22}  {'model':26}  request / reason"
     )
-    if spooled is not None:
-        _copy(spooled)
-    for row in report.requests:
+    for row in spool.rows():
         click.echo(_table_row(row, reason=not migration))
         for name, side in (("recorded", row.recorded_answer), ("replayed", row.replayed_answer)):
             if side is not None:
                 click.echo(_answer_line(name, side))
 
 
-def _copy(spooled: IO[str]) -> None:
-    while chunk := spooled.read(1 << 16):
-        click.echo(chunk, nl=False)
+def _print_json(report: ReplayReport, spool: RowSpool) -> None:
+    """One JSON document, as ``echo_json`` would print it with every row in ``requests``,
+    written row by row."""
+    data = report.model_dump(mode="json", exclude={"tasks"})
+    data["title"] = report.title
+    data["tasks"] = [t.model_dump(mode="json") for t in report.by_task()]
+    head, tail = json.dumps(data, indent=2, ensure_ascii=False).split('"requests": []', 1)
+    click.echo(head + '"requests": [', nl=False)
+    for n, row in enumerate(spool.rows()):
+        text = json.dumps(row.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        click.echo(("," if n else "") + "\n    " + text.replace("\n", "\n    "), nl=False)
+    click.echo(("\n  ]" if spool.count else "]") + tail)
 
 
 def _answer_line(name: str, side: AnswerSide) -> str:
@@ -270,9 +242,10 @@ def _table_row(row: RequestReplay, *, reason: bool = True) -> str:
     return line
 
 
-def _write_report(path: Path, report: ReplayReport) -> None:
+def _write_report(path: Path, report: ReplayReport, spool: RowSpool) -> None:
     try:
-        path.write_text(render_html(report), encoding="utf-8")
+        with path.open("w", encoding="utf-8") as out:
+            write_html(out, report, spool.rows)
     except OSError as exc:
         raise InputError(f"cannot write the report {str(path)!r}: {exc.strerror}.") from None
     click.echo(f"report written to {path}", err=True)

@@ -9,7 +9,7 @@ See docs/replay.md for the modes and what each records.
 """
 
 from gateway.replay._diff import TextComparison, compare_text, json_changes
-from gateway.replay._html import render_html
+from gateway.replay._html import render_html, write_html
 from gateway.replay._model import (
     Check,
     FieldChange,
@@ -43,4 +43,5 @@ __all__ = [
     "compare_text",
     "json_changes",
     "render_html",
+    "write_html",
 ]

@@ -2,7 +2,7 @@
 
     recorded = answer_side(text, response_data, catalog)     # from the RESPONSE event
     replayed = answer_side(text, reply.response, catalog, latency_ms=reply.latency_ms)
-    totals = live_totals(rows)                                # per task, in the report
+    tally.add(recorded, replayed, similarity); tally.totals()  # per task, in the report
 
 Each text is cut at ``TEXT_LIMIT`` characters with a visible mark saying how much was left
 out; the report escapes it where it is shown (it is untrusted model output). Cost is the
@@ -13,7 +13,7 @@ answer's recorded usage at the catalog's prices for the model that answered
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -124,32 +124,60 @@ def answer_side(
     )
 
 
-def side_totals(sides: Iterable[AnswerSide]) -> SideTotals:
-    items = list(sides)
-    latencies = [s.latency_ms for s in items if s.latency_ms is not None]
-    costs = [s.cost_usd for s in items if s.cost_usd is not None]
-    return SideTotals(
-        answers=len(items),
-        mean_latency_ms=sum(latencies) / len(latencies) if latencies else None,
-        cost_usd=sum(costs) if costs else None,
-        unpriced=sum(1 for s in items if s.cost_usd is None),
-    )
+class SideTally:
+    """Running totals of one side's answers (a run's rows are not kept: memory stays flat)."""
+
+    def __init__(self) -> None:
+        self.answers = self.unpriced = self._timed = 0
+        self._latency = 0.0
+        self._cost: float | None = None  # None until an answer is priced
+
+    def add(self, side: AnswerSide) -> None:
+        self.answers += 1
+        if side.latency_ms is not None:
+            self._timed += 1
+            self._latency += side.latency_ms
+        if side.cost_usd is None:
+            self.unpriced += 1
+        else:
+            self._cost = (self._cost or 0.0) + side.cost_usd
+
+    def totals(self) -> SideTotals:
+        return SideTotals(
+            answers=self.answers,
+            mean_latency_ms=self._latency / self._timed if self._timed else None,
+            cost_usd=self._cost,
+            unpriced=self.unpriced,
+        )
 
 
-def live_totals(
-    pairs: Iterable[tuple[AnswerSide, AnswerSide, float | None]],
-) -> LiveTotals | None:
-    """Totals over (recorded, replayed, similarity) pairs; None when there are none."""
-    items = list(pairs)
-    if not items:
-        return None
-    similarities = [s for _, _, s in items if s is not None]
-    return LiveTotals(
-        compared=len(items),
-        mean_similarity=round(sum(similarities) / len(similarities), 4) if similarities else None,
-        recorded=side_totals(r for r, _, _ in items),
-        replayed=side_totals(n for _, n, _ in items),
-    )
+class LiveTally:
+    """Running totals of (recorded, replayed, similarity) answer pairs."""
+
+    def __init__(self) -> None:
+        self.compared = self._similar = 0
+        self._similarity = 0.0
+        self.recorded, self.replayed = SideTally(), SideTally()
+
+    def add(self, recorded: AnswerSide, replayed: AnswerSide, similarity: float | None) -> None:
+        self.compared += 1
+        if similarity is not None:
+            self._similar += 1
+            self._similarity += similarity
+        self.recorded.add(recorded)
+        self.replayed.add(replayed)
+
+    def totals(self) -> LiveTotals | None:
+        """None when no pair was added."""
+        if not self.compared:
+            return None
+        mean = round(self._similarity / self._similar, 4) if self._similar else None
+        return LiveTotals(
+            compared=self.compared,
+            mean_similarity=mean,
+            recorded=self.recorded.totals(),
+            replayed=self.replayed.totals(),
+        )
 
 
 def _number(value: object) -> float | None:

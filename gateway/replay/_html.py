@@ -1,6 +1,7 @@
 """A self-contained HTML report of a replay run: the summary, then each request with its diff.
 
     Path("replay.html").write_text(render_html(report), encoding="utf-8")
+    write_html(file, report, spool.rows)   # a run whose rows were not kept in memory
 
 No scripts, no external resources; every value is escaped, because response text is
 untrusted (a model can be made to write ``<script>``).
@@ -8,8 +9,11 @@ untrusted (a model can be made to write ``<script>``).
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import Callable, Iterable
 from html import escape
+from typing import IO
 
 from gateway.replay._answers import AnswerSide, LiveTotals
 from gateway.replay._model import (
@@ -40,19 +44,22 @@ section { border-top: 1px solid #ddd; margin-top: 1.5em; }
 
 
 def render_html(report: ReplayReport) -> str:
+    """The report of the rows ``report`` holds."""
+    out = io.StringIO()
+    write_html(out, report, lambda: report.requests)
+    return out.getvalue()
+
+
+def write_html(
+    out: IO[str], report: ReplayReport, rows: Callable[[], Iterable[RequestReplay]]
+) -> None:
+    """Write the report to ``out``; ``rows()`` gives the run's rows, and is called once per
+    part that lists them (a spool on disk: the rows are never all in memory)."""
     s = report.summary
     migration = s.mode in (Mode.MODEL, Mode.MODEL_LIVE)
     counts = "".join(
         f"<tr><th class='{escape(k)}'>{escape(k)}</th><td>{v}</td></tr>"
         for k, v in s.counts.items()
-    )
-    overview = "".join(_overview_row(r, reason=not migration) for r in report.requests)
-    # A migration's findings and reasons are the same for every request of a task: they are
-    # said once per task, with a count, rather than once per request.
-    sections = (
-        ""
-        if s.mode is Mode.MODEL
-        else "".join(_section(r, findings=not migration) for r in report.requests)
     )
     context = (
         f"<p class='context' id='context'>M{escape(report.context.line()[1:])}.</p>"
@@ -66,7 +73,7 @@ def render_html(report: ReplayReport) -> str:
         note += f"<p class='note' id='similarity-note'>{escape(SIMILARITY_MEANS)}</p>"
     tasks = _by_task(by_task) if migration or live else ""
     reason_head = "" if migration else "<th>reason</th>"
-    return (
+    out.write(
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
         "style-src 'unsafe-inline'\">"
@@ -75,9 +82,17 @@ def render_html(report: ReplayReport) -> str:
         f"<p>Run <code>{escape(s.run_id)}</code>, {s.total} request(s).</p>"
         f"<table id='summary'>{counts}</table>{note}{tasks}"
         "<table id='requests'><tr><th>seq</th><th>request</th><th>task</th><th>model</th>"
-        f"<th>outcome</th><th>similarity</th>{reason_head}</tr>{overview}</table>"
-        f"{sections}</body></html>\n"
+        f"<th>outcome</th><th>similarity</th>{reason_head}</tr>"
     )
+    for r in rows():
+        out.write(_overview_row(r, reason=not migration))
+    out.write("</table>")
+    # A migration's findings and reasons are the same for every request of a task: they are
+    # said once per task, with a count, rather than once per request.
+    if s.mode is not Mode.MODEL:
+        for r in rows():
+            out.write(_section(r, findings=not migration))
+    out.write("</body></html>\n")
 
 
 def _counted(title: str, items: tuple[Counted, ...]) -> str:

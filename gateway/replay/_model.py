@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.replay._answers import AnswerSide, LiveTotals, live_totals
+from gateway.replay._answers import AnswerSide, LiveTally, LiveTotals
 
 
 class Mode(StrEnum):
@@ -181,8 +181,8 @@ SIMILARITY_MEANS = (
 )
 
 
-def _counted(items: list[str]) -> tuple[Counted, ...]:
-    return tuple(Counted(text=t, count=n) for t, n in Counter(items).most_common())
+def _counted(counts: Counter[str]) -> tuple[Counted, ...]:
+    return tuple(Counted(text=t, count=n) for t, n in counts.most_common())
 
 
 class ReplayReport(_Frozen):
@@ -195,6 +195,8 @@ class ReplayReport(_Frozen):
     # the rows (a run that streams them keeps none).
     recorded_models: tuple[str, ...] = ()
     target: str | None = None
+    # Per task, tallied as the run went (a run that streams its rows keeps none).
+    tasks: tuple[TaskSummary, ...] = ()
 
     @property
     def any_failed(self) -> bool:
@@ -224,37 +226,57 @@ class ReplayReport(_Frozen):
         )
 
     def by_task(self) -> tuple[TaskSummary, ...]:
-        """The run per task, each distinct finding, reason and change counted once."""
-        tasks = sorted({r.task or "-" for r in self.requests})
-        out = []
-        for task in tasks:
-            rows = [r for r in self.requests if (r.task or "-") == task]
-            counts = Counter(r.outcome.value for r in rows)
-            out.append(
-                TaskSummary(
-                    task=task,
-                    total=len(rows),
-                    counts={o.value: counts[o.value] for o in SUMMARY_ORDER if counts[o.value]},
-                    findings=_counted([f for r in rows for f in r.findings]),
-                    # A refusal's reason restates its findings: said once, as findings.
-                    reasons=_counted(
-                        [
-                            r.reason
-                            for r in rows
-                            if r.reason and not (r.outcome is Outcome.REFUSED and r.findings)
-                        ]
-                    ),
-                    request_changes=_counted(
-                        [f"{c.path} {c.change}" for r in rows for c in r.request_changes]
-                    ),
-                    live=live_totals(
-                        (r.recorded_answer, r.replayed_answer, r.similarity)
-                        for r in rows
-                        if r.recorded_answer is not None and r.replayed_answer is not None
-                    ),
-                )
+        """The run per task, each distinct finding, reason and change counted once: tallied
+        as the run went (``tasks``), else from the rows this report holds."""
+        if self.tasks or not self.requests:
+            return self.tasks
+        tally = TaskTally()
+        for row in self.requests:
+            tally.add(row)
+        return tally.summaries()
+
+
+class _Task:
+    def __init__(self) -> None:
+        self.total = 0
+        self.outcomes: Counter[str] = Counter()
+        self.findings: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()
+        self.changes: Counter[str] = Counter()
+        self.live = LiveTally()
+
+
+class TaskTally:
+    """A run's per-task summary, built row by row so that no row has to be kept."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, _Task] = {}
+
+    def add(self, row: RequestReplay) -> None:
+        task = self._tasks.setdefault(row.task or "-", _Task())
+        task.total += 1
+        task.outcomes[row.outcome.value] += 1
+        task.findings.update(row.findings)
+        # A refusal's reason restates its findings: said once, as findings.
+        if row.reason and not (row.outcome is Outcome.REFUSED and row.findings):
+            task.reasons[row.reason] += 1
+        task.changes.update(f"{c.path} {c.change}" for c in row.request_changes)
+        if row.recorded_answer is not None and row.replayed_answer is not None:
+            task.live.add(row.recorded_answer, row.replayed_answer, row.similarity)
+
+    def summaries(self) -> tuple[TaskSummary, ...]:
+        return tuple(
+            TaskSummary(
+                task=name,
+                total=t.total,
+                counts={o.value: t.outcomes[o.value] for o in SUMMARY_ORDER if t.outcomes[o.value]},
+                findings=_counted(t.findings),
+                reasons=_counted(t.reasons),
+                request_changes=_counted(t.changes),
+                live=t.live.totals(),
             )
-        return tuple(out)
+            for name, t in sorted(self._tasks.items())
+        )
 
 
 def summarise(mode: Mode, run_id: str, outcomes: Counter[Outcome]) -> Summary:

@@ -36,7 +36,15 @@ from gateway.replay._compare import compare_answers
 from gateway.replay._diff import json_changes
 from gateway.replay._loading import RecordedSet, load_selection
 from gateway.replay._migration import plan_migration
-from gateway.replay._model import FieldChange, Mode, Outcome, ReplayReport, RequestReplay, summarise
+from gateway.replay._model import (
+    FieldChange,
+    Mode,
+    Outcome,
+    ReplayReport,
+    RequestReplay,
+    TaskTally,
+    summarise,
+)
 from gateway.replay._recorded import (
     Recorded,
     Selection,
@@ -168,6 +176,7 @@ class Replayer:
         run_id = "replay_" + uuid.uuid4().hex
         rows: list[RequestReplay] = []
         counts: Counter[Outcome] = Counter()
+        tasks = TaskTally()
         models: set[str] = set()
         # Verify and --model runs send nothing upstream, so nothing must be on the log before
         # their outcome: those are appended BATCH at a time (a row is reported once its event
@@ -180,6 +189,7 @@ class Replayer:
             for (row, _), event in zip(pending, appended, strict=True):
                 done = row.model_copy(update={"replay_seq": event.seq})
                 counts[done.outcome] += 1
+                tasks.add(done)
                 if done.model_id:
                     models.add(done.model_id)
                 if keep_rows:
@@ -201,6 +211,7 @@ class Replayer:
             experiments_left_out=prepared.experiments_left_out,
             recorded_models=tuple(sorted(models)),
             target=prepared.target.id if prepared.target else None,
+            tasks=tasks.summaries(),
         )
 
     def _replay_one(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> _Row:

@@ -69,3 +69,16 @@ def test_the_cli_prints_streamed_rows_after_the_summary(cli: Cli, recorded: Reco
         table[0] == "verify: 4 request(s): 0 identical, 0 differing, 0 failed, 0 skipped, 4 passed"
     )
     assert table[3].split()[0] == "seq" and len(table) == 4 + 4
+
+
+def test_json_output_is_written_row_by_row_as_one_indented_document(
+    cli: Cli, recorded: Recorded
+) -> None:
+    text = cli("--all", "--format", "json").stdout
+    document = json.loads(text)
+    assert text == json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    assert [r["request_id"] for r in document["requests"]] == _request_ids(recorded.url)
+    assert document["summary"]["total"] == 4 and document["tasks"]
+    assert sum(t["total"] for t in document["tasks"]) == 4
+    empty = cli("--task", "no_such_task", "--format", "json").stdout
+    assert json.loads(empty)["requests"] == [] and empty.count('"requests": []') == 1
