@@ -96,10 +96,15 @@ class ChainReader:
             reader.join()
 
     def _read_page(self, after: int) -> list[EventRow]:
+        return self.read_rows(after, self._upto)
+
+    def read_rows(self, after: int, upto: int) -> list[EventRow]:
+        """The rows at seq after+1..``upto`` (at most a page of them), in seq order: one page
+        of :meth:`pages`, or a range walk's worker's range (audit._verify_range)."""
         with self._backend.reader.connect() as conn:
             cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             try:
-                cursor.execute(self._page_sql, (after, self._upto, self._page))
+                cursor.execute(self._page_sql, (after, upto, self._page))
                 raw = cursor.fetchall()
             finally:
                 cursor.close()

@@ -41,12 +41,14 @@ class TreeBuilder:
         self.broken: int | None = None  # the first seq whose hash is not a sha256 hash
 
     def add(self, event_hash: str) -> None:
+        self.add_leaf(leaf_of(event_hash))
+
+    def add_leaf(self, node: bytes | None) -> None:
+        """Push a leaf computed elsewhere (:func:`leaf_of`: a range walk's worker)."""
         self.count += 1
         if self.broken is not None:
             return
-        try:
-            node = event_leaf(event_hash)
-        except ValueError:
+        if node is None:
             self.broken = self.count
             return
         width = 1
@@ -65,6 +67,14 @@ class TreeBuilder:
         for _, left in reversed(self._stack[:-1]):
             acc = node_hash(left, acc)
         return acc
+
+
+def leaf_of(event_hash: str) -> bytes | None:
+    """The RFC 6962 leaf of an event hash; None when it is not a sha256 hash."""
+    try:
+        return event_leaf(event_hash)
+    except ValueError:
+        return None
 
 
 def b64(root: bytes) -> str:
@@ -88,7 +98,16 @@ class SignaturesDigest:
         self._hash = hashlib.sha256()
 
     def add(self, seq: int, kid: object, signature: object) -> None:
-        self._hash.update(b"%d %s %s\n" % (seq, _field(kid), _field(signature)))
+        self._hash.update(self.line(seq, kid, signature))
+
+    @staticmethod
+    def line(seq: int, kid: object, signature: object) -> bytes:
+        return b"%d %s %s\n" % (seq, _field(kid), _field(signature))
+
+    def add_lines(self, lines: bytes) -> None:
+        """Several events' :meth:`line` joined in seq order (a range walk's worker's): the
+        digest is that of the same lines added one at a time."""
+        self._hash.update(lines)
 
     def hexdigest(self) -> str:
         return "sha256:" + self._hash.hexdigest()

@@ -47,6 +47,16 @@ MIRRORED = tuple(
 )
 
 
+LINK_BROKEN = "prev_hash is not the previous event's hash"
+CHECKPOINT_REWRITTEN = "hash differs from the checkpoint: log rewritten"
+
+
+def gap_detail(expected: int, seq: int) -> str:
+    """A gap's defect detail: seq ``expected`` (and up to ``seq - 1``) missing."""
+    missing = f"{expected}" if seq == expected + 1 else f"{expected}..{seq - 1}"
+    return f"seq {missing} missing before seq {seq}"
+
+
 _orjson_loads = orjson.loads
 _mirrored = itemgetter(*(EVENT_COLUMNS.index(c) for c in MIRRORED))
 
@@ -305,10 +315,10 @@ class Verifier:
         # attestation or the caller (to write a verified checkpoint) needs them.
         # Not for a relied-on checkpoint: its root is a function of the hashes 1..N, which
         # the walk's links and the hash at N already pin down.
-        self._tree_upto: float = float("inf") if measure_head else _root_seq(checkpoint)
-        self.tree = TreeBuilder() if self._tree_upto else None
-        self._sigs_upto: float = float("inf") if measure_head else self._relied_seq
-        self.sigs = SignaturesDigest() if self._sigs_upto else None
+        self.tree_upto: float = float("inf") if measure_head else _root_seq(checkpoint)
+        self.tree = TreeBuilder() if self.tree_upto else None
+        self.sigs_upto: float = float("inf") if measure_head else self._relied_seq
+        self.sigs = SignaturesDigest() if self.sigs_upto else None
         self.tree_root_checked = False
         self.relied_seen = False
         self.same_time = same_time or _same_instant
@@ -357,18 +367,15 @@ class Verifier:
         self.count += 1
         self.bytes += len(row.body)
         if seq != self.expected:
-            missing = (
-                f"{self.expected}" if seq == self.expected + 1 else f"{self.expected}..{seq - 1}"
-            )
             # Named by the first missing seq: that is where the log stopped being whole.
-            self._defect(self.expected, DefectKind.GAP, f"seq {missing} missing before seq {seq}")
+            self._defect(self.expected, DefectKind.GAP, gap_detail(self.expected, seq))
         if row.prev_hash != self.prev_hash:
-            self._defect(seq, DefectKind.BROKEN_LINK, "prev_hash is not the previous event's hash")
+            self._defect(seq, DefectKind.BROKEN_LINK, LINK_BROKEN)
         if link_hash(row.prev_hash, row.body) != row.hash:
             self._defect(seq, DefectKind.HASH_MISMATCH, "stored hash != sha256(prev_hash || body)")
-        if self.tree is not None and seq <= self._tree_upto:
+        if self.tree is not None and seq <= self.tree_upto:
             self.tree.add(row.hash)
-        if self.sigs is not None and seq <= self._sigs_upto:
+        if self.sigs is not None and seq <= self.sigs_upto:
             self.sigs.add(seq, row.key_id, row.signature)
             if seq == self._relied_seq:
                 self._check_relied(seq, row.hash)
@@ -391,9 +398,7 @@ class Verifier:
         if cp is not None and seq == cp.seq:
             self.checkpoint_seen = True
             if row.hash != cp.hash:
-                self._defect(
-                    seq, DefectKind.CHECKPOINT, "hash differs from the checkpoint: log rewritten"
-                )
+                self._defect(seq, DefectKind.CHECKPOINT, CHECKPOINT_REWRITTEN)
             elif cp.root is not None:  # a differing hash differs in its leaf: said once
                 self._check_root(seq, cp.root)
         self.expected = seq + 1
@@ -424,41 +429,46 @@ class Verifier:
         return Verdict(DefectKind.UNTRUSTED_SIGNER, detail)
 
     def _check_relied(self, seq: int, event_hash: str) -> None:
+        problem = self.relied_problem(event_hash)
+        if problem is not None:
+            self._defect(seq, DefectKind.CHECKPOINT, problem)
+
+    def relied_problem(self, event_hash: str) -> str | None:
+        """What is wrong at the relied-on checkpoint's seq, whose event has ``event_hash``,
+        with the signature columns folded through it; None if nothing."""
         relied = self.relied
         assert relied is not None and self.sigs is not None
         self.relied_seen = True
         if event_hash != relied.hash:
-            self._defect(
-                seq,
-                DefectKind.CHECKPOINT,
-                "hash differs from the verified checkpoint's: log rewritten or forked",
-            )
-            return  # a fork or rewrite: its other columns differ too, said once
+            # A fork or rewrite: its other columns differ too, said once.
+            return "hash differs from the verified checkpoint's: log rewritten or forked"
         if self.sigs.hexdigest() != relied.signatures_digest:
-            self._defect(
-                seq,
-                DefectKind.CHECKPOINT,
-                f"the signature or key_id column of an event at or before seq {seq} changed "
-                "since the verified checkpoint: run verify without --since-verified to name it",
+            return (
+                f"the signature or key_id column of an event at or before seq {relied.seq} "
+                "changed since the verified checkpoint: run verify without --since-verified "
+                "to name it"
             )
+        return None
 
     def _check_root(self, seq: int, root: str) -> None:
+        problem = self.root_problem(seq, root)
+        if problem is not None:
+            self._defect(seq, DefectKind.CHECKPOINT, problem)
+
+    def root_problem(self, seq: int, root: str) -> str | None:
+        """Whether the tree of the events folded so far (1..``seq``) has the checkpoint's
+        ``root``: None, or what is wrong."""
         assert self.tree is not None
         found = self.tree.root()
         self.tree_root_checked = True
         if found is None:
-            self._defect(
-                seq,
-                DefectKind.CHECKPOINT,
+            return (
                 f"the Merkle tree cannot be built: seq {self.tree.broken}'s hash is not a "
-                "sha256 hash",
+                "sha256 hash"
             )
-        elif b64(found) != root:
-            self._defect(
-                seq,
-                DefectKind.CHECKPOINT,
-                f"the Merkle root of events 1..{seq} is not the checkpoint's: log rewritten",
-            )
+        if b64(found) != root:
+            return f"the Merkle root of events 1..{seq} is not the checkpoint's: log rewritten"
+        return None
 
     def _check_body(
         self, row: EventRow, parsed: dict[str, Any], contents: Mapping[str, str | None]
@@ -553,14 +563,14 @@ class Verifier:
             tree_root_checked=self.tree_root_checked,
             head_root=(
                 b64(root)
-                if self._tree_upto == float("inf")
+                if self.tree_upto == float("inf")
                 and self.tree is not None
                 and (root := self.tree.root()) is not None
                 else None
             ),
             head_signatures_digest=(
                 self.sigs.hexdigest()
-                if self._sigs_upto == float("inf") and self.sigs is not None
+                if self.sigs_upto == float("inf") and self.sigs is not None
                 else None
             ),
         )

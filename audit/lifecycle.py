@@ -37,6 +37,9 @@ from audit.models import DefectKind
 TERMINAL = frozenset({"response", "failed", "cancelled"})
 MAX_OPEN = 100_000  # open REQUESTs held in memory; older ones are settled by a lookup
 INTENT_KINDS = ("request", *sorted(TERMINAL))  # what settle() needs of an unmatched request
+NAMING_KINDS = frozenset({"cache_hit", "replay", "integrity_alert"})  # their data names seqs
+# Every kind a life is checked on: the bodies of other kinds are not fed.
+FED_KINDS = frozenset({*INTENT_KINDS, "attempt_failed", *NAMING_KINDS})
 Key = tuple[str, str | None]  # (request_id, request_hash)
 
 
@@ -93,10 +96,19 @@ class Lifecycle:
 
     def feed(self, seq: int, parsed: Mapping[str, Any]) -> None:
         kind = parsed.get("kind")
-        rid = parsed.get("request_id")
-        rhash = parsed.get("request_hash")
+        # The other kinds have no part in a request's life (a list or object kind would not
+        # even hash: the column check names it).
+        if isinstance(kind, str) and kind in FED_KINDS:
+            self.feed_fields(
+                seq, kind, parsed.get("request_id"), parsed.get("request_hash"),
+                parsed.get("data") if kind in NAMING_KINDS else None,
+            )  # fmt: skip
+
+    def feed_fields(self, seq: int, kind: Any, rid: Any, rhash: Any, data: Any) -> None:
+        """:meth:`feed` of a body given as the four fields a life is checked on (a range
+        walk's worker sends only these: audit._verify_parallel)."""
         if (
-            not isinstance(kind, str)  # a list would not even hash: the column check names it
+            not isinstance(kind, str)
             or not isinstance(rid, str)
             or not (rhash is None or isinstance(rhash, str))
         ):
@@ -113,8 +125,7 @@ class Lifecycle:
         elif kind == "attempt_failed":
             if key not in self.open and not self.replay_keys.get(key):
                 self._unmatched.append(_Unmatched(seq, kind, key))
-        elif kind in ("cache_hit", "replay", "integrity_alert"):
-            data = parsed.get("data")
+        elif kind in NAMING_KINDS:
             self._named(seq, kind, key, data if isinstance(data, dict) else {})
 
     def _named(self, seq: int, kind: str, key: Key, data: Mapping[str, Any]) -> None:

@@ -33,6 +33,7 @@ from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
 from audit._fork import on_fork_child
 from audit._group import GroupCommitter
+from audit._verify_parallel import RangeWalk, absorb, setup_of, walk_jobs
 from audit._verify_pool import POOL_FROM, Pending, SignaturePool, SignatureResult
 from audit._verify_read import ChainReader
 from audit._walk_digests import Relied
@@ -470,6 +471,8 @@ class AuditStore:
         trust: Trust | None = None,
         relied: Relied | None = None,
         measure_head: bool = False,
+        jobs: int | None = None,
+        page_rows: int | None = None,
     ) -> VerifyReport:
         """Recompute every link, check each request's life and, against ``trust``, every
         record signature; ``progress(events_done, events_total)`` after each page.
@@ -482,6 +485,10 @@ class AuditStore:
         whose verify checked the signatures of events 1..``relied.seq``; those are not checked
         again, everything else is (audit._walk_digests). ``measure_head``: the report carries
         the head's Merkle root and signature-column digest, for a verified checkpoint.
+
+        ``jobs``: worker processes that check pages of the log side by side
+        (audit._verify_parallel); 1 walks in this process; None, one per core on a large log.
+        The report is the same either way. ``page_rows``: rows read and checked at a time.
         """
         if trust is None and self.signer is not None:
             trust = Trust(TrustedKeys.of([self.signer.public_key]))
@@ -491,7 +498,8 @@ class AuditStore:
         # verify runs are neither walked nor miscounted.
         census = self._census()
         total = census.highest
-        reader = ChainReader(self._backend, upto=census.highest, page=PAGE)
+        page_rows = page_rows or PAGE
+        reader = ChainReader(self._backend, upto=census.highest, page=page_rows)
         verifier = Verifier(
             checkpoint,
             trust,
@@ -499,6 +507,11 @@ class AuditStore:
             relied=relied,
             measure_head=measure_head,
         )
+        workers = walk_jobs(jobs, census)
+        if workers > 1:
+            self._verify_ranges(verifier, census, workers, page_rows, progress)
+            verifier.account(census)
+            return verifier.report()
         after = relied.seq if relied is not None else 0
         # Signatures are checked by worker processes a page ahead of the walk (a large log);
         # those a verified checkpoint stands for are not sent.
@@ -541,6 +554,31 @@ class AuditStore:
                 hint="Verify against the database the checkpoint was taken from.",
             )
 
+    def _verify_ranges(
+        self,
+        verifier: Verifier,
+        census: Census,
+        workers: int,
+        page_rows: int,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        """The walk in ``workers`` processes (audit._verify_parallel), joined here."""
+        # The workers open the database themselves: the URL with its password, sent over
+        # their pipes only.
+        url = self._backend.reader.url.render_as_string(hide_password=False)
+        setup = setup_of(verifier, url, page_rows)
+        frozen = gc.isenabled()
+        if frozen:
+            gc.freeze()
+        try:
+            with RangeWalk(setup, jobs=workers, upto=census.highest, page=page_rows) as walk:
+                for result in walk.pages():
+                    absorb(verifier, result)
+                    self._settle_page(verifier, result[4], progress, census.highest)
+        finally:
+            if frozen:
+                gc.unfreeze()
+
     def _verify_page(
         self,
         verifier: Verifier,
@@ -563,13 +601,24 @@ class AuditStore:
                 verdicts = padding + verdicts
             for row, body, verdict in zip(page, parsed, verdicts, strict=True):
                 feed(row, body, contents, verdict)
+        if page:
+            self._settle_page(verifier, page[-1].seq, progress, total)
+
+    def _settle_page(
+        self,
+        verifier: Verifier,
+        last_seq: int,
+        progress: Callable[[int, int], None] | None,
+        total: int,
+    ) -> None:
+        """After a page's rows: look up what its events name, settle their lives."""
         targets, request_ids = verifier.wanted()
         found: dict[int, Target] = {}
         lives: list[Target] = []
-        if (targets or request_ids) and page:
+        if targets or request_ids:
             with self._backend.reader.connect() as conn:
                 found = _targets(conn, targets)
-                lives = _lives(conn, request_ids, page[-1].seq, verifier.wanted_kinds)
+                lives = _lives(conn, request_ids, last_seq, verifier.wanted_kinds)
         verifier.settle(found, lives)
         if progress is not None:
             progress(verifier.count, max(total, verifier.count))

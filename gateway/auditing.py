@@ -361,9 +361,11 @@ class Auditing:
         progress: Progress | None = None,
         since_verified: Path | None = None,
         measure_head: bool = False,
+        jobs: int | None = None,
     ) -> VerifyReport:
         """Recompute every hash and link, check each request's life and every record
         signature; with ``checkpoint``, also prove the log still holds and extends it.
+        ``jobs``: worker processes (None: one per core on a large log; 1: this process).
 
         Trusted keys (the report lists them): this gateway's own record key, the configured
         ``trusted_keys`` and ``trusted_keys`` given here (public keys, hex). An event signed
@@ -407,7 +409,12 @@ class Auditing:
         trust = Trust(keys, allow_unsigned_before or 1)
         with translated():
             report = self._store.verify(
-                progress, checkpoint=head, trust=trust, relied=relied, measure_head=measure_head
+                progress,
+                checkpoint=head,
+                trust=trust,
+                relied=relied,
+                measure_head=measure_head,
+                jobs=jobs,
             )
         if base is not None:
             report = report.model_copy(update={"signatures_attested": checkpoints.signed_by(base)})
