@@ -43,6 +43,7 @@ from audit._bounded import (
 )
 from audit._fast_canonical import fast_canonical
 from audit._fork import abandon
+from audit._policy_bytes import checked_policy_bytes
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.chain import GENESIS, BodyTemplate, as_bytes, canonical_time, link_hash
 from audit.errors import AppendFailed, ContentConflict, InvalidEvent
@@ -154,7 +155,7 @@ def _policy(
     """The policies row to write for ``draft`` (None if none, or known committed).
     ``canonical`` is the content's canonical bytes when :func:`_screened` made them."""
     content = draft.policy_content
-    if content is None:
+    if content is None and canonical is None:
         return None
     fingerprint = draft.policy_fingerprint
     if canonical is None:
@@ -208,7 +209,9 @@ def prepare(draft: EventDraft, known: Known | None = None) -> Prepared:
     # the full walk, which raises what it always raised, before anything is canonicalised.
     data_bytes = _screened(draft.data, MAX_DATA_DEPTH)
     policy_content = draft.policy_content
-    policy_bytes = None if policy_content is None else _screened(policy_content, MAX_DEPTH)
+    policy_bytes = checked_policy_bytes(draft)  # given as canonical bytes: checked once each
+    if policy_bytes is None and policy_content is not None:
+        policy_bytes = _screened(policy_content, MAX_DEPTH)
     if (
         data_bytes is None
         or (policy_content is not None and policy_bytes is None)
@@ -217,7 +220,8 @@ def prepare(draft: EventDraft, known: Known | None = None) -> Prepared:
         check_draft(draft)
     event_id = uuid.uuid4().hex
     digests = {name: digest(b) for name, b in draft.payloads.items()}
-    policy_ref = draft.policy_fingerprint if policy_content is not None else None
+    given = policy_content is not None or policy_bytes is not None
+    policy_ref = draft.policy_fingerprint if given else None
     try:
         if data_bytes is None:  # fail here, before the lock, not in a batch
             data_bytes = canonical_bytes(draft.data)

@@ -86,6 +86,9 @@ class EventDraft(_Frozen):
     # it recurs.
     payloads: Mapping[str, bytes] = Field(default_factory=dict)
     policy_content: dict[str, Any] | None = None
+    # Or the content as its RFC 8785 bytes (never both): a caller that holds them spares the
+    # store canonicalising the same policy on every append (audit._policy_bytes checks them).
+    policy_canonical: bytes | None = None
 
 
 class Appended(_Frozen):
