@@ -9,7 +9,8 @@ AuditStoreError
 ├── NotFound                no such seq or request id
 ├── ContentMismatch         stored payload bytes no longer hash to the digest they are keyed by
 ├── UnreadableContent       stored content that no reader may parse (too deep, too large, ...)
-└── CheckpointError         a checkpoint file is unreadable or signed with another key
+├── CheckpointError         a checkpoint file is unreadable or signed with another key
+└── LogFormatUnsupported    a log format this database cannot hold (format 2 on SQLite)
 """
 
 from __future__ import annotations
@@ -90,3 +91,8 @@ class ContentConflict(AppendFailed):
 
 class UnreadableContent(AuditStoreError):
     """Stored content that cannot be parsed within the store's limits (see audit._bounded)."""
+
+
+class LogFormatUnsupported(AuditStoreError):
+    """A log format that does not exist, or that this backend cannot hold (format 2 needs
+    PostgreSQL's SEQUENCE and an integrator; audit._sequenced)."""

@@ -67,6 +67,9 @@ class EventKind(StrEnum):
     # A caller key issued (its id, caller and sha256 hash; never the key) or revoked.
     CALLER_KEY = "caller_key"
     CALLER_KEY_REVOKED = "caller_key_revoked"
+    # Format 2 only (audit._sequenced): a seq whose writer never committed its event, voided
+    # by that writer after a rollback or by the integrator after the grace; no request's.
+    VOID = "void"
 
 
 class _Frozen(BaseModel):
@@ -277,6 +280,11 @@ class VerifyReport(_Frozen):
     # What a verified checkpoint of this walk's head would carry (asked for only then).
     head_root: str | None = None
     head_signatures_digest: str | None = None
+    # A format-2 log (audit._sequenced): the first format-2 seq, and its events that the
+    # integrator has not linked yet (checked all the same) with the oldest one's time.
+    sequenced_from: int | None = None
+    pending_integration: int = 0
+    pending_since: datetime | None = None
 
     @property
     def first_bad_seq(self) -> int | None:

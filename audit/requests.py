@@ -40,6 +40,8 @@ OUTCOMES = {
     # After the RESPONSE: the answer was returned, but what it reported about itself differs
     # from what its policy pinned, which an auditor should see in the list.
     EventKind.ANSWER_ALERT: "answer alert",
+    # Format 2: a seq whose writer never committed (audit._sequenced); a request of its own.
+    EventKind.VOID: "void",
 }
 # The recorded usage fields the list carries, and the column each is shown in.
 USAGE_COLUMNS = {

@@ -32,12 +32,18 @@ APPEND_TABLES = ("events", "payloads", "policies", "merkle_nodes")
 # or policy.
 # Holding INSERT on payloads is what marks a full appender to the events policies (0003).
 REVIEW_TABLES = ("events", "merkle_nodes")
-READ_TABLES = (*APPEND_TABLES, "audit_meta", "alembic_version")
+# Format 2 (0010): links and checkpoints are the integrator's alone; it voids dead writers'
+# seqs (events of kind void only, 0010's row policy) and extends the tree.
+INTEGRATE_TABLES = ("events", "chain", "chain_checkpoints", "merkle_nodes")
+READ_TABLES = (*APPEND_TABLES, "chain", "chain_checkpoints", "audit_meta", "alembic_version")
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-def grant(url: str, role: str, *, read_only: bool = False) -> list[str]:
-    """Grant ``role`` exactly what the gateway needs; returns the statements run."""
+def grant(
+    url: str, role: str, *, read_only: bool = False, integrator: bool = False
+) -> list[str]:
+    """Grant ``role`` exactly what the gateway needs (``integrator``: what `gateway audit
+    integrate` needs); returns the statements run."""
     if not _ROLE.match(role):
         raise DatabaseUnavailable(
             f"{role!r} is not a plain PostgreSQL role name.",
@@ -57,8 +63,10 @@ def grant(url: str, role: str, *, read_only: bool = False) -> list[str]:
         f"GRANT USAGE ON SCHEMA public TO {role}",
         f"GRANT SELECT ON {tables} TO {role}",
     ]
-    inserts = REVIEW_TABLES if read_only else APPEND_TABLES
+    inserts = INTEGRATE_TABLES if integrator else REVIEW_TABLES if read_only else APPEND_TABLES
     statements.append(f"GRANT INSERT ON {', '.join(inserts)} TO {role}")
+    if not read_only and not integrator:  # format-2 writers reserve their seqs (0010)
+        statements.append(f"GRANT USAGE ON SEQUENCE events_seq TO {role}")
     try:
         with backend.writer.begin() as conn:
             check_at_head(conn)

@@ -128,6 +128,31 @@ class MerkleNode(Base):
     hash: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class ChainLink(Base):
+    """A format-2 event's link (migration 0010), written by the integrator only:
+    ``hash = sha256(prev_hash || the event's hash)``, where a format-2 event's own ``hash``
+    is ``sha256(body)`` (audit._sequenced)."""
+
+    __tablename__ = "chain"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    prev_hash: Mapped[str] = mapped_column(String(80))
+    hash: Mapped[str] = mapped_column(String(80))
+
+
+class ChainCheckpoint(Base):
+    """A checkpoint the integrator signed over the linked prefix 1..``size`` (migration 0010):
+    the RFC 6962 root, the last link, and the signed checkpoint's JSON."""
+
+    __tablename__ = "chain_checkpoints"
+
+    size: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    root: Mapped[str] = mapped_column(String(80))
+    chain_head: Mapped[str] = mapped_column(String(80))
+    made_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    checkpoint: Mapped[str] = mapped_column(Text)
+
+
 class AuditMeta(Base):
     __tablename__ = "audit_meta"
 

@@ -44,6 +44,11 @@ from cryptography.hazmat.primitives.serialization import (
 from audit.models import StoredEvent
 
 DOMAIN = b"compliance-gateway audit event v1\n"
+# A format-2 event (audit._sequenced) is signed before it is linked: the message is this
+# domain and its own hash, sha256(body). Its own domain, so neither kind of signature can be
+# taken for the other. Such an event is told by its empty prev_hash.
+SEQUENCED_DOMAIN = b"compliance-gateway audit event v2 (sequenced)\n"
+SEQUENCED_PREV = ""
 KEY_HINT = (
     "A record key is 32 random bytes as 64 hex characters (or base64); make one with "
     "`python -c 'import secrets; print(secrets.token_hex(32))'` and keep it out of the database."
@@ -82,8 +87,8 @@ def key_id(public_raw: bytes) -> str:
     return "ed25519:" + hashlib.sha256(public_raw).hexdigest()[:16]
 
 
-def signed_message(event_hash: str) -> bytes:
-    return DOMAIN + event_hash.encode("ascii")
+def signed_message(event_hash: str, *, sequenced: bool = False) -> bytes:
+    return (SEQUENCED_DOMAIN if sequenced else DOMAIN) + event_hash.encode("ascii")
 
 
 class Signer:
@@ -110,9 +115,11 @@ class Signer:
         """Read a key file (:func:`create_key_file`'s format: hex and a newline)."""
         return cls.from_text(path.read_text(encoding="ascii"))
 
-    def sign(self, event_hash: str) -> str:
-        """The base64 Ed25519 signature of an event's hash (88 characters)."""
-        return base64.b64encode(self._private.sign(signed_message(event_hash))).decode("ascii")
+    def sign(self, event_hash: str, *, sequenced: bool = False) -> str:
+        """The base64 Ed25519 signature of an event's hash (88 characters); ``sequenced``:
+        of a format-2 event's hash (its body's)."""
+        message = signed_message(event_hash, sequenced=sequenced)
+        return base64.b64encode(self._private.sign(message)).decode("ascii")
 
     def seed_hex(self) -> str:
         """The private seed, for writing the key file only."""
@@ -178,16 +185,20 @@ class TrustedKeys:
     def knows(self, kid: object) -> bool:
         return isinstance(kid, str) and kid in self._keys
 
-    def check(self, kid: object, signature: object, event_hash: str) -> str | None:
-        """None when ``signature`` is a trusted key's signature of ``event_hash``, else why
-        not. A NULL signature is the caller's to judge (a legacy row may be allowed)."""
+    def check(
+        self, kid: object, signature: object, event_hash: str, *, sequenced: bool = False
+    ) -> str | None:
+        """None when ``signature`` is a trusted key's signature of ``event_hash`` (of a
+        format-2 event's with ``sequenced``), else why not. A NULL signature is the caller's
+        to judge (a legacy row may be allowed)."""
         if not isinstance(signature, str):
             return "it is not signed"
         entry = self._keys.get(kid) if isinstance(kid, str) else None
         if entry is None:
             return f"it is signed by key {str(kid)[:40]!r}, which is not a trusted key"
         try:
-            entry[1].verify(base64.b64decode(signature, validate=True), signed_message(event_hash))
+            message = signed_message(event_hash, sequenced=sequenced)
+            entry[1].verify(base64.b64decode(signature, validate=True), message)
         except (InvalidSignature, binascii.Error, ValueError):
             return f"its signature does not check out under key {kid}"
         return None
@@ -197,7 +208,8 @@ def signature_check(trusted: TrustedKeys) -> SignatureCheck:
     """The read path's check: an event's signature under one of ``trusted``, or why not."""
 
     def check(event: StoredEvent) -> str | None:
-        return trusted.check(event.key_id, event.signature, event.hash)
+        sequenced = event.prev_hash == SEQUENCED_PREV
+        return trusted.check(event.key_id, event.signature, event.hash, sequenced=sequenced)
 
     return check
 

@@ -33,6 +33,9 @@ from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
 from audit._fork import on_fork_child
 from audit._group import GroupCommitter
+from audit._sequenced import LOG_FORMATS, begin_sequenced, sequenced_from, unlinked
+from audit._sequenced_append import SequencedAppender
+from audit._sequenced_verify import format_1_census, verify_sequenced
 from audit._verify_parallel import RangeWalk, absorb, setup_of, walk_jobs
 from audit._verify_pool import POOL_FROM, Pending, SignaturePool, SignatureResult
 from audit._verify_read import ChainReader
@@ -52,6 +55,7 @@ from audit.errors import (
     CheckpointError,
     ContentMismatch,
     DatabaseUnavailable,
+    LogFormatUnsupported,
     NotFound,
     UnreadableContent,
 )
@@ -111,10 +115,23 @@ def missing_database(url: str) -> DatabaseUnavailable | None:
 
 
 class AuditStore:
-    def __init__(self, backend: Backend, store_id: str, signer: Signer | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        store_id: str,
+        signer: Signer | None = None,
+        *,
+        sequenced_from: int | None = None,
+    ) -> None:
         self._backend = backend
         self.store_id = store_id
-        self._appender = Appender(backend, signer)
+        # Once a log is in format 2 every writer appends in format 2 (audit._sequenced).
+        self.sequenced_from = sequenced_from
+        self._appender: Appender | SequencedAppender = (
+            Appender(backend, signer)
+            if sequenced_from is None
+            else SequencedAppender(backend, signer)
+        )
         self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
             self._appender.commit, retry_alone=item_specific, interrupted=interrupted
         )
@@ -137,6 +154,7 @@ class AuditStore:
         *,
         signer: Signer | None = None,
         create: bool = True,
+        log_format: int = 1,
     ) -> AuditStore:
         """Open the audit database at ``url``.
 
@@ -144,10 +162,21 @@ class AuditStore:
         are written unsigned. ``create``: a SQLite file that does not exist is created and
         migrated (the default); with ``create=False`` it is :class:`DatabaseUnavailable`
         ("no audit database at PATH") and nothing is created, as read-only commands need.
+        ``log_format=2`` (PostgreSQL only) begins format 2 if the log has not (docs/scaling.md);
+        a log already in format 2 is appended to in format 2 whatever ``log_format`` says.
         """
+        if log_format not in LOG_FORMATS:
+            raise LogFormatUnsupported(f"audit log format {log_format!r} does not exist.")
         if not create and (missing := missing_database(url)) is not None:
             raise missing
         backend = Backend.connect(url, durability)
+        if log_format == 2 and backend.dialect != "postgresql":
+            backend.dispose()
+            raise LogFormatUnsupported(
+                "audit log format 2 needs PostgreSQL; this audit database is SQLite.",
+                hint="Unset GATEWAY_AUDIT_FORMAT (SQLite is one writer's chain) or point "
+                "GATEWAY_DATABASE_URL at PostgreSQL.",
+            )
         try:
             if backend.dialect == "sqlite" and create:
                 cls._create_sqlite_on_first_use(backend)
@@ -156,13 +185,17 @@ class AuditStore:
                 store_id = conn.execute(
                     select(AuditMeta.value).where(AuditMeta.key == "store_id")
                 ).scalar_one()
+                era = sequenced_from(conn)
+            if era is None and log_format == 2:
+                with backend.writer.begin() as conn:
+                    era = begin_sequenced(conn)
         except SQLAlchemyError as exc:
             backend.dispose()
             raise _unavailable(exc) from exc
         except BaseException:
             backend.dispose()
             raise
-        return cls(backend, store_id, signer)
+        return cls(backend, store_id, signer, sequenced_from=era)
 
     @staticmethod
     def _create_sqlite_on_first_use(backend: Backend) -> None:
@@ -329,6 +362,13 @@ class AuditStore:
         )
         with self._backend.reader.connect() as conn:
             return [EventKey(*row) for row in conn.execute(query)]
+
+    def pending_integration(self, seqs: Iterable[int]) -> set[int]:
+        """Which of ``seqs`` are format-2 events not linked yet (none in a format-1 log)."""
+        if self.sequenced_from is None:
+            return set()
+        with self._backend.reader.connect() as conn:
+            return unlinked(conn, self.sequenced_from, list(seqs))
 
     def payloads(self, digests: Iterable[str]) -> dict[str, bytes]:
         """The stored bytes of each of ``digests`` that is stored and still hashes to its
@@ -497,6 +537,9 @@ class AuditStore:
         # Counted first, and the walk stops at the highest seq counted, so appends made while
         # verify runs are neither walked nor miscounted.
         census = self._census()
+        era = self.sequenced_from
+        if era is not None:  # the format-1 walk ends where format 2 begins
+            census = format_1_census(self._backend, census, era)
         total = census.highest
         page_rows = page_rows or PAGE
         reader = ChainReader(self._backend, upto=census.highest, page=page_rows)
@@ -511,7 +554,7 @@ class AuditStore:
         if workers > 1:
             self._verify_ranges(verifier, census, workers, page_rows, progress)
             verifier.account(census)
-            return verifier.report()
+            return self._with_sequenced(verifier.report(), trust)
         after = relied.seq if relied is not None else 0
         # Signatures are checked by worker processes a page ahead of the walk (a large log);
         # those a verified checkpoint stands for are not sent.
@@ -543,7 +586,12 @@ class AuditStore:
             if pool is not None:
                 pool.close()
         verifier.account(census)
-        return verifier.report()
+        return self._with_sequenced(verifier.report(), trust)
+
+    def _with_sequenced(self, report: VerifyReport, trust: Trust | None) -> VerifyReport:
+        """A format-2 log: the format-1 walk's report with the format-2 walk's added."""
+        era = self.sequenced_from
+        return report if era is None else verify_sequenced(self._backend, era, trust, report)
 
     def check_checkpoint(self, checkpoint: Checkpoint) -> None:
         """:class:`CheckpointError` unless the checkpoint is of this database."""

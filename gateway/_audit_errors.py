@@ -18,6 +18,7 @@ from audit.errors import (
     AuditStoreError,
     CheckpointError,
     DatabaseUnavailable,
+    LogFormatUnsupported,
     NotFound,
     SchemaMismatch,
 )
@@ -25,6 +26,7 @@ from gateway.errors import (
     AuditError,
     AuditUnavailable,
     AuditWriteError,
+    ConfigurationError,
     GatewayError,
     InputError,
 )
@@ -33,6 +35,7 @@ from gateway.errors import (
 _TRANSLATION: tuple[tuple[type[AuditStoreError], type[GatewayError]], ...] = (
     (NotFound, InputError),
     (CheckpointError, InputError),
+    (LogFormatUnsupported, ConfigurationError),
     (DatabaseUnavailable, AuditUnavailable),
     (SchemaMismatch, AuditUnavailable),
     (AppendFailed, AuditWriteError),

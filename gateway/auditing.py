@@ -157,11 +157,13 @@ def schema_status(settings: Settings) -> SchemaStatus:
         )
 
 
-def grant_role(settings: Settings, role: str, *, read_only: bool = False) -> list[str]:
-    """Give a PostgreSQL role what the gateway (or, read-only, a reviewer) needs; returns the
-    statements run."""
+def grant_role(
+    settings: Settings, role: str, *, read_only: bool = False, integrator: bool = False
+) -> list[str]:
+    """Give a PostgreSQL role what the gateway (or, read-only, a reviewer; or the format-2
+    integrator) needs; returns the statements run."""
     with translated():
-        return roles.grant(settings.database_url, role, read_only=read_only)
+        return roles.grant(settings.database_url, role, read_only=read_only, integrator=integrator)
 
 
 class Auditing:
@@ -245,6 +247,11 @@ class Auditing:
             catalog = Catalog.load(self._settings.catalog_override)
         with translated():
             return usage_report(self._store.iter_events, catalog, by=by, filters=filters)
+
+    def pending_integration(self, events: list[StoredEvent]) -> set[int]:
+        """The seqs of ``events`` a format-2 log has not linked yet (audit show marks them)."""
+        with translated():
+            return self._store.pending_integration(e.seq for e in events)
 
     def request_events(self, request_id: str) -> list[StoredEvent]:
         """A request's whole life in seq order; an ``InputError`` when nothing is recorded."""

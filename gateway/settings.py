@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -35,6 +35,7 @@ from pydantic import (
     ValidationError,
     field_serializer,
     field_validator,
+    model_validator,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -60,6 +61,10 @@ class Settings(BaseModel):
     policy_dir: Path = DEFAULT_POLICY_DIR
     database_url: str = DEFAULT_DATABASE_URL
     durability: Durability = Durability.FSYNC
+    # The audit log's format (docs/scaling.md): 1, one chain linked under a lock by every
+    # writer; 2 (PostgreSQL only), seqs from a SEQUENCE and links made by `gateway audit
+    # integrate`. A log in format 2 stays in it; `audit integrate` with 2 begins it.
+    audit_format: Literal[1, 2] = 1
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
     checkpoint_key: SecretStr | None = None
@@ -122,6 +127,22 @@ class Settings(BaseModel):
         for name, value in super().__repr_args__():
             yield name, (mask_database_url(value) if name == "database_url" else value)
 
+    @field_validator("audit_format", mode="before")
+    @classmethod
+    def _format_number(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() in ("1", "2"):  # GATEWAY_AUDIT_FORMAT
+            return int(value)
+        return value
+
+    @model_validator(mode="after")
+    def _format_needs_postgres(self) -> Settings:
+        if self.audit_format == 2 and not self.database_url.startswith("postgresql"):
+            raise ValueError(
+                "GATEWAY_AUDIT_FORMAT=2 needs a PostgreSQL GATEWAY_DATABASE_URL (format 2 "
+                "takes seqs from a PostgreSQL SEQUENCE); unset it for SQLite"
+            )
+        return self
+
     @field_validator("trusted_approvers", mode="before")
     @classmethod
     def _name_key_pairs(cls, value: object) -> object:
@@ -155,6 +176,7 @@ class Settings(BaseModel):
             "GATEWAY_POLICY_DIR": "policy_dir",
             "GATEWAY_DATABASE_URL": "database_url",
             "GATEWAY_DURABILITY": "durability",
+            "GATEWAY_AUDIT_FORMAT": "audit_format",
             "GATEWAY_CHECKPOINT_KEY": "checkpoint_key",
             "GATEWAY_RECORD_KEY": "record_key",
             "GATEWAY_RECORD_KEY_FILE": "record_key_file",

@@ -36,6 +36,7 @@ from gateway.cli._render import (
     parse_when,
     shown,
 )
+from gateway.cli.integrate_cmd import integrate_command
 from gateway.cli.verify_cmd import checkpoint_command, verify_command
 from gateway.errors import GatewayError
 from gateway.policy import PolicySet
@@ -282,8 +283,13 @@ def audit_show(
         events = auditing.request_events(request_id)
         recorded = auditing.read_content(request_id, reviewer=reviewer) if reviewer else None
         reads = auditing.reads_of(request_id)
+        pending = auditing.pending_integration(events)
     if fmt == "json":
-        out: dict[str, Any] = {"request_id": request_id, "events": [e.json_row() for e in events]}
+        rows = [
+            {**e.json_row(), **({"pending_integration": True} if e.seq in pending else {})}
+            for e in events
+        ]
+        out: dict[str, Any] = {"request_id": request_id, "events": rows}
         if reads:
             out["reads"] = [_read_json(e) for e in reads]
         if recorded is not None:
@@ -298,7 +304,11 @@ def audit_show(
     fingerprint = next((e.policy_fingerprint for e in events if e.policy_fingerprint), None)
     click.echo(f"policy {shown(fingerprint or '-')}")
     for e in events:
-        click.echo(f"  seq {e.seq:<8} {e.recorded_at:%Y-%m-%d %H:%M:%S.%f}  {shown(e.kind.value)}")
+        # Format 2: committed and signed, not yet linked into the chain by the integrator.
+        mark = "  (pending integration)" if e.seq in pending else ""
+        click.echo(
+            f"  seq {e.seq:<8} {e.recorded_at:%Y-%m-%d %H:%M:%S.%f}  {shown(e.kind.value)}{mark}"
+        )
         for key in sorted(e.data):
             value = shown(json.dumps(e.data[key], ensure_ascii=False))
             cut = f" [truncated, {len(value)} characters]" if len(value) > SHOW_CUT else ""
@@ -427,3 +437,4 @@ def audit_export(
 # Defined in their own module; added here so `gateway audit` lists them in one group.
 audit_group.add_command(verify_command)
 audit_group.add_command(checkpoint_command)
+audit_group.add_command(integrate_command)

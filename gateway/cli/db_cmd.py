@@ -43,8 +43,17 @@ def db_current(ctx: click.Context) -> None:
     help="A reviewer: read everything (list, show, verify), append only export and "
     "checkpoint records.",
 )
+@click.option(
+    "--integrator",
+    is_flag=True,
+    help="`gateway audit integrate` (format 2): read everything, insert links, checkpoints "
+    "and voids.",
+)
 @click.pass_context
-def db_grant(ctx: click.Context, role: str, read_only: bool) -> None:
+def db_grant(ctx: click.Context, role: str, read_only: bool, integrator: bool) -> None:
     """Give a PostgreSQL ROLE INSERT and SELECT on the audit tables, and nothing else."""
-    for statement in grant_role(settings_of(ctx), role, read_only=read_only):
+    if read_only and integrator:
+        raise click.UsageError("--read-only and --integrator are two different roles.")
+    settings = settings_of(ctx)
+    for statement in grant_role(settings, role, read_only=read_only, integrator=integrator):
         click.echo(statement + ";")

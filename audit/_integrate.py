@@ -1,0 +1,215 @@
+"""The format-2 integrator: link committed events in seq order, extend the tree, checkpoint.
+
+    integrator = Integrator(store, key, grace_s=30)
+    integrator.step()                      # one pass: returns what it did (Step)
+    integrator.run(interval_s=1, stop=event)
+
+Writers commit format-2 events that stand alone (audit._sequenced_append); this links them.
+One pass reads the events above the linked head in seq order, keeps the contiguous prefix,
+and in one transaction inserts one ``chain`` row per event, ``hash = sha256(prev ‖ event
+hash)``, the first link's ``prev`` the last format-1 event's hash (the genesis value for a
+log that began in format 2). It then extends the stored Merkle tree (audit._merkle_store,
+leaves from the events' own hashes, as for format 1) and, every ``checkpoint_every_s``,
+inserts a checkpoint of the linked prefix signed with the integrator's key.
+
+A seq that is reserved but has no row is a writer in flight, or one that died after
+``nextval``. The pass notes the highest seq reserved when it first sees the hole; once the
+hole has stayed for ``grace_s``, every missing seq up to that bound is voided, signed with
+the integrator's key (``ON CONFLICT DO NOTHING``: a writer's row committed meanwhile wins,
+and a writer that commits after its void fails on the primary key and fails closed). The
+grace must exceed a writer's ``statement_timeout`` plus ``idle_in_transaction_session_timeout``.
+
+Two integrators at once are safe without a lease: the links are a function of the committed
+rows, so both compute the same ones, and the primary keys of ``chain`` and
+``chain_checkpoints`` let one insert each; the other's transaction rolls back (a lost race,
+:attr:`Step.lost` counts them) and its next pass starts from the new head.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, text
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import IntegrityError
+
+from audit import checkpoint as cp
+from audit._merkle_store import MerkleState
+from audit._sequenced import chain_link, void_row
+from audit.canonical import canonical_bytes
+from audit.chain import GENESIS
+from audit.errors import LogFormatUnsupported
+from audit.schema import ChainCheckpoint, ChainLink, Event
+from audit.signing import Signer
+from audit.store import AuditStore
+
+PAGE = 20_000  # events linked per transaction
+DEFAULT_GRACE_S = 30.0
+DEFAULT_CHECKPOINT_EVERY_S = 5.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one pass did (or passes, summed): events linked, seqs voided, a checkpoint
+    written, races lost to another integrator."""
+
+    linked: int = 0
+    voided: int = 0
+    checkpoint: int | None = None  # its size
+    lost: int = 0
+    head: int = 0  # the linked head after the pass
+    waiting_on: int | None = None  # a hole at this seq, inside its grace
+
+
+class Integrator:
+    def __init__(
+        self,
+        store: AuditStore,
+        key: bytes,
+        *,
+        grace_s: float = DEFAULT_GRACE_S,
+        checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
+        page: int = PAGE,
+    ) -> None:
+        if store.sequenced_from is None:
+            raise LogFormatUnsupported(
+                "this audit log is in format 1: there is nothing to integrate.",
+                hint="Set GATEWAY_AUDIT_FORMAT=2 (PostgreSQL) to begin format 2.",
+            )
+        self._store = store
+        self._backend = store._backend
+        self._era = store.sequenced_from
+        self._key = key
+        self._signer = Signer.from_text(key.hex())
+        self.public_key = self._signer.public_key
+        self._grace_s = grace_s
+        self._every_s = checkpoint_every_s
+        self._page = page
+        self._durability = canonical_bytes(self._backend.durability)
+        self._stall: tuple[float, int, int] | None = None  # (since, at seq, void up to)
+        self._last_checkpoint = 0.0
+        self._tree = MerkleState(self._backend)
+
+    # -- one pass -----------------------------------------------------------------------------
+
+    def step(self) -> Step:
+        with self._backend.writer.connect() as conn:
+            head, prev = self._head(conn)
+            rows = conn.execute(
+                text(
+                    "SELECT seq, hash FROM events WHERE seq > :h ORDER BY seq LIMIT :n"
+                ).bindparams(h=head, n=self._page)
+            ).all()
+            reserved = int(conn.execute(text("SELECT audit_seq_reserved()")).scalar_one())
+            conn.rollback()
+        links: list[dict[str, Any]] = []
+        for seq, event_hash in rows:
+            if seq != head + 1 + len(links):
+                break
+            link = chain_link(prev, str(event_hash))
+            links.append({"seq": seq, "prev_hash": prev, "hash": link})
+            prev = link
+        if not links:
+            if reserved <= head:
+                self._stall = None
+                return Step(head=head)
+            return self._hole(head, rows[0][0] - 1 if rows else reserved)
+        self._stall = None
+        try:
+            with self._backend.writer.begin() as conn:
+                for at in range(0, len(links), 5_000):
+                    conn.execute(insert(ChainLink), links[at : at + 5_000])
+        except IntegrityError:
+            return Step(lost=1, head=head)  # another integrator linked these first
+        size = links[-1]["seq"]
+        self._tree.extend(size)
+        made = None
+        if time.monotonic() - self._last_checkpoint >= self._every_s:
+            made = self.checkpoint(size, links[-1]["hash"])
+        return Step(linked=len(links), checkpoint=made, head=size)
+
+    def _head(self, conn: Connection) -> tuple[int, str]:
+        """The last linked seq and its link; before any, the last format-1 event's hash."""
+        row = conn.execute(text("SELECT seq, hash FROM chain ORDER BY seq DESC LIMIT 1")).first()
+        if row is not None:
+            return int(row[0]), str(row[1])
+        if self._era == 1:
+            return 0, GENESIS
+        last = conn.execute(
+            text("SELECT hash FROM events WHERE seq = :s").bindparams(s=self._era - 1)
+        ).scalar_one()
+        return self._era - 1, str(last)
+
+    def _hole(self, head: int, bound: int) -> Step:
+        now = time.monotonic()
+        stall = self._stall
+        if stall is None or stall[1] != head + 1:
+            self._stall = (now, head + 1, bound)
+            return Step(head=head, waiting_on=head + 1)
+        if now - stall[0] < self._grace_s:
+            return Step(head=head, waiting_on=head + 1)
+        # Every seq up to the bound was reserved before the hole was first seen, so its
+        # writer has had the whole grace to commit.
+        reason = f"not committed within {self._grace_s:g} s"
+        stamp = datetime.now(UTC)
+        voids = [
+            void_row(s, self._signer, reason, self._durability, stamp)
+            for s in range(head + 1, stall[2] + 1)
+        ]
+        # RETURNING counts the rows written: an executemany's rowcount is not reliable.
+        statement = postgresql.insert(Event).on_conflict_do_nothing().returning(Event.seq)
+        with self._backend.writer.begin() as conn:
+            written = len(conn.execute(statement, voids).all())
+        self._stall = None
+        return Step(head=head, voided=written)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def checkpoint(self, size: int, chain_head: str) -> int | None:
+        """Sign the linked prefix 1..``size`` (its RFC 6962 root and last link) and store it;
+        None if another integrator stored that size first."""
+        root = self._tree.root(size)
+        made_at = datetime.now(UTC)
+        signed = cp.sign(self._store.store_id, size, chain_head, made_at, self._key, root=root)
+        row = {
+            "size": size,
+            "root": root.hex(),
+            "chain_head": chain_head,
+            "made_at": made_at,
+            "checkpoint": cp.dumps(signed),
+        }
+        statement = postgresql.insert(ChainCheckpoint).on_conflict_do_nothing()
+        with self._backend.writer.begin() as conn:
+            written = conn.execute(statement, [row]).rowcount
+        self._last_checkpoint = time.monotonic()
+        return size if written else None
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(self, interval_s: float, stop: threading.Event, *, once: bool = False) -> Step:
+        """Pass after pass until ``stop`` is set (``once``: until nothing is left to do, a
+        hole inside its grace included); sleeps ``interval_s`` when a pass did nothing.
+        Returns the totals."""
+        linked = voided = lost = 0
+        made: int | None = None
+        last = Step()
+        while not stop.is_set():
+            last = self.step()
+            linked += last.linked
+            voided += last.voided
+            lost += last.lost
+            made = last.checkpoint if last.checkpoint is not None else made
+            busy = last.linked or last.voided or last.lost
+            if once and not busy and last.waiting_on is None:
+                break
+            if not busy:
+                stop.wait(interval_s)
+        if linked and (made is None or made < last.head):  # the head, signed before leaving
+            with self._backend.writer.connect() as conn:
+                head, prev = self._head(conn)
+            made = self.checkpoint(head, prev) or made
+        return Step(linked=linked, voided=voided, checkpoint=made, lost=lost, head=last.head)

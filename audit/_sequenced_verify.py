@@ -1,0 +1,300 @@
+"""Verify's walk of a format-2 log's events (audit._sequenced), after the format-1 walk.
+
+    census = format_1_census(backend, census, era)     # the format-1 walk stops before era
+    report = verify_sequenced(backend, era, trust, report)
+
+From the first format-2 seq on, each row is checked on its own: ``prev_hash`` is ``''`` and
+``hash`` is ``sha256(body)``, the columns agree with the body, the referenced content is
+stored intact, the record signature (format-2 domain) is a trusted key's, and each outcome
+follows its REQUEST and ends it once. Its link, when the integrator has made it, must be
+``sha256(previous link ‖ hash)`` from the last format-1 event's hash on, and the linked
+events must be a prefix: nothing linked after a seq that is not. The events after that
+prefix are *pending integration*: checked the same way, counted, their oldest time
+reported; a missing seq among them is a writer in flight or a hole the integrator will void,
+not a defect. A missing seq inside the linked prefix, or a link without its event, is.
+The last integrator checkpoint must name the link at its size and carry a valid signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from audit import checkpoint as cp
+from audit._backend import Backend
+from audit._sequenced import chain_link
+from audit.canonical import digest
+from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, as_bytes, parse_body, parse_time
+from audit.errors import CheckpointError
+from audit.lifecycle import TERMINAL
+from audit.models import Defect, DefectKind, VerifyReport
+from audit.signing import SEQUENCED_PREV, Trust
+
+PAGE = 5000
+_ROWS = (
+    "SELECT e.seq, e.request_id, e.kind, e.recorded_at, e.task, e.caller, "
+    "e.policy_fingerprint, e.request_hash, e.event_id, e.body, e.prev_hash, e.hash, "
+    "e.signature, e.key_id, c.prev_hash AS link_prev, c.hash AS link "
+    "FROM events e LEFT JOIN chain c ON c.seq = e.seq "
+    "WHERE e.seq >= :era AND e.seq > :last ORDER BY e.seq LIMIT :n"
+)
+
+
+def format_1_census(backend: Backend, census: Census, era: int) -> Census:
+    """The census of the format-1 rows only (seq < ``era``), for the format-1 walk."""
+    with backend.reader.connect() as conn:
+        later = int(
+            conn.execute(
+                text("SELECT count(*) FROM events WHERE seq >= :era"), {"era": era}
+            ).scalar_one()
+        )
+    return census._replace(rows=census.rows - later, highest=min(census.highest, era - 1))
+
+
+class _Walk:
+    def __init__(self, trust: Trust | None, prev: str, era: int) -> None:
+        self.trust = trust
+        self.prev = prev  # the last link
+        self.expected = era
+        self.linked_head = era - 1
+        self.linking = True  # still inside the linked prefix
+        self.count = 0
+        self.bytes = 0
+        self.pending = 0
+        self.pending_since: datetime | None = None
+        self.defects: list[Defect] = []
+        self.watch: int | None = None  # the size of the checkpoint to check
+        self.watched: str | None = None  # the link at that size
+
+    def defect(self, seq: int | None, kind: DefectKind, detail: str) -> None:
+        if len(self.defects) < MAX_DEFECTS:
+            self.defects.append(Defect(seq=seq, kind=kind, detail=detail))
+
+    def row(self, r: Any, intact: set[str]) -> None:
+        seq = int(r.seq)
+        if seq != self.expected and r.link is not None:
+            # Linked past a missing seq: an event was deleted (pending seqs may be missing:
+            # a writer in flight, or a hole the integrator will void).
+            gap = f"seq {self.expected}" + (f"..{seq - 1}" if seq - 1 > self.expected else "")
+            self.defect(self.expected, DefectKind.GAP, f"{gap} is missing from the linked chain")
+        self.expected = seq + 1
+        self.count += 1
+        body = as_bytes(r.body)
+        self.bytes += len(body)
+        if r.prev_hash != SEQUENCED_PREV:
+            self.defect(seq, DefectKind.HASH_MISMATCH, "a format-2 event carries a prev_hash")
+        if r.hash != digest(body):
+            self.defect(seq, DefectKind.HASH_MISMATCH, "its hash is not sha256(body)")
+        self._body(seq, r, body, intact)
+        self._signature(seq, r)
+        self._link(seq, r)
+
+    def _body(self, seq: int, r: Any, body: bytes, intact: set[str]) -> None:
+        parsed = parse_body(body)
+        if isinstance(parsed, str):
+            self.defect(seq, DefectKind.BAD_BODY, parsed)
+            return
+        wrong = [c for c in MIRRORED if getattr(r, c) != parsed.get(c)]
+        if parsed.get("seq") != seq:
+            wrong.append("seq")
+        try:
+            if parse_time(str(parsed.get("recorded_at"))) != r.recorded_at:
+                wrong.append("recorded_at")
+        except ValueError:
+            wrong.append("recorded_at")
+        if wrong:
+            self.defect(
+                seq,
+                DefectKind.COLUMN_MISMATCH,
+                f"column(s) {', '.join(wrong)} differ from its body",
+            )
+        for ref in _refs(parsed):
+            if ref not in intact:
+                self.defect(seq, DefectKind.MISSING_CONTENT, f"{ref} is not stored intact")
+
+    def _signature(self, seq: int, r: Any) -> None:
+        if self.trust is None:
+            return
+        keys = self.trust.keys
+        reason = keys.check(r.key_id, r.signature, str(r.hash), sequenced=True)
+        if reason is None:
+            return
+        if r.signature is None:
+            kind = DefectKind.UNSIGNED
+        elif keys.knows(r.key_id):
+            kind = DefectKind.BAD_SIGNATURE
+        else:
+            kind = DefectKind.UNTRUSTED_SIGNER
+        self.defect(seq, kind, reason)
+
+    def _link(self, seq: int, r: Any) -> None:
+        if r.link is None:
+            self.linking = False
+            self.pending += 1
+            when = r.recorded_at
+            if self.pending_since is None or when < self.pending_since:
+                self.pending_since = when
+            return
+        if not self.linking:
+            self.defect(seq, DefectKind.BROKEN_LINK, "it is linked after a seq that is not")
+            return
+        if r.link_prev != self.prev:
+            self.defect(seq, DefectKind.BROKEN_LINK, "its link does not follow the previous one")
+        elif r.link != chain_link(self.prev, str(r.hash)):
+            self.defect(seq, DefectKind.HASH_MISMATCH, "its link is not sha256(prev ‖ hash)")
+        self.prev = str(r.link)
+        self.linked_head = seq
+        if seq == self.watch:
+            self.watched = self.prev
+
+
+def _refs(parsed: dict[str, Any]) -> list[str]:
+    payloads = parsed.get("payloads") or {}
+    refs = [str(v) for v in payloads.values()] if isinstance(payloads, dict) else []
+    policy = parsed.get("policy_ref")
+    return [*refs, str(policy)] if policy is not None else refs
+
+
+def _intact(conn: Connection, refs: Iterable[str]) -> set[str]:
+    """Which of ``refs`` are stored and hash to their key (payloads and policies)."""
+    wanted = sorted(set(refs))
+    found: set[str] = set()
+    for at in range(0, len(wanted), 1000):
+        chunk = wanted[at : at + 1000]
+        rows = conn.execute(
+            text(
+                "SELECT digest, content FROM payloads WHERE digest = ANY(:k) UNION ALL "
+                "SELECT fingerprint, content FROM policies WHERE fingerprint = ANY(:k)"
+            ),
+            {"k": chunk},
+        )
+        found.update(key for key, content in rows if digest(as_bytes(content)) == key)
+    return found
+
+
+def _lifecycle(conn: Connection, walk: _Walk, page: list[Any]) -> None:
+    """Each outcome of the page follows a REQUEST of its id and hash, and is its first end."""
+    outcomes = [r for r in page if r.kind in TERMINAL]
+    if not outcomes:
+        return
+    lives: dict[str, list[Any]] = {}
+    for row in conn.execute(
+        text(
+            "SELECT seq, kind, request_id, request_hash FROM events "
+            "WHERE request_id = ANY(:ids) AND kind = ANY(:kinds) AND seq >= 1 ORDER BY seq"
+        ),
+        {"ids": sorted({r.request_id for r in outcomes}), "kinds": ["request", *TERMINAL]},
+    ):
+        lives.setdefault(row.request_id, []).append(row)
+    for r in outcomes:
+        life = [e for e in lives.get(r.request_id, []) if e.seq < r.seq]
+        intent = next(
+            (e for e in reversed(life) if e.kind == "request" and e.request_hash == r.request_hash),
+            None,
+        )
+        if intent is None:
+            walk.defect(
+                r.seq, DefectKind.ORPHAN_OUTCOME, "no REQUEST of its id and hash comes before it"
+            )
+        elif any(e.seq > intent.seq and e.kind in TERMINAL for e in life):
+            walk.defect(r.seq, DefectKind.DUPLICATE_OUTCOME, "its request had already ended")
+
+
+def _start(conn: Connection, era: int) -> str:
+    if era == 1:
+        return GENESIS
+    last = conn.execute(text("SELECT hash FROM events WHERE seq = :s"), {"s": era - 1})
+    return str(last.scalar_one_or_none() or GENESIS)
+
+
+def _last_checkpoint(conn: Connection, highest: int) -> Any:
+    """The integrator's latest checkpoint within the rows the walk will read: its links
+    were committed before it, so the walk sees them."""
+    return conn.execute(
+        text(
+            "SELECT size, chain_head, checkpoint FROM chain_checkpoints WHERE size <= :h "
+            "ORDER BY size DESC LIMIT 1"
+        ),
+        {"h": highest},
+    ).first()
+
+
+def _checkpoint(row: Any, walk: _Walk, trust: Trust | None) -> None:
+    size = int(row.size)
+    if walk.watched != row.chain_head:
+        walk.defect(
+            size, DefectKind.CHECKPOINT, "the integrator's last checkpoint is not of this chain"
+        )
+        return
+    try:
+        signed = cp.loads(str(row.checkpoint))
+    except CheckpointError as exc:
+        walk.defect(size, DefectKind.CHECKPOINT, f"the integrator's checkpoint: {exc.message}")
+        return
+    if signed.hash != row.chain_head or signed.seq != size:
+        walk.defect(size, DefectKind.CHECKPOINT, "the integrator's checkpoint names another head")
+    elif trust is not None and signed.public_key not in trust.keys:
+        walk.defect(
+            size, DefectKind.CHECKPOINT, "the integrator's checkpoint is signed by an untrusted key"
+        )
+
+
+def verify_sequenced(
+    backend: Backend, era: int, trust: Trust | None, report: VerifyReport
+) -> VerifyReport:
+    """``report`` (the format-1 walk's, of seqs before ``era``) with the format-2 walk added."""
+    with backend.reader.connect() as conn:
+        walk = _Walk(trust, _start(conn, era), era)
+        highest = conn.execute(text("SELECT coalesce(max(seq), 0) FROM events")).scalar_one()
+        checkpoint = _last_checkpoint(conn, highest)
+        walk.watch = None if checkpoint is None else int(checkpoint.size)
+    last = era - 1
+    while True:
+        with backend.reader.connect() as conn:
+            page = conn.execute(text(_ROWS), {"era": era, "last": last, "n": PAGE}).all()
+            refs = [ref for r in page for ref in _refs_of(r)]
+            intact = _intact(conn, refs)
+            for r in page:
+                if r.seq > highest:
+                    break
+                walk.row(r, intact)
+            _lifecycle(conn, walk, [r for r in page if r.seq <= highest])
+        if len(page) < PAGE or (page and page[-1].seq >= highest):
+            break
+        last = page[-1].seq
+    linked = walk.linked_head - era + 1
+    if checkpoint is not None:
+        _checkpoint(checkpoint, walk, trust)
+    with backend.reader.connect() as conn:
+        # Bounded by the walk's linked head: the integrator may link more meanwhile.
+        links = conn.execute(
+            text("SELECT count(*) FROM chain WHERE seq <= :h"), {"h": walk.linked_head}
+        ).scalar_one()
+    if int(links) != linked:
+        walk.defect(
+            None,
+            DefectKind.OUTSIDE_CHAIN,
+            f"the chain holds {links} links up to seq {walk.linked_head}, but {linked} events "
+            "are linked up to it",
+        )
+    defects = (*report.defects, *walk.defects)[:MAX_DEFECTS]
+    update: dict[str, Any] = {
+        "ok": not defects,
+        "defects": defects,
+        "events_checked": report.events_checked + walk.count,
+        "bytes_checked": report.bytes_checked + walk.bytes,
+        "sequenced_from": era,
+        "pending_integration": walk.pending,
+        "pending_since": walk.pending_since,
+    }
+    if walk.linked_head >= era:
+        update.update(head_seq=walk.linked_head, head_hash=walk.prev)
+    return report.model_copy(update=update)
+
+
+def _refs_of(r: Any) -> list[str]:
+    parsed = parse_body(as_bytes(r.body))
+    return [] if isinstance(parsed, str) else _refs(parsed)

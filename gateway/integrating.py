@@ -1,0 +1,78 @@
+"""`gateway audit integrate`'s library side: open a format-2 log and run its integrator.
+
+    step = integrate(settings, key_text, once=True, grace_s=30)   # -> audit._integrate.Step
+
+Opens the audit database of ``settings`` (``audit_format = 2`` begins format 2 on a
+PostgreSQL log that has not yet), then runs :class:`audit._integrate.Integrator` with the
+integrator's key: until nothing is left to link (``once``) or until ``stop`` is set. The
+key signs the integrator's checkpoints and the voids of seqs whose writer died; verify must
+trust its public key (GATEWAY_TRUSTED_KEYS) for those voids.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from audit import AuditStore
+from audit._integrate import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_GRACE_S, Integrator, Step
+from gateway._audit_errors import translated
+from gateway.errors import InputError
+from gateway.settings import Settings
+
+__all__ = ["Step", "integrate", "integrator_seed"]
+
+KEY_HINT = (
+    "Make one with `python -c 'import secrets; print(secrets.token_hex(32))'`, keep it apart "
+    "from the record keys, and pass it as --key or GATEWAY_INTEGRATOR_KEY."
+)
+
+
+def integrator_seed(text: str) -> bytes:
+    """The integrator's Ed25519 seed: 64 hex characters, or a file holding them."""
+    value = text.strip()
+    path = Path(value)
+    if len(value) != 64 and path.is_file():
+        value = path.read_text(encoding="utf-8").strip()
+    try:
+        seed = bytes.fromhex(value)
+    except ValueError:
+        seed = b""
+    if len(seed) != 32:
+        raise InputError(
+            "the integrator key is not 64 hex characters (32 random bytes), nor a file "
+            "holding them.",
+            hint=KEY_HINT,
+        )
+    return seed
+
+
+def integrate(
+    settings: Settings,
+    key_text: str,
+    *,
+    once: bool,
+    interval_s: float = 1.0,
+    grace_s: float = DEFAULT_GRACE_S,
+    checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
+    stop: threading.Event | None = None,
+    on_ready: Callable[[Integrator], None] | None = None,
+) -> Step:
+    seed = integrator_seed(key_text)
+    with translated():
+        store = AuditStore.open(
+            settings.database_url,
+            settings.durability.value,
+            create=False,
+            log_format=settings.audit_format,
+        )
+        try:
+            integrator = Integrator(
+                store, seed, grace_s=grace_s, checkpoint_every_s=checkpoint_every_s
+            )
+            if on_ready is not None:
+                on_ready(integrator)
+            return integrator.run(interval_s, stop or threading.Event(), once=once)
+        finally:
+            store.close()
