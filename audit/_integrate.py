@@ -8,9 +8,11 @@ Writers commit format-2 events that stand alone (audit._sequenced_append); this 
 One pass reads the events above the linked head in seq order, keeps the contiguous prefix,
 and in one transaction inserts one ``chain`` row per event, ``hash = sha256(prev ‖ event
 hash)``, the first link's ``prev`` the last format-1 event's hash (the genesis value for a
-log that began in format 2). It then extends the stored Merkle tree (audit._merkle_store,
-leaves from the events' own hashes, as for format 1) and, every ``checkpoint_every_s``,
-inserts a checkpoint of the linked prefix signed with the integrator's key.
+log that began in format 2). It then every ``checkpoint_every_s``, extends the stored
+Merkle tree (audit._merkle_store, leaves from the events' own hashes, as for format 1) and
+inserts a checkpoint of the linked prefix signed with the integrator's key. Passes come
+every ``interval_s`` unless a pass found a full page (a backlog): a steady stream is linked
+in batches, so the lag is about ``interval_s``.
 
 A seq that is reserved but has no row is a writer in flight, or one that died after
 ``nextval``. The pass notes the highest seq reserved when it first sees the hole; once the
@@ -126,7 +128,6 @@ class Integrator:
         except IntegrityError:
             return Step(lost=1, head=head)  # another integrator linked these first
         size = links[-1]["seq"]
-        self._tree.extend(size)
         made = None
         if time.monotonic() - self._last_checkpoint >= self._every_s:
             made = self.checkpoint(size, links[-1]["hash"])
@@ -171,7 +172,9 @@ class Integrator:
 
     def checkpoint(self, size: int, chain_head: str) -> int | None:
         """Sign the linked prefix 1..``size`` (its RFC 6962 root and last link) and store it;
-        None if another integrator stored that size first."""
+        None if another integrator stored that size first. The stored tree is extended here,
+        a checkpoint's worth of events at a time, not on every pass."""
+        self._tree.extend(size)
         root = self._tree.root(size)
         made_at = datetime.now(UTC)
         signed = cp.sign(self._store.store_id, size, chain_head, made_at, self._key, root=root)
@@ -206,7 +209,10 @@ class Integrator:
             busy = last.linked or last.voided or last.lost
             if once and not busy and last.waiting_on is None:
                 break
-            if not busy:
+            # Straight on only with a backlog (a full page) or after a void or a lost race:
+            # otherwise a pass per interval, so a steady stream is linked in batches and the
+            # integrator does not compete with the writers for the CPU pass after pass.
+            if last.linked < self._page and not last.voided and not last.lost:
                 stop.wait(interval_s)
         if linked and (made is None or made < last.head):  # the head, signed before leaving
             with self._backend.writer.connect() as conn:

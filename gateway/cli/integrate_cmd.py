@@ -5,7 +5,7 @@
     $ gateway audit integrate --once --format json
 
 Parses, calls :mod:`gateway.integrating`, renders. Without ``--once`` it runs pass after
-pass, sleeping ``--interval`` seconds when there is nothing to link, and stops cleanly on
+pass, ``--interval`` seconds apart (back to back while a backlog lasts), and stops cleanly on
 SIGTERM or SIGINT (the pass in progress finishes; a final checkpoint is written).
 """
 
@@ -41,7 +41,7 @@ __all__ = ["integrate_command"]
     type=click.FloatRange(min=0.01),
     default=1.0,
     show_default=True,
-    help="Seconds to sleep when a pass found nothing to link.",
+    help="Seconds between passes (none while a backlog lasts): about the integration lag.",
 )
 @click.option(
     "--grace",

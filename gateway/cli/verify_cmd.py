@@ -71,6 +71,13 @@ def _trust_lines(report: VerifyReport) -> list[str]:
             f"the verified checkpoint signed by {attested.public_key} at {attested.created_at} "
             f"(its hash at seq {attested.seq} matched, its keys and signature columns still hold)"
         )
+    if report.sequenced_from is not None:  # format 2: what the integrator has not linked
+        since = report.pending_since
+        lines.append(
+            f"format 2 from seq {report.sequenced_from}: head seq {report.head_seq} is the "
+            f"last linked event; {report.pending_integration} event(s) pending integration"
+            + (f" (checked; the oldest recorded at {since:%Y-%m-%d %H:%M:%S} UTC)" if since else "")
+        )
     if report.tree_root_checked:
         lines.append("Merkle tree root of the checkpoint recomputed from the log")
     if report.checkpoint_seq is not None:

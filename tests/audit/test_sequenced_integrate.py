@@ -319,6 +319,10 @@ def test_audit_show_marks_an_event_pending_until_it_is_integrated(pg_url: str) -
 
     assert json.loads(show("json"))["events"][0]["pending_integration"] is True
     assert "(pending integration)" in show("text")
+    verify = [str(GATEWAY), "audit", "verify"]
+    done = subprocess.run(verify, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 event(s) pending integration (checked" in done.stdout
     _integrate(pg_url, "--once")
     assert "pending_integration" not in json.loads(show("json"))["events"][0]
     assert "(pending integration)" not in show("text")
