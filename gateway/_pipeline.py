@@ -22,12 +22,12 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import SecretStr
 
 from audit import EventKind
-from audit.canonical import canonical_digest
+from audit.canonical import canonical_bytes, canonical_digest
 from gateway._answer_checks import answer_alerts, answer_facts
 from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
@@ -95,6 +95,21 @@ class Prepared:
         return {**self.plan.body, "stream": True} if self.stream else self.plan.body
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A request its policy or its input refused (the error names the request id), to be
+    recorded REJECTED by :meth:`RequestPipeline.refuse`."""
+
+    error: PolicyError | InputError
+    task: object
+    caller: object
+    policy: Policy | None
+    overrides: object
+
+
+_POLICY_BYTES_LIMIT = 256
+
+
 class RequestPipeline:
     def __init__(
         self,
@@ -120,6 +135,7 @@ class RequestPipeline:
         self._derives_policies = derives_policies
         self._user_id_salt = user_id_salt
         self._served = ServedMemo()
+        self._policy_bytes: dict[str, bytes] = {}
 
     # -- stage 1-3: resolve, plan, key ---------------------------------------------------
 
@@ -135,7 +151,37 @@ class RequestPipeline:
         timeout: object = None,
         counting: bool = False,
     ) -> Prepared:
-        """``counting``: planned for a token count, not a call (so no delivery mode applies)."""
+        """``counting``: planned for a token count, not a call (so no delivery mode applies).
+        A refused request is recorded REJECTED and its error raised."""
+        admitted = self.admit(
+            task,
+            prompt=prompt,
+            messages=messages,
+            caller=caller,
+            overrides=overrides,
+            stream=stream,
+            timeout=timeout,
+            counting=counting,
+        )
+        if isinstance(admitted, Refusal):
+            self.refuse(admitted)
+        return admitted
+
+    def admit(
+        self,
+        task: str,
+        *,
+        prompt: object = None,
+        messages: object = None,
+        caller: object = None,
+        overrides: Mapping[str, object] | None = None,
+        stream: bool = False,
+        timeout: object = None,
+        counting: bool = False,
+    ) -> Prepared | Refusal:
+        """:meth:`prepare` without the audit write: the prepared request, or the refusal to
+        record (:meth:`refuse`), so that an asyncio caller can plan on its event loop and
+        hand only the write to a worker thread."""
         request_id = new_request_id()
         policy: Policy | None = None
         try:
@@ -171,9 +217,8 @@ class RequestPipeline:
             plan = self._plan(policy, model, prompt, messages, overrides, checked_caller)
             model_version = self.providers.model_version(model.provider, model.id)
         except (PolicyError, InputError) as exc:
-            self._record_rejected(request_id, task, caller, policy, overrides, exc)
             exc.request_id = request_id  # the refusal names its REJECTED record
-            raise
+            return Refusal(exc, task, caller, policy, overrides)
         return Prepared(
             request_id=request_id,
             caller=checked_caller,
@@ -215,6 +260,32 @@ class RequestPipeline:
             user_id=user_id,
         )
 
+    def refuse(self, refusal: Refusal) -> NoReturn:
+        """Record the REJECTED event of a refused request, then raise its error."""
+        error = refusal.error
+        assert error.request_id is not None
+        self._record_rejected(
+            error.request_id,
+            refusal.task,
+            refusal.caller,
+            refusal.policy,
+            refusal.overrides,
+            error,
+        )
+        raise error
+
+    def policy_bytes(self, policy: Policy) -> bytes:
+        """The canonical bytes of ``policy``'s content, computed once per policy: keyed by
+        its fingerprint, the digest of exactly these bytes, so no two contents share a key."""
+        fingerprint = policy.fingerprint
+        known = self._policy_bytes.get(fingerprint)
+        if known is None:
+            if len(self._policy_bytes) >= _POLICY_BYTES_LIMIT:
+                self._policy_bytes = {}  # experiments derive many: a cache, not a record
+            known = canonical_bytes(policy.content())
+            self._policy_bytes[fingerprint] = known
+        return known
+
     def _record_rejected(
         self,
         request_id: str,
@@ -248,7 +319,7 @@ class RequestPipeline:
                     "gateway_version": GATEWAY_VERSION,
                     **({"claimed_caller": claimed} if claimed else {}),
                 },
-                policy_content=policy.content() if policy else None,
+                policy_canonical=self.policy_bytes(policy) if policy else None,
             )
         )
         log.info(
@@ -291,7 +362,7 @@ class RequestPipeline:
                 EventKind.TOKEN_COUNT,
                 data,
                 payloads=stored_payloads("request_body", provider.wire_bytes(plan.body)),
-                policy_content=prepared.policy.content(),
+                policy_canonical=self.policy_bytes(prepared.policy),
             )
         )
         try:
@@ -400,7 +471,7 @@ class RequestPipeline:
                 "durability": self.durability,
                 "gateway_version": GATEWAY_VERSION,
             },
-            policy_content=prepared.policy.content(),
+            policy_canonical=self.policy_bytes(prepared.policy),
         )
 
     def record_failed(

@@ -7,9 +7,12 @@
                          intent=Intent(EventKind.REQUEST, {...}, policy.content()))
     sent.wire, sent.reply, sent.error        # the outcome is the caller's to record
 
-``send`` is ``begin`` (commit the intent) then ``call`` (send, recording each failed attempt);
-a caller that commits the intent in the same worker-thread hop as other audit work calls the
-two itself. ``asend``/``acall`` are the asyncio twins.
+``send`` is ``call`` on a fresh :class:`Intended`: the provider builds the request once and,
+just before it sends, hands the exact body bytes to the recorder (``on_wire``), which commits
+the intent with them; then each failed attempt is recorded. A caller that commits the intent
+in the same worker-thread hop as other audit work calls ``begin`` first (the provider's
+``wire_bytes``, a second build) and ``call`` after. ``asend``/``acall`` are the asyncio twins
+(the intent committed in a worker thread while the loop waits).
 
 ``stream``/``astream`` are ``call`` for a streamed answer: they forward each event as it
 arrives and record exactly one terminal outcome, however the iteration ends, through the
@@ -18,7 +21,7 @@ partial answer; the caller closed the stream, was cancelled or interrupted: CANC
 the partial answer). The outcome is claimed in a ``finally``, so no way out misses it.
 
 A call is: an intent event with the exact wire bytes, committed before anything is sent
-(invariant 1); one ATTEMPT_FAILED event per failed attempt, committed before any retry; then
+(invariant 1; a call that fails before then sent nothing and records no outcome); one ATTEMPT_FAILED event per failed attempt, committed before any retry; then
 a reply, or a typed :class:`UpstreamError` for whatever went wrong after the intent. Every
 append goes through :meth:`Recorder.append`, the one place where an audit-store error becomes
 the gateway's :class:`AuditWriteError` (reads translate through gateway._audit_errors); when
@@ -48,12 +51,20 @@ from gateway._threads import AuditThreads
 from gateway.errors import (
     AuditError,
     AuditWriteError,
+    GatewayError,
     IntegrityAlert,
     UpstreamError,
     UpstreamRejected,
 )
 from gateway.providers._stream import MessageAssembler
-from gateway.providers.base import AttemptFailure, Provider, ProviderReply, RequestNotHonoured
+from gateway.providers.base import (
+    AsyncOnWire,
+    AttemptFailure,
+    OnWire,
+    Provider,
+    ProviderReply,
+    RequestNotHonoured,
+)
 from gateway.settings import Settings
 
 
@@ -76,6 +87,7 @@ class CallLabels:
         *,
         payloads: Mapping[str, bytes] | None = None,
         policy_content: Mapping[str, Any] | None = None,
+        policy_canonical: bytes | None = None,
     ) -> EventDraft:
         return EventDraft(
             kind=kind,
@@ -87,6 +99,7 @@ class CallLabels:
             data=dict(data),
             payloads=dict(payloads or {}),
             policy_content=dict(policy_content) if policy_content is not None else None,
+            policy_canonical=policy_canonical,
         )
 
 
@@ -98,14 +111,25 @@ class Intent:
     kind: EventKind
     data: Mapping[str, Any]
     policy_content: Mapping[str, Any] | None = None
+    policy_canonical: bytes | None = None  # the content's canonical bytes, when known
 
 
-@dataclass(frozen=True)
-class Begun:
-    """A committed intent: the exact bytes about to be sent, and the intent's seq."""
+class Intended:
+    """One call's intent, committed once with the exact bytes about to be sent: by
+    :meth:`Recorder.begin` before the call, or by the provider itself just before it sends
+    (``on_wire``), so that the request is built once. ``wire`` and ``seq`` are set once it
+    is committed; a call that ends before then sent nothing and has no outcome to record."""
 
-    wire: bytes
-    intent_seq: int
+    __slots__ = ("intent", "seq", "wire")
+
+    def __init__(self, intent: Intent) -> None:
+        self.intent = intent
+        self.wire: bytes | None = None
+        self.seq: int | None = None
+
+    @property
+    def committed(self) -> bool:
+        return self.seq is not None
 
 
 @dataclass(frozen=True)
@@ -310,18 +334,57 @@ class Recorder:
 
     def begin(
         self, call: CallLabels, provider: Provider, body: Mapping[str, Any], intent: Intent
-    ) -> Begun:
-        """Commit the intent with the exact bytes about to be sent (nothing is sent before)."""
-        wire = provider.wire_bytes(body)
+    ) -> Intended:
+        """Commit the intent now, with the bytes ``provider.wire_bytes`` gives (the provider
+        builds them again to send). For a caller that commits the intent in the same
+        worker-thread hop as other audit work; otherwise :meth:`call` commits it from the
+        request the provider actually built."""
+        intended = Intended(intent)
+        self.commit(call, intended, provider.wire_bytes(body))
+        return intended
+
+    def commit(self, call: CallLabels, intended: Intended, wire: bytes) -> None:
+        """Commit ``intended`` with ``wire``, the exact body about to be sent; a retry's
+        bytes, announced again, change nothing (the outcome says whether they were the same)."""
+        if intended.committed:
+            return
+        intent = intended.intent
         appended = self.append(
             call.draft(
                 intent.kind,
                 intent.data,
                 payloads=stored_payloads("request_body", wire),
                 policy_content=intent.policy_content,
+                policy_canonical=intent.policy_canonical,
             )
         )
-        return Begun(wire=wire, intent_seq=appended.seq)
+        intended.wire, intended.seq = wire, appended.seq
+
+    def _on_wire(self, call: CallLabels, intended: Intended) -> OnWire | None:
+        if intended.committed:
+            return None
+
+        def on_wire(wire: bytes) -> None:
+            self.commit(call, intended, wire)
+
+        return on_wire
+
+    def _aon_wire(self, call: CallLabels, intended: Intended) -> AsyncOnWire | None:
+        """:meth:`_on_wire` for asyncio: the intent is committed in a worker thread. A
+        cancellation meanwhile cannot stop that thread, so it is waited for: ``intended``
+        then says whether the intent was committed (and so needs its CANCELLED outcome)."""
+        if intended.committed:
+            return None
+
+        async def on_wire(wire: bytes) -> None:
+            job = self.threads.submit(self.commit, call, intended, wire)
+            try:
+                await job
+            except asyncio.CancelledError:
+                await job.settled()
+                raise
+
+        return on_wire
 
     def attempt_failed(self, call: CallLabels, failure: AttemptFailure) -> None:
         # upstream_message may quote the prompt: the audit log may hold that, logs and error
@@ -339,9 +402,9 @@ class Recorder:
         api_version: str,
         intent: Intent,
     ) -> Sent:
-        """The whole call: :meth:`begin`, then :meth:`call`."""
-        begun = self.begin(call, provider, body, intent)
-        return self.call(call, provider, body, api_version=api_version, begun=begun)
+        """The whole call: the intent committed from the request the provider built, then
+        the call (:meth:`call`)."""
+        return self.call(call, provider, body, api_version=api_version, intended=Intended(intent))
 
     async def asend(
         self,
@@ -353,8 +416,8 @@ class Recorder:
         intent: Intent,
     ) -> Sent:
         """:meth:`send` for asyncio: the intent is committed in a worker thread."""
-        begun = await self.threads.submit(self.begin, call, provider, body, intent)
-        return await self.acall(call, provider, body, api_version=api_version, begun=begun)
+        intended = Intended(intent)
+        return await self.acall(call, provider, body, api_version=api_version, intended=intended)
 
     # The two I/O loops below mirror each other line for line; the decisions are _failed's.
 
@@ -365,10 +428,11 @@ class Recorder:
         body: Mapping[str, Any],
         *,
         api_version: str,
-        begun: Begun,
+        intended: Intended,
         timeout_s: float | None = None,
     ) -> Sent:
-        """Send a body whose intent is committed, recording each failed attempt."""
+        """Send a body, its intent committed first (by the provider's ``on_wire``, unless
+        :meth:`begin` did), recording each failed attempt."""
 
         def on_attempt_failed(failure: AttemptFailure) -> None:
             self.attempt_failed(call, failure)
@@ -379,12 +443,13 @@ class Recorder:
                 api_version=api_version,
                 on_attempt_failed=on_attempt_failed,
                 timeout_s=timeout_s,
+                on_wire=self._on_wire(call, intended),
             )
         except AuditError:
-            raise  # an attempt could not be recorded: the call already stopped, fail closed
+            raise  # the intent or an attempt could not be recorded: stopped, fail closed
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
-            return _failed(provider, begun, exc)
-        return Sent(wire=begun.wire, intent_seq=begun.intent_seq, reply=reply)
+            return _failed(provider, call, intended, exc)
+        return _replied(intended, reply)
 
     async def acall(
         self,
@@ -393,11 +458,12 @@ class Recorder:
         body: Mapping[str, Any],
         *,
         api_version: str,
-        begun: Begun,
+        intended: Intended,
         timeout_s: float | None = None,
     ) -> Sent:
-        """:meth:`call` for asyncio: each attempt's record is written in a worker thread (an
-        fsync never blocks the event loop) and awaited by the provider before any retry."""
+        """:meth:`call` for asyncio: the intent and each attempt's record are written in a
+        worker thread (an fsync never blocks the event loop) and awaited by the provider
+        before it sends (again)."""
 
         async def on_attempt_failed(failure: AttemptFailure) -> None:
             await self.threads.submit(self.attempt_failed, call, failure)
@@ -408,12 +474,13 @@ class Recorder:
                 api_version=api_version,
                 on_attempt_failed=on_attempt_failed,
                 timeout_s=timeout_s,
+                on_wire=self._aon_wire(call, intended),
             )
         except AuditError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
-            return _failed(provider, begun, exc)
-        return Sent(wire=begun.wire, intent_seq=begun.intent_seq, reply=reply)
+            return _failed(provider, call, intended, exc)
+        return _replied(intended, reply)
 
     # A stream: the same mirrored shape. Events go to the caller as they come; the terminal
     # outcome is claimed once (Terminal), by the reply, the failure, or the finally.
@@ -425,11 +492,12 @@ class Recorder:
         body: Mapping[str, Any],
         *,
         api_version: str,
-        begun: Begun,
+        intended: Intended,
         outcomes: StreamOutcomes,
         timeout_s: float | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Stream a body whose intent is committed: each event, then one terminal record."""
+        """Stream a body, its intent committed first (as in :meth:`call`): each event, then
+        one terminal record (none when the intent was never committed: nothing was sent)."""
 
         def on_attempt_failed(failure: AttemptFailure) -> None:
             self.attempt_failed(call, failure)
@@ -437,7 +505,11 @@ class Recorder:
         partial = MessageAssembler()
         terminal = Terminal()
         source = provider.stream(
-            body, api_version=api_version, on_attempt_failed=on_attempt_failed, timeout_s=timeout_s
+            body,
+            api_version=api_version,
+            on_attempt_failed=on_attempt_failed,
+            timeout_s=timeout_s,
+            on_wire=self._on_wire(call, intended),
         )
         reason = "closed"
         try:
@@ -455,13 +527,13 @@ class Recorder:
         except Exception as exc:  # every failure after the intent gets an outcome
             if not terminal.claim():
                 raise
-            outcomes.failed(_failed(provider, begun, exc), partial)
+            outcomes.failed(_failed(provider, call, intended, exc), partial)
         except BaseException as exc:
             reason = cancel_reason(exc)
             raise
         finally:
             _close(source)  # closes the upstream connection of a stream left early
-            if terminal.claim():
+            if terminal.claim() and intended.committed:
                 outcomes.cancelled(partial, reason)
 
     async def astream(
@@ -471,7 +543,7 @@ class Recorder:
         body: Mapping[str, Any],
         *,
         api_version: str,
-        begun: Begun,
+        intended: Intended,
         outcomes: StreamOutcomes,
         timeout_s: float | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
@@ -484,7 +556,11 @@ class Recorder:
         partial = MessageAssembler()
         terminal = Terminal()
         source = provider.astream(
-            body, api_version=api_version, on_attempt_failed=on_attempt_failed, timeout_s=timeout_s
+            body,
+            api_version=api_version,
+            on_attempt_failed=on_attempt_failed,
+            timeout_s=timeout_s,
+            on_wire=self._aon_wire(call, intended),
         )
         reason = "closed"
         try:
@@ -502,7 +578,8 @@ class Recorder:
         except Exception as exc:  # every failure after the intent gets an outcome
             if not terminal.claim():
                 raise
-            await self.threads.submit(outcomes.failed, _failed(provider, begun, exc), partial)
+            failed = _failed(provider, call, intended, exc)
+            await self.threads.submit(outcomes.failed, failed, partial)
         except BaseException as exc:
             reason = cancel_reason(exc)
             raise
@@ -513,7 +590,7 @@ class Recorder:
             try:
                 await _aclose(source)
             finally:
-                if cancelled:
+                if cancelled and intended.committed:
                     await self.threads.to_end(outcomes.cancelled, partial, reason)
 
 
@@ -545,13 +622,32 @@ async def _aclose(source: object) -> None:
         await asyncio.shield(aclose())
 
 
-def _failed(provider: Provider, begun: Begun, exc: Exception) -> Sent:
+def _replied(intended: Intended, reply: ProviderReply) -> Sent:
+    assert intended.wire is not None and intended.seq is not None  # nothing sent without it
+    return Sent(wire=intended.wire, intent_seq=intended.seq, reply=reply)
+
+
+def _failed(provider: Provider, call: CallLabels, intended: Intended, exc: Exception) -> Sent:
     """Whatever went wrong after the intent, as a typed upstream error.
 
     A provider's error as itself; a body the provider could not honour as UpstreamRejected
     with its fixed summary (its message, which may quote the input, is kept as ``detail``);
     anything else (a bug) as UpstreamRejected naming only the exception type, never its text.
+
+    A failure before the intent was committed sent nothing and has no outcome to record: its
+    error is raised here (a gateway error as itself, anything else as that UpstreamRejected).
     """
+    if intended.wire is None or intended.seq is None:
+        error = exc if isinstance(exc, GatewayError) else _failure(provider, exc)[0]
+        error.request_id = call.request_id
+        if error is exc:
+            raise error
+        raise error from exc
+    error, detail = _failure(provider, exc)
+    return Sent(wire=intended.wire, intent_seq=intended.seq, error=error, detail=detail, cause=exc)
+
+
+def _failure(provider: Provider, exc: Exception) -> tuple[UpstreamError, str | None]:
     detail = None
     if isinstance(exc, UpstreamError):
         error = exc
@@ -569,4 +665,4 @@ def _failed(provider: Provider, begun: Begun, exc: Exception) -> Sent:
             error_type="provider_error",
             hint="Run with 'gateway --debug' to see the cause.",
         )
-    return Sent(wire=begun.wire, intent_seq=begun.intent_seq, error=error, detail=detail, cause=exc)
+    return error, detail

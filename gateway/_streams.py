@@ -29,7 +29,7 @@ from gateway.result import Result
 
 if TYPE_CHECKING:
     from gateway._pipeline import Prepared, RequestPipeline
-    from gateway._recording import Begun
+    from gateway._recording import Intended
 
 __all__ = ["AsyncStream", "Stream"]
 
@@ -39,14 +39,16 @@ Event = dict[str, Any]
 class Outcomes:
     """The pipeline's terminal records for one stream (the recorder picks which, once)."""
 
-    def __init__(self, pipeline: RequestPipeline, prepared: Prepared, begun: Begun) -> None:
+    def __init__(self, pipeline: RequestPipeline, prepared: Prepared, intended: Intended) -> None:
         self._pipeline = pipeline
         self._prepared = prepared
-        self._begun = begun
+        self._intended = intended  # committed before anything was sent, so before completed
         self.result: Result | None = None
 
     def completed(self, reply: ProviderReply) -> None:
-        self.result = self._pipeline.record_outcome(self._prepared, reply, self._begun.wire)
+        wire = self._intended.wire
+        assert wire is not None
+        self.result = self._pipeline.record_outcome(self._prepared, reply, wire)
 
     def failed(self, sent: Sent, partial: MessageAssembler) -> None:
         error = sent.error

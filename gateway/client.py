@@ -29,8 +29,8 @@ from types import TracebackType
 from typing import Any, Self
 
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
-from gateway._pipeline import Prepared, RequestPipeline
-from gateway._recording import Begun, Recorder, Sent, Terminal, cancel_reason
+from gateway._pipeline import Prepared, Refusal, RequestPipeline
+from gateway._recording import Intended, Recorder, Sent, Terminal, cancel_reason
 from gateway._streams import AsyncStream, Opened, Outcomes, Stream
 from gateway.approvals import check_approvals, trusted_approvers
 from gateway.catalog import Catalog
@@ -45,17 +45,18 @@ from gateway.settings import Settings
 
 @dataclass(frozen=True)
 class _Step:
-    """Where a request stands: served (``cached``), intent committed (``begun``: send now),
-    or neither (a replay miss, to be looked up again under its lock)."""
+    """Where a request stands: served (``cached``), to be sent (``intended``: its intent is
+    committed already, or will be by the provider just before it sends), or neither (a
+    replay miss, to be looked up again under its lock)."""
 
     prepared: Prepared
     cached: Result | None = None
-    begun: Begun | None = None
+    intended: Intended | None = None
     message: Mapping[str, Any] | None = None  # the recorded message of a hit (to stream it)
 
     @property
     def pending(self) -> bool:
-        return self.cached is None and self.begun is None
+        return self.cached is None and self.intended is None
 
 
 class _Core:
@@ -95,7 +96,11 @@ class _Core:
         )
         # A service pays each provider's start-up (the SDK's import: about a second) now,
         # rather than on its first request.
-        self.providers.warm(self._providers_in_use(transform))
+        in_use = self._providers_in_use(transform)
+        self.providers.warm(in_use)
+        # Planning is CPU work but for a versioned model's version (a local model is built
+        # on first use): with none in use, AsyncGateway plans on its event loop.
+        self.plans_on_loop = not any(self.providers.versioned(name) for name in in_use)
 
     def _providers_in_use(self, transform: PolicyTransform | None) -> set[str]:
         names: set[str] = set()
@@ -118,8 +123,7 @@ class _Core:
         stream: bool = False,
         timeout: object = None,
     ) -> _Step:
-        """Resolve, plan and key; then serve a recorded answer (replay) or commit the intent
-        (record). A replay miss is left pending: it is looked up again under its lock."""
+        """Resolve, plan and key (a refusal is recorded and raised); then :meth:`planned`."""
         prepared = self.pipeline.prepare(
             task,
             prompt=prompt,
@@ -129,13 +133,24 @@ class _Core:
             stream=stream,
             timeout=timeout,
         )
+        return self.planned(prepared)
+
+    def planned(self, prepared: Prepared) -> _Step:
+        """Serve a recorded answer (replay: a lookup) or go on to send (record: no I/O here,
+        the intent is committed by the provider). A replay miss is left pending: it is
+        looked up again under its lock."""
         if prepared.plan.cache_mode == "replay":
             return self._hit(prepared) or _Step(prepared)
-        return _Step(prepared, begun=self.begin(prepared))
+        return _Step(prepared, intended=self.intended(prepared))
 
-    def look_or_begin(self, prepared: Prepared) -> _Step:
-        """Under the request's lock: an answer recorded meanwhile, or the intent committed."""
-        return self._hit(prepared) or _Step(prepared, begun=self.begin(prepared))
+    def look_or_begin(self, prepared: Prepared, *, commit: bool = False) -> _Step:
+        """Under the request's lock: an answer recorded meanwhile, or go on to send.
+        ``commit``: commit the intent now, in this hop, from the provider's ``wire_bytes``
+        (an asyncio caller saves a hop that way; the request is then built twice)."""
+        if (hit := self._hit(prepared)) is not None:
+            return hit
+        intended = self.begin(prepared) if commit else self.intended(prepared)
+        return _Step(prepared, intended=intended)
 
     def _hit(self, prepared: Prepared) -> _Step | None:
         hit = self.pipeline.cached_hit(prepared)
@@ -144,7 +159,10 @@ class _Core:
     def provider(self, prepared: Prepared) -> Provider:
         return self.providers.get(prepared.plan.provider)
 
-    def begin(self, prepared: Prepared) -> Begun:
+    def intended(self, prepared: Prepared) -> Intended:
+        return Intended(self.pipeline.intent(prepared))
+
+    def begin(self, prepared: Prepared) -> Intended:
         return self.recorder.begin(
             prepared.labels,
             self.provider(prepared),
@@ -152,39 +170,39 @@ class _Core:
             self.pipeline.intent(prepared),
         )
 
-    def call(self, prepared: Prepared, begun: Begun) -> Sent:
+    def call(self, prepared: Prepared, intended: Intended) -> Sent:
         return self.recorder.call(
             prepared.labels,
             self.provider(prepared),
             prepared.body,
             api_version=prepared.plan.api_version,
-            begun=begun,
+            intended=intended,
             timeout_s=prepared.timeout_s,
         )
 
-    async def acall(self, prepared: Prepared, begun: Begun) -> Sent:
+    async def acall(self, prepared: Prepared, intended: Intended) -> Sent:
         return await self.recorder.acall(
             prepared.labels,
             self.provider(prepared),
             prepared.body,
             api_version=prepared.plan.api_version,
-            begun=begun,
+            intended=intended,
             timeout_s=prepared.timeout_s,
         )
 
     def opened(self, step: _Step, *, asynchronous: bool) -> Opened:
-        """A stream once its intent is committed (or its hit found): the recorder's events,
-        sync or async, with the outcomes that will hold the Result."""
+        """A stream to be sent (or its hit found): the recorder's events, sync or async,
+        with the outcomes that will hold the Result."""
         prepared = step.prepared
         if step.cached is not None:
             assert step.message is not None
             return Opened(prepared.request_id, cached=(step.cached, step.message))
-        assert step.begun is not None
-        outcomes = Outcomes(self.pipeline, prepared, step.begun)
+        assert step.intended is not None
+        outcomes = Outcomes(self.pipeline, prepared, step.intended)
         args = (prepared.labels, self.provider(prepared), prepared.body)
         options: dict[str, Any] = {
             "api_version": prepared.plan.api_version,
-            "begun": step.begun,
+            "intended": step.intended,
             "outcomes": outcomes,
             "timeout_s": prepared.timeout_s,
         }
@@ -311,12 +329,14 @@ class Gateway(_Client):
     def _complete(self, step: _Step) -> Result:
         if step.cached is not None:
             return step.cached
-        assert step.begun is not None
+        intended = step.intended
+        assert intended is not None
         core = self._core
         try:
-            sent = core.call(step.prepared, step.begun)
+            sent = core.call(step.prepared, intended)
         except KeyboardInterrupt as exc:  # the caller left: one terminal outcome still
-            core.cancelled(step.prepared, cancel_reason(exc), None)
+            if intended.committed:
+                core.cancelled(step.prepared, cancel_reason(exc), None)
             raise
         return core.finish(step.prepared, sent)
 
@@ -397,24 +417,57 @@ class AsyncGateway(_Client):
         ``wait_for``) after its intent, it records CANCELLED, saying whether the answer had
         arrived. ``on_request_id`` is told the request's id as soon as it is planned, so a
         caller that cancels the call can still name its audit record."""
-        core = self._core
-        # The same steps and locking as Gateway.complete, each step one worker-thread hop:
-        # a hit makes one hop in all, a record-mode miss two, a replay miss three.
-        step = await self._step(
-            core.start,
-            task,
-            prompt,
-            messages,
-            caller,
-            overrides,
-            False,
-            timeout,
-            told=on_request_id,
+        # The same steps and locking as Gateway.complete, with the audit work in worker-thread
+        # hops: a hit makes one hop in all, a record-mode miss two (the intent, committed as
+        # the provider sends, and the outcome), a replay miss three.
+        step = await self._start(
+            task, prompt, messages, caller, overrides, False, timeout, told=on_request_id
         )
         if step.pending:
             async with self._locks.hold(step.prepared.request_hash):
-                return await self._complete(await self._step(core.look_or_begin, step.prepared))
+                return await self._complete(await self._look_or_begin(step.prepared))
         return await self._complete(step)
+
+    async def _start(
+        self,
+        task: str,
+        prompt: object,
+        messages: object,
+        caller: object,
+        overrides: Mapping[str, object] | None,
+        stream: bool,
+        timeout: object,
+        *,
+        told: Callable[[str], object] | None,
+    ) -> _Step:
+        """:meth:`_Core.start` for asyncio: planned on the loop where that needs no I/O
+        (then a record-mode miss makes no hop before the provider's), else in one hop."""
+        core = self._core
+        args = (task, prompt, messages, caller, overrides, stream, timeout)
+        if not core.plans_on_loop:
+            return await self._step(core.start, *args, told=told)
+        admitted = core.pipeline.admit(
+            task,
+            prompt=prompt,
+            messages=messages,
+            caller=caller,
+            overrides=overrides,
+            stream=stream,
+            timeout=timeout,
+        )
+        if isinstance(admitted, Refusal):
+            await core.recorder.threads.to_end(core.pipeline.refuse, admitted)
+        assert isinstance(admitted, Prepared)  # refuse() raised
+        if admitted.plan.cache_mode == "replay":
+            return await self._step(core.planned, admitted, told=told)
+        if told is not None:
+            told(admitted.request_id)
+        return core.planned(admitted)
+
+    async def _look_or_begin(self, prepared: Prepared) -> _Step:
+        """Under the request's lock, in one hop: a hit, or the intent committed (the hop the
+        provider would make for it is saved; see :meth:`_Core.look_or_begin`)."""
+        return await self._step(functools.partial(self._core.look_or_begin, commit=True), prepared)
 
     async def _step(
         self, stage: Callable[..., _Step], *args: Any, told: Callable[[str], object] | None = None
@@ -431,7 +484,8 @@ class AsyncGateway(_Client):
             cancelled = None if job.failed() else job.result()
             if cancelled is not None and told is not None:
                 told(cancelled.prepared.request_id)
-            if cancelled is not None and cancelled.begun is not None:
+            intended = cancelled.intended if cancelled is not None else None
+            if cancelled is not None and intended is not None and intended.committed:
                 await threads.to_end(
                     self._core.cancelled, cancelled.prepared, cancel_reason(exc), None
                 )
@@ -443,19 +497,21 @@ class AsyncGateway(_Client):
     async def _complete(self, step: _Step) -> Result:
         if step.cached is not None:
             return step.cached
-        assert step.begun is not None
+        intended = step.intended
+        assert intended is not None
         core = self._core
         prepared = step.prepared
         terminal = Terminal()
         sent: Sent | None = None
         threads = core.recorder.threads
         try:
-            sent = await core.acall(prepared, step.begun)
+            sent = await core.acall(prepared, intended)
             # The outcome is written in a thread that a cancellation cannot stop: whichever of
             # it and the cancellation claims the terminal outcome first records it.
             return await threads.submit(core.finish, prepared, sent, terminal)
         except asyncio.CancelledError as exc:
-            if terminal.claim():
+            # Cancelled before its intent was committed, a call sent nothing: no outcome.
+            if intended.committed and terminal.claim():
                 await threads.to_end(core.cancelled, prepared, cancel_reason(exc), sent)
             raise
 
@@ -475,20 +531,12 @@ class AsyncGateway(_Client):
 
         async def open_stream(stack: AsyncExitStack) -> Opened:
             core = self._core
-            step = await self._step(
-                core.start,
-                task,
-                prompt,
-                messages,
-                caller,
-                overrides,
-                True,
-                timeout,
-                told=on_request_id,
+            step = await self._start(
+                task, prompt, messages, caller, overrides, True, timeout, told=on_request_id
             )
             if step.pending:
                 await stack.enter_async_context(self._locks.hold(step.prepared.request_hash))
-                step = await self._step(core.look_or_begin, step.prepared)
+                step = await self._look_or_begin(step.prepared)
             return core.opened(step, asynchronous=True)
 
         return AsyncStream(open_stream)

@@ -20,9 +20,18 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    AsyncExitStack,
+    ExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import anthropic
 import httpx2
@@ -30,6 +39,7 @@ from anthropic.lib.streaming import MessageStream
 from anthropic.resources.messages import Messages
 from anthropic.types import RawMessageStreamEvent
 
+from gateway.errors import ConfigurationError
 from gateway.logging import hold_sdk_loggers
 from gateway.providers._retry import is_retryable, parse_retry_after
 
@@ -139,6 +149,102 @@ async def _astrip_unchosen_headers(request: httpx2.Request) -> None:
     _strip_unchosen_headers(request)
 
 
+# -- the bytes about to be sent, announced to whoever records them ------------------------------
+#
+# The SDK builds each request once; its httpx client runs the "request" event hooks on the
+# finished request just before the transport writes it. There the body is the exact bytes
+# that go on the wire, so the hook hands them to the call's ``on_wire`` (the recorder commits
+# the intent with them) and the send goes on only once that returned. The hook is public
+# httpx API, so no private SDK step is involved. ``on_wire`` belongs to one call: it is set
+# in a context variable only while that call's request is being built and sent (the SDK
+# sends on entering ``with_streaming_response.create``), so other requests of the same
+# client (a token count) and other tasks never see it.
+
+OnWire = Callable[[bytes], object]  # may return an awaitable (the async client awaits it)
+_ON_WIRE: ContextVar[OnWire | None] = ContextVar("gateway_on_wire", default=None)
+T = TypeVar("T")
+
+
+class NotSent(BaseException):
+    """``on_wire`` raised, so the request was not sent; ``error`` is what it raised.
+
+    A BaseException so that it passes through the SDK, which would otherwise turn any
+    exception from sending into a connection error (that the provider might retry)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+        super().__init__("the request's bytes were not accepted: not sent")
+
+
+def _wire_of(request: httpx2.Request) -> bytes:
+    try:
+        return request.content
+    except httpx2.RequestNotRead:  # a body the SDK streams: it cannot be recorded first
+        raise NotSent(
+            ConfigurationError(
+                f"the installed anthropic SDK {anthropic.__version__} built a request whose "
+                "body is not in memory, so the gateway cannot record what it would send; "
+                "nothing was sent.",
+                hint="Install an anthropic release within the range pyproject.toml pins.",
+            )
+        ) from None
+
+
+def _announce_wire(request: httpx2.Request) -> None:
+    on_wire = _ON_WIRE.get()
+    if on_wire is None:
+        return
+    content = _wire_of(request)
+    try:
+        on_wire(content)
+    except Exception as exc:
+        raise NotSent(exc) from exc
+
+
+async def _aannounce_wire(request: httpx2.Request) -> None:
+    on_wire = _ON_WIRE.get()
+    if on_wire is None:
+        return
+    content = _wire_of(request)
+    try:
+        outcome = on_wire(content)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception as exc:
+        raise NotSent(exc) from exc
+
+
+@contextmanager
+def sending(opening: AbstractContextManager[T], on_wire: OnWire | None) -> Iterator[T]:
+    """Enter ``opening`` (an SDK call that sends on entry) with ``on_wire`` told the body's
+    bytes before they are sent; an ``on_wire`` error is raised as itself, nothing sent."""
+    with ExitStack() as stack:
+        token = _ON_WIRE.set(on_wire)
+        try:
+            opened = stack.enter_context(opening)
+        except NotSent as exc:
+            raise exc.error from exc.error.__cause__  # as on_wire raised it
+        finally:
+            _ON_WIRE.reset(token)
+        yield opened
+
+
+@asynccontextmanager
+async def asending(
+    opening: AbstractAsyncContextManager[T], on_wire: OnWire | None
+) -> AsyncIterator[T]:
+    """:func:`sending` for the async client (``on_wire`` may be a coroutine function)."""
+    async with AsyncExitStack() as stack:
+        token = _ON_WIRE.set(on_wire)
+        try:
+            opened = await stack.enter_async_context(opening)
+        except NotSent as exc:
+            raise exc.error from exc.error.__cause__  # as on_wire raised it
+        finally:
+            _ON_WIRE.reset(token)
+        yield opened
+
+
 def client_options(
     *, api_key: str, base_url: str | None, timeout: httpx2.Timeout
 ) -> dict[str, Any]:
@@ -155,7 +261,9 @@ def client_options(
 def build_client(
     *, api_key: str, base_url: str | None, timeout: httpx2.Timeout
 ) -> anthropic.Anthropic:
-    http = anthropic.DefaultHttpxClient(event_hooks={"request": [_strip_unchosen_headers]})
+    http = anthropic.DefaultHttpxClient(
+        event_hooks={"request": [_strip_unchosen_headers, _announce_wire]}
+    )
     return anthropic.Anthropic(
         **client_options(api_key=api_key, base_url=base_url, timeout=timeout), http_client=http
     )
@@ -164,7 +272,9 @@ def build_client(
 def build_async_client(
     *, api_key: str, base_url: str | None, timeout: httpx2.Timeout
 ) -> anthropic.AsyncAnthropic:
-    http = anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [_astrip_unchosen_headers]})
+    http = anthropic.DefaultAsyncHttpxClient(
+        event_hooks={"request": [_astrip_unchosen_headers, _aannounce_wire]}
+    )
     return anthropic.AsyncAnthropic(
         **client_options(api_key=api_key, base_url=base_url, timeout=timeout), http_client=http
     )

@@ -6,8 +6,11 @@
 
 The body is sent exactly: fields ``messages.create()`` knows go as arguments, the rest
 (``temperature``/``top_p``/``top_k``, which SDK 2.x removed) through ``extra_body``, with the
-``anthropic-version`` header the plan chose. ``wire_bytes(body)`` gives the bytes ``send()``
-will put on the wire; the bytes actually sent are captured from the HTTP request itself.
+``anthropic-version`` header the plan chose. Each attempt's request is built once, by the SDK;
+its exact body bytes go to ``on_wire`` (the recorder commits the intent with them) from the
+httpx request hook, just before they are written, and the reply names the bytes the successful
+attempt sent. ``wire_bytes(body)`` gives the same bytes without sending (gateway.providers.
+_capture), for records of requests that are not sent this way.
 
 Retries are the gateway's (the SDK's are off): ``on_attempt_failed`` sees every failed attempt,
 including the last, *before* any wait; if it raises, nothing more is sent and its exception
@@ -46,8 +49,10 @@ from gateway.providers._retry import RetryPolicy
 from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
 from gateway.providers.base import (
     AsyncOnAttemptFailed,
+    AsyncOnWire,
     AttemptFailure,
     OnAttemptFailed,
+    OnWire,
     ProviderReply,
     StreamFacts,
     StreamItem,
@@ -151,24 +156,28 @@ class AnthropicProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | None = None,
     ) -> ProviderReply:
         """Send ``body``; retry what is retryable; return the first success or raise."""
         call = self._call(body, api_version, timeout_s)
         while True:
             call.start()
             try:
-                return call.reply(*self._attempt(call))
+                return call.reply(*self._attempt(call, on_wire))
             except _sdk.UPSTREAM_FAILURES as exc:
                 report = call.failed(exc)
             self._report(on_attempt_failed, report)
             self._sleep(call.next_wait())
 
-    def _attempt(self, call: _Call) -> tuple[httpx2.Response, bytes]:
+    def _attempt(self, call: _Call, on_wire: OnWire | None) -> tuple[httpx2.Response, bytes]:
         # A streaming-response context: the SDK hands over after the status line, so the body
         # is read here, where a body that breaks off after a 2xx can be told from a failed
         # connection (the SDK would report both as a connection error, and we would retry).
-        with self._client.messages.with_streaming_response.create(
-            **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+        with _sdk.sending(
+            self._client.messages.with_streaming_response.create(
+                **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+            ),
+            on_wire,
         ) as raw:
             return raw.http_response, _sdk.read_body(raw.http_response)
 
@@ -179,14 +188,18 @@ class AnthropicProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | None = None,
     ) -> Iterator[StreamItem]:
         """Send ``body`` as a stream: each event as it arrives, then the reply (see Provider)."""
         call = self._call({**body, "stream": True}, api_version, timeout_s)
         while True:
             call.start()
             try:
-                with self._client.messages.with_streaming_response.create(
-                    **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+                with _sdk.sending(
+                    self._client.messages.with_streaming_response.create(
+                        **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+                    ),
+                    on_wire,
                 ) as raw:
                     http = call.opened(raw.http_response)
                     for chunk in _sdk.iter_body(http):
@@ -211,6 +224,7 @@ class AnthropicProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | AsyncOnWire | None = None,
     ) -> ProviderReply:
         """``send`` for asyncio: the AsyncAnthropic client and a non-blocking wait.
 
@@ -220,15 +234,20 @@ class AnthropicProvider:
         while True:
             call.start()
             try:
-                return call.reply(*await self._aattempt(call))
+                return call.reply(*await self._aattempt(call, on_wire))
             except _sdk.UPSTREAM_FAILURES as exc:
                 report = call.failed(exc)
             await self._areport(on_attempt_failed, report)
             await self._async_sleep(call.next_wait())
 
-    async def _aattempt(self, call: _Call) -> tuple[httpx2.Response, bytes]:
-        async with self._async_client().messages.with_streaming_response.create(
-            **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+    async def _aattempt(
+        self, call: _Call, on_wire: OnWire | AsyncOnWire | None
+    ) -> tuple[httpx2.Response, bytes]:
+        async with _sdk.asending(
+            self._async_client().messages.with_streaming_response.create(
+                **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+            ),
+            on_wire,
         ) as raw:
             return raw.http_response, await _sdk.aread_body(raw.http_response)
 
@@ -239,14 +258,18 @@ class AnthropicProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | AsyncOnWire | None = None,
     ) -> AsyncIterator[StreamItem]:
         """``stream`` for asyncio."""
         call = self._call({**body, "stream": True}, api_version, timeout_s)
         while True:
             call.start()
             try:
-                async with self._async_client().messages.with_streaming_response.create(
-                    **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+                async with _sdk.asending(
+                    self._async_client().messages.with_streaming_response.create(
+                        **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+                    ),
+                    on_wire,
                 ) as raw:
                     http = call.opened(raw.http_response)
                     async for chunk in _sdk.aiter_body(http):

@@ -20,8 +20,10 @@ from gateway.errors import InputError
 
 __all__ = [
     "AsyncOnAttemptFailed",
+    "AsyncOnWire",
     "AttemptFailure",
     "OnAttemptFailed",
+    "OnWire",
     "Provider",
     "ProviderReply",
     "RequestNotHonoured",
@@ -98,6 +100,10 @@ class RequestNotHonoured(InputError):
 
 OnAttemptFailed = Callable[[AttemptFailure], None]
 AsyncOnAttemptFailed = Callable[[AttemptFailure], Awaitable[None]]
+# Told the exact body bytes of an attempt just before they are sent (the recorder commits the
+# intent with them); nothing is sent before it returns, and if it raises nothing is sent.
+OnWire = Callable[[bytes], None]
+AsyncOnWire = Callable[[bytes], Awaitable[None]]
 # What a stream yields: event dicts (one Messages API event each, as sent), then, last, the
 # ProviderReply of the whole answer.
 StreamItem = dict[str, Any] | ProviderReply
@@ -107,8 +113,14 @@ StreamItem = dict[str, Any] | ProviderReply
 class Provider(Protocol):
     """What the gateway needs of a model provider (in the spirit of httpx's transports).
 
-    ``name`` is the catalog's ``provider`` value. ``wire_bytes(body)`` is the exact body
-    ``send(body)`` puts on the wire, recorded before anything is sent. ``model_version`` is
+    ``name`` is the catalog's ``provider`` value. ``send``/``asend``/``stream``/``astream``
+    build the request once and, when given ``on_wire``, call it with the exact body bytes of
+    each attempt just before they are sent (``asend``/``astream`` await it when it returns an
+    awaitable); nothing goes out before it returns, and if it raises nothing is sent and its
+    exception propagates as itself. The recorder commits the intent there, so what is
+    recorded is what the request carries, built once. ``wire_bytes(body)`` gives the same
+    bytes without sending (for records of requests that are not sent this way, such as a
+    token count's). ``model_version`` is
     what fixes the model beyond its id (a local model's weights digest), or ``None`` when the
     id already names a fixed model. ``send``/``asend`` call ``on_attempt_failed`` for every
     failed attempt before any retry (``asend`` awaits it when it returns an awaitable); if
@@ -143,6 +155,7 @@ class Provider(Protocol):
         api_version: str,
         on_attempt_failed: OnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | None = None,
     ) -> ProviderReply: ...
 
     async def asend(
@@ -152,6 +165,7 @@ class Provider(Protocol):
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | AsyncOnWire | None = None,
     ) -> ProviderReply: ...
 
     def stream(
@@ -161,6 +175,7 @@ class Provider(Protocol):
         api_version: str,
         on_attempt_failed: OnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | None = None,
     ) -> Iterator[StreamItem]: ...
 
     def astream(
@@ -170,6 +185,7 @@ class Provider(Protocol):
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | AsyncOnWire | None = None,
     ) -> AsyncIterator[StreamItem]: ...
 
     def count_tokens(self, body: Mapping[str, Any], *, api_version: str) -> int: ...

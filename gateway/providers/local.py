@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping
@@ -51,7 +52,9 @@ from gateway.providers._ngram import (
 from gateway.providers._stream import message_events
 from gateway.providers.base import (
     AsyncOnAttemptFailed,
+    AsyncOnWire,
     OnAttemptFailed,
+    OnWire,
     ProviderReply,
     StreamFacts,
     StreamItem,
@@ -129,14 +132,21 @@ class LocalProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | None = None,
     ) -> ProviderReply:
+        wire = self.wire_bytes(body)
+        if on_wire is not None:
+            on_wire(wire)
+        return self._send(body, wire)
+
+    def _send(self, body: Mapping[str, Any], wire: bytes) -> ProviderReply:
         started = time.perf_counter()
         reply = self.complete(body)
         return ProviderReply(
             status=200,
             response=reply.response,
             response_bytes=reply.raw,
-            request_bytes=self.wire_bytes(body),
+            request_bytes=wire,
             upstream_request_id=None,
             latency_ms=(time.perf_counter() - started) * 1000,
             attempts=1,
@@ -150,11 +160,12 @@ class LocalProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | AsyncOnWire | None = None,
     ) -> ProviderReply:
+        wire = self.wire_bytes(body)
+        await _told(on_wire, wire)
         # CPU-bound: generation runs in a worker thread, so the event loop runs on.
-        return await asyncio.to_thread(
-            self.send, body, api_version=api_version, on_attempt_failed=_never_called
-        )
+        return await asyncio.to_thread(self._send, body, wire)
 
     def stream(
         self,
@@ -163,14 +174,21 @@ class LocalProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | None = None,
     ) -> Generator[StreamItem, None, None]:
         """The answer token by token, as Messages API stream events, then the reply: the
         same message ``send`` would give for the same random state."""
+        wire = self.wire_bytes(body)
+        if on_wire is not None:
+            on_wire(wire)
+        yield from self._stream(body, wire)
+
+    def _stream(self, body: Mapping[str, Any], wire: bytes) -> Generator[StreamItem, None, None]:
         started = time.perf_counter()
         relay = _LocalRelay()
         for item in self.stream_complete(body):
             if isinstance(item, LocalReply):
-                yield relay.reply(item, self.wire_bytes(body), started)
+                yield relay.reply(item, wire, started)
                 return
             relay.seen(item)
             yield item
@@ -182,10 +200,13 @@ class LocalProvider:
         api_version: str,
         on_attempt_failed: OnAttemptFailed | AsyncOnAttemptFailed,
         timeout_s: float | None = None,
+        on_wire: OnWire | AsyncOnWire | None = None,
     ) -> AsyncIterator[StreamItem]:
+        wire = self.wire_bytes(body)
+        await _told(on_wire, wire)
         # CPU-bound: each step runs in a worker thread, so the event loop runs on. A step that
         # is running when the caller stops finishes in its thread; the generator is then let go.
-        steps = self.stream(body, api_version=api_version, on_attempt_failed=_never_called)
+        steps = self._stream(body, wire)
         done = object()
         try:
             while True:
@@ -418,3 +439,10 @@ class _LocalRelay:
 
 def _never_called(_failure: object) -> None:  # the local model has no attempts to fail
     return None
+
+
+async def _told(on_wire: OnWire | AsyncOnWire | None, wire: bytes) -> None:
+    if on_wire is not None:
+        outcome = on_wire(wire)
+        if inspect.isawaitable(outcome):
+            await outcome

@@ -127,6 +127,11 @@ class Providers:
                 self._built[name] = provider
             return provider
 
+    def versioned(self, name: str) -> bool:
+        """Whether ``name``'s models have versions beyond their ids (finding one may build
+        the model: :meth:`model_version` is then not mere CPU work)."""
+        return PROVIDERS[_known(name)].versioned_models
+
     def model_version(self, name: str, model_id: str) -> str | None:
         """What fixes ``model_id`` beyond its id, for the request key (None: the id does)."""
         if not PROVIDERS[_known(name)].versioned_models:
