@@ -21,8 +21,9 @@ partial answer; the caller closed the stream, was cancelled or interrupted: CANC
 the partial answer). The outcome is claimed in a ``finally``, so no way out misses it.
 
 A call is: an intent event with the exact wire bytes, committed before anything is sent
-(invariant 1; a call that fails before then sent nothing and records no outcome); one ATTEMPT_FAILED event per failed attempt, committed before any retry; then
-a reply, or a typed :class:`UpstreamError` for whatever went wrong after the intent. Every
+(invariant 1; a call that fails before then sent nothing and records no outcome); one
+ATTEMPT_FAILED event per failed attempt, committed before any retry; then a reply, or a
+typed :class:`UpstreamError` for whatever went wrong after the intent. Every
 append goes through :meth:`Recorder.append`, the one place where an audit-store error becomes
 the gateway's :class:`AuditWriteError` (reads translate through gateway._audit_errors); when
 an intent or an attempt cannot be recorded the call stops there (fail closed) and that error
