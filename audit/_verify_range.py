@@ -29,7 +29,7 @@ from typing import IO, Any
 from audit._backend import Backend
 from audit._verify_read import ChainReader
 from audit._walk_digests import Relied, SignaturesDigest, leaf_of
-from audit.chain import EventRow, Verdict, Verifier, parse_body, referenced
+from audit.chain import EventRow, Verdict, Verifier, newest_refs, parse_body, referenced
 from audit.lifecycle import FED_KINDS, NAMING_KINDS
 from audit.models import DefectKind
 from audit.signing import Trust, TrustedKeys
@@ -128,12 +128,10 @@ class Worker:
         if not rows:
             return None
         parsed = [parse_body(row.body) for row in rows]
-        contents = self._reader.content_digests(referenced(parsed))
+        contents = self._reader.content_digests(referenced(parsed), newest_refs(parsed))
         checker = self._checker
         checker.start(rows[0])
-        feed = checker.feed
-        for row, body in zip(rows, parsed, strict=True):
-            feed(row, body, contents)
+        checker.feed_page(rows, parsed, contents)
         del parsed
         leaves: list[bytes | None] = []
         cut = 0

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +40,8 @@ from audit.schema import EVENT_COLUMNS, Event
 
 PAGE_ROWS = 5000  # the default; verify passes audit.store.PAGE
 _CHUNK = 900  # values in one IN list (SQLite's default limit on variables is far above)
+_SCAN_FROM = 64  # referenced payloads in a page from which a scan beats lookups
+_SCAN_SLACK = 64  # rows scanned beyond one per referenced payload (others' payloads)
 _BODY, _PREV, _HASH = (EVENT_COLUMNS.index(c) for c in ("body", "prev_hash", "hash"))
 _make = EventRow._make
 
@@ -121,9 +124,15 @@ class ChainReader:
 
     # -- referenced content -------------------------------------------------------------------
 
-    def content_digests(self, refs: Iterable[str]) -> Mapping[str, str | None]:
+    def content_digests(
+        self, refs: Iterable[str], newest: Sequence[str] = ()
+    ) -> Mapping[str, str | None]:
         """For each referenced digest that a payload or policy row is stored under, the digest
-        its bytes hash to (a policy row wins over a payload row of the same digest)."""
+        its bytes hash to (a policy row wins over a payload row of the same digest).
+
+        ``newest``: a few of the digests the page's last events reference. On SQLite the
+        payloads a page references were mostly inserted together, as its events were: those
+        are read in one scan of their rowid range, the rest looked up by digest."""
         wanted = sorted(refs)
         found: dict[str, str | None] = {}
         if not wanted:
@@ -131,13 +140,42 @@ class ChainReader:
         with self._backend.reader.connect() as conn:
             cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             try:
-                for table, key in (("payloads", "digest"), ("policies", "fingerprint")):
-                    for start in range(0, len(wanted), _CHUNK):
-                        chunk = wanted[start : start + _CHUNK]
+                look_up = wanted
+                if self._sqlite and newest and len(wanted) >= _SCAN_FROM:
+                    found.update(self._scanned(cursor, set(wanted), newest))
+                    look_up = [d for d in wanted if d not in found]
+                for table, key, digests in (
+                    ("payloads", "digest", look_up),
+                    ("policies", "fingerprint", wanted),
+                ):
+                    for start in range(0, len(digests), _CHUNK):
+                        chunk = digests[start : start + _CHUNK]
                         found.update(self._digests(cursor, table, key, chunk))
             finally:
                 cursor.close()
         return found
+
+    def _scanned(self, cursor: Any, wanted: set[str], newest: Sequence[str]) -> Iterator[Any]:
+        """The wanted payloads among the rows inserted just before the ``newest`` ones: one
+        sequential read of the table instead of a random index lookup each (the same rows:
+        a digest is the table's key, however it is found)."""
+        marks = ", ".join("?" * len(newest))
+        try:
+            cursor.execute(f"SELECT rowid FROM payloads WHERE digest IN ({marks})", list(newest))
+            rowids = [r for (r,) in cursor.fetchall() if type(r) is int]
+            if not rowids:
+                return
+            high = max(rowids)
+            cursor.execute(
+                "SELECT digest, content FROM payloads WHERE rowid BETWEEN ? AND ?",
+                (high - len(wanted) - _SCAN_SLACK, high),
+            )
+            rows = cursor.fetchall()
+        except sqlite3.OperationalError:  # a table rebuilt without rowids: looked up instead
+            return
+        for name, blob in rows:
+            if name in wanted:
+                yield name, digest(blob if type(blob) is bytes else as_bytes(blob))
 
     def _digests(self, cursor: Any, table: str, key: str, chunk: list[str]) -> Iterator[Any]:
         if self._sqlite:

@@ -15,7 +15,7 @@ verifier that skipped the middle ones).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -404,6 +404,63 @@ class Verifier:
         self.expected = seq + 1
         self.prev_hash = row.hash
 
+    def feed_page(
+        self,
+        rows: Sequence[EventRow],
+        parsed: Sequence[dict[str, Any] | str],
+        contents: Mapping[str, str | None],
+    ) -> None:
+        """:meth:`feed` of each row, its signature checked here. A row with nothing to report
+        (every check passes) takes a short path, the same checks in one loop; any other row
+        goes through :meth:`feed`, before anything of it was counted, so its defects are
+        said exactly as feed says them."""
+        feed, trust, same_time = self.feed, self.trust, self.same_time
+        relied_seq, relied_keys = self._relied_seq, self.relied.keys if self.relied else ()
+        tree, tree_upto, sigs, sigs_upto = self.tree, self.tree_upto, self.sigs, self.sigs_upto
+        cp_seq = self.checkpoint.seq if self.checkpoint is not None else 0
+        life = self.life.feed
+        for row, body in zip(rows, parsed, strict=True):
+            seq = row.seq
+            if (
+                seq != self.expected
+                or row.prev_hash != self.prev_hash
+                or seq in (cp_seq, relied_seq)  # their checks are feed's
+                or type(body) is not dict
+                or body.get("seq") != seq
+                or link_hash(row.prev_hash, row.body) != row.hash
+                or _mirrored(row) != tuple(map(body.get, MIRRORED))
+                or not same_time(seq, row.recorded_at, body["recorded_at"], body["_time"])
+            ):
+                feed(row, body, contents)
+                continue
+            refs_ok = True
+            for ref in _refs(body):
+                if contents.get(ref) != ref:
+                    refs_ok = False
+                    break
+            verdict: Verdict | bool | None = None
+            if refs_ok and trust is not None:
+                if seq <= relied_seq:  # attested: signed by a key it trusted, else feed's
+                    attested = row.signature is not None and row.key_id in relied_keys
+                    verdict = None if attested else False
+                else:
+                    verdict = signature_verdict(seq, row.key_id, row.signature, row.hash, trust)
+                    if verdict is True:  # unsigned, and allowed there
+                        self.unsigned_allowed += 1
+                        verdict = None
+            if not refs_ok or verdict is not None:
+                feed(row, body, contents, verdict if isinstance(verdict, Verdict) else False)
+                continue
+            self.count += 1
+            self.bytes += len(row.body)
+            if tree is not None and seq <= tree_upto:
+                tree.add(row.hash)
+            if sigs is not None and seq <= sigs_upto:
+                sigs.add(seq, row.key_id, row.signature)
+            life(seq, body)
+            self.expected = seq + 1
+            self.prev_hash = row.hash
+
     # -- a verified checkpoint relied on; the tree a checkpoint carries -----------------------
 
     def _attested_verdict(
@@ -713,3 +770,11 @@ def referenced(bodies: Iterable[dict[str, Any] | str]) -> set[str]:
             continue
         refs.update(_refs(parsed))
     return refs
+
+
+def newest_refs(bodies: Sequence[dict[str, Any] | str], events: int = 4) -> list[str]:
+    """The content digests the last ``events`` parsed bodies reference (a page's newest
+    payloads: audit._verify_read.ChainReader.content_digests reads the rest near them)."""
+    return [
+        ref for parsed in bodies[-events:] if not isinstance(parsed, str) for ref in _refs(parsed)
+    ]

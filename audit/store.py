@@ -48,6 +48,7 @@ from audit.chain import (
     EventRow,
     Verifier,
     as_bytes,
+    newest_refs,
     parse_body,
     referenced,
 )
@@ -637,11 +638,10 @@ class AuditStore:
         total: int,
     ) -> None:
         parsed = [parse_body(row.body) for row in page]  # once per event: the hot loop
-        contents = reader.content_digests(referenced(parsed))
+        contents = reader.content_digests(referenced(parsed), newest_refs(parsed))
         feed = verifier.feed
         if pending is None:
-            for row, body in zip(page, parsed, strict=True):
-                feed(row, body, contents)
+            verifier.feed_page(page, parsed, contents)
         else:
             verdicts: list[SignatureResult] = pending.result()
             if len(verdicts) < len(page):  # the relied-on rows: Verifier checks those itself
