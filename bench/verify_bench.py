@@ -46,6 +46,7 @@ if os.environ.get("VERIFY_BENCH_GC_OFF"):
 from audit import AuditStore
 from audit.signing import Signer, Trust, TrustedKeys
 url, mode = sys.argv[2], sys.argv[3]
+jobs = int(os.environ.get("VERIFY_BENCH_JOBS", "0"))
 trust = Trust(TrustedKeys.of([Signer.from_text(sys.argv[4]).public_key]))
 kwargs = {}
 if mode == "links":
@@ -57,6 +58,8 @@ elif mode == "since":
     kwargs["relied"] = checkpoints.relied_on(cp, trust.keys, {cp.public_key})
 elif mode == "write":
     kwargs["measure_head"] = True
+if jobs:
+    kwargs["jobs"] = jobs  # the code before --jobs has no such parameter: not passed to it
 with AuditStore.open(url, "os") as store:
     start, cpu = time.perf_counter(), time.process_time()
     report = store.verify(trust=trust, **kwargs)
@@ -74,6 +77,9 @@ print(json.dumps({
     "cpu_us_per_event": round(cpu / report.events_checked * 1e6, 2),
     "peak_rss_mb": round(mb(resource.RUSAGE_SELF), 1),
     "workers_peak_rss_mb": round(mb(resource.RUSAGE_CHILDREN), 1),
+    "workers_cpu_us_per_event": round(
+        (lambda u: u.ru_utime + u.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
+        / report.events_checked * 1e6, 2),
     "signatures_from": getattr(report, "signatures_checked_from", None),
     "load": open("/proc/loadavg").read().split()[0],
 }))
@@ -81,12 +87,14 @@ print(json.dumps({
 
 
 def measure(
-    code: Path, url: str, mode: str, verified: Path, *, gc_off: bool = False
+    code: Path, url: str, mode: str, verified: Path, *, gc_off: bool = False, jobs: int = 0
 ) -> dict[str, Any]:
     argv = [sys.executable, "-c", CHILD, str(code), url, mode, RECORD_SEED, str(verified)]
     if mode == "write":
         argv.append(CHECKPOINT_KEY)
-    env = {**os.environ, "VERIFY_BENCH_GC_OFF": "1"} if gc_off else None
+    env = {**os.environ, "VERIFY_BENCH_JOBS": str(jobs)}
+    if gc_off:
+        env["VERIFY_BENCH_GC_OFF"] = "1"
     # The child imports the code under test only: not this checkout's through the cwd.
     out = subprocess.run(argv, check=False, capture_output=True, text=True, cwd="/", env=env)
     if out.returncode != 0:
@@ -161,21 +169,32 @@ def copy_to_postgres(sqlite_path: Path, url: str, first: int, last: int) -> None
 def run(
     label: str, url: str, args: argparse.Namespace, verified: Path, results: list[dict[str, Any]]
 ) -> None:
-    codes = [("before", args.before), ("after", args.after)] if args.before else []
-    codes = codes or [("after", args.after)]
+    # (name, tree, jobs): the old code walks in one process; the new one with each --jobs.
+    codes: list[tuple[str, Path, int]] = [("before", args.before, 0)] if args.before else []
+    for jobs in (int(j) for j in args.jobs.split(",")):
+        codes.append((f"after-j{jobs}" if jobs else "after", args.after, jobs))
     if args.cli:
-        codes.append(("after-cli", args.after))  # the command's way: no cyclic collector
+        codes.append(("after-cli", args.after, 0))  # the command's way: no cyclic collector
     for round_no in range(1, args.rounds + 1):
         for mode in args.modes.split(","):
-            for code_name, code in codes:
-                if mode == "since" and code_name == "before":
-                    continue  # the old code has no verified checkpoints
+            for code_name, code, jobs in codes:
+                if mode == "since" and code_name == "before" and not args.before_since:
+                    continue  # code before verified checkpoints has none
                 gc_off = code_name == "after-cli"
-                figures = measure(Path(code), url, mode, verified, gc_off=gc_off)
+                figures = measure(Path(code), url, mode, verified, gc_off=gc_off, jobs=jobs)
                 row = {"backend": label, "code": code_name, "mode": mode, "round": round_no}
                 row.update(figures)
                 results.append(row)
                 print("  " + json.dumps(row), flush=True)
+
+
+def migrate(code: Path, url: str) -> None:
+    """Migrated by the new code's tree, not this checkout's (which may be further on)."""
+    subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+         "from audit.migrate import upgrade; upgrade(sys.argv[2])", str(code), url],
+        check=True, cwd="/",
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -189,14 +208,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--modes", default="links,full,since")
     parser.add_argument("--cli", action="store_true", help="also the new code with gc off")
+    parser.add_argument(
+        "--jobs", default="0", help="the new code's verify(jobs=...) values, e.g. 1,2 (0: default)"
+    )
+    parser.add_argument(
+        "--before-since", action="store_true", help="the old code has verified checkpoints too"
+    )
     args = parser.parse_args()
-    from audit.migrate import upgrade
 
     args.work.mkdir(parents=True, exist_ok=True)
     log = args.work / f"log-{args.events}.db"
     if not log.exists():
         make_sqlite_log(log, args.events)
-    upgrade(f"sqlite:///{log}")
+    migrate(args.after, f"sqlite:///{log}")
     keep = args.events - args.tail
     results: list[dict[str, Any]] = []
     print(f"load average at start: {Path('/proc/loadavg').read_text().strip()}")
@@ -211,10 +235,11 @@ def main() -> None:
             earlier.unlink()
         run("sqlite", f"sqlite:///{log}", args, verified, results)
     if "postgres" in args.backends:
-        from audit_bench import postgres
+        from tests.support.postgres import running_postgres
 
-        with postgres() as fresh:
-            url = fresh()
+        with running_postgres() as server:
+            url = server.url(server.create_database())
+            migrate(args.after, url)
             copy_to_postgres(log, url, 1, keep)
             verified = args.work / f"verified-postgres-{keep}.json"
             made = measure(args.after, url, "write", verified)
@@ -227,12 +252,14 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     (out / f"verify_bench-{int(time.time())}.json").write_text(json.dumps(results, indent=2) + "\n")
     print(
-        f"{'backend':9} {'code':7} {'mode':6} {'events/s':>9} {'CPU us/ev':>9} {'RSS MB':>7} load"
+        f"{'backend':9} {'code':8} {'mode':6} {'events/s':>9} {'CPU us/ev':>9} "
+        f"{'workers':>8} {'RSS MB':>7} {'workers':>7} load"
     )
     for r in results:
         print(
-            f"{r['backend']:9} {r['code']:7} {r['mode']:6} {r['events_per_s']:>9} "
-            f"{r['cpu_us_per_event']:>9} {r['peak_rss_mb']:>7} {r['load']}"
+            f"{r['backend']:9} {r['code']:8} {r['mode']:6} {r['events_per_s']:>9} "
+            f"{r['cpu_us_per_event']:>9} {r.get('workers_cpu_us_per_event', '-'):>8} "
+            f"{r['peak_rss_mb']:>7} {r['workers_peak_rss_mb']:>7} {r['load']}"
         )
 
 

@@ -58,6 +58,9 @@ with AuditStore.open(url, "os", signer=signer) as store:
     cp = store.verified_checkpoint(made[0], key)
     relied = checkpoints.relied_on(cp, trust.keys, {checkpoints.public_key(key)})
     measure("verify_since", lambda: store.verify(trust=trust, relied=relied))
+    # The range-parallel walk: the parent's memory (each worker holds a page or two).
+    measure("verify_parallel", lambda: store.verify(trust=trust, jobs=2))
+    measure("verify_since_parallel", lambda: store.verify(trust=trust, relied=relied, jobs=2))
 print(json.dumps(peaks))
 """
 
