@@ -163,10 +163,13 @@ class MerkleState:
                 hint="Run `gateway audit verify`; the log is not whole.",
             )
         dialect = postgresql if self._backend.dialect == "postgresql" else sqlite
+        # RETURNING counts the rows written (an executemany's rowcount is not reliable on
+        # PostgreSQL: it read every node back), so only a conflict is compared.
+        statement = dialect.insert(MerkleNode).on_conflict_do_nothing().returning(MerkleNode.level)
         for at in range(0, len(new), 5_000):
             chunk = new[at : at + 5_000]
-            written = conn.execute(dialect.insert(MerkleNode).on_conflict_do_nothing(), chunk)
-            if written.rowcount != len(chunk):  # a row was there already (or unknown: -1)
+            written = len(conn.execute(statement, chunk).all())
+            if written != len(chunk):  # a row was there already
                 _check_existing(conn, chunk)
 
 

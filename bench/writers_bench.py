@@ -139,8 +139,15 @@ def child(args: argparse.Namespace) -> None:
     seqs: list[int] = []
     latencies: list[float] = []
     lock = threading.Lock()
-    with AuditStore.open(args.url, args.durability, signer=signer) as store:
-        probe = LockProbe(store) if args.url.startswith("postgresql") else None
+    with AuditStore.open(
+        args.url, args.durability, signer=signer, log_format=args.log_format
+    ) as store:
+        # Format 2 takes no chain lock: nothing to probe.
+        probe = (
+            LockProbe(store)
+            if store.sequenced_from is None and args.url.startswith("postgresql")
+            else None
+        )
         counter = iter(range(10**9))
         for kind in (EventKind.REQUEST, EventKind.RESPONSE):  # connect, warm the caches
             seqs.append(store.append(draft(tag, -1, kind)).seq)
@@ -324,8 +331,11 @@ def lock_summary(samples: list[list[float]], seconds: float) -> dict[str, Any]:
     }
 
 
-def check_log(url: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Gap-free, every event once, verify passes with every writer's key trusted."""
+def check_log(
+    url: str, reports: list[dict[str, Any]], integrator_key: str | None = None
+) -> dict[str, Any]:
+    """Gap-free, every event once, verify passes with every writer's key trusted (and, for
+    format 2, the integrator's: every event linked, none pending)."""
     given = sorted(s for r in reports for s in r["seqs"])
     n = len(given)
     if given != list(range(1, n + 1)):
@@ -345,12 +355,17 @@ def check_log(url: str, reports: list[dict[str, Any]]) -> dict[str, Any]:
     assert row is not None
     if tuple(row) != (n, n, n):
         raise AssertionError(f"stored (count, distinct ids, max seq) = {row}, expected {n}")
-    trust = Trust(TrustedKeys.of([r["public_key"] for r in reports]))
+    keys = [r["public_key"] for r in reports]
+    if integrator_key is not None:
+        keys.append(Signer.from_text(integrator_key).public_key)
+    trust = Trust(TrustedKeys.of(keys))
     start = time.perf_counter()
     with AuditStore.open(url, "os", create=False) as store:
         report = store.verify(trust=trust)
     if not report.ok or report.events_checked != n:
         raise AssertionError(f"verify failed: {report.defects[:3]}")
+    if integrator_key is not None and (report.pending_integration or report.head_seq != n):
+        raise AssertionError(f"not all linked: head {report.head_seq}, {n} events")
     return {"events": n, "verify_s": round(time.perf_counter() - start, 1), "ok": True}
 
 
@@ -556,6 +571,14 @@ def main() -> None:
     parser.add_argument("--procs", default="1,3,6")
     parser.add_argument("--threads", default="8,16,32")
     parser.add_argument("--durability", default="fsync", help="fsync, os, or both: fsync,os")
+    parser.add_argument(
+        "--format", default="1", help="audit log format: 1, 2 (PostgreSQL), or both: 1,2"
+    )
+    parser.add_argument(
+        "--integrate-after",
+        action="store_true",
+        help="format 2: integrate the backlog after the window (its capacity), not during",
+    )
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
@@ -567,6 +590,7 @@ def main() -> None:
     for name in ("url", "key", "ready", "go", "out"):
         parser.add_argument(f"--{name}", help=argparse.SUPPRESS)
     parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--log-format", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         args.threads = int(args.threads)
@@ -574,11 +598,14 @@ def main() -> None:
         return
     if args.table:
         data = json.loads(Path(args.table).read_text())
-        print(table(data["runs"], "mode" if "mode" in data["runs"][0] else "durability"))
+        first = data["runs"][0]
+        key = next((k for k in ("mode", "format") if k in first), "durability")
+        print(table(data["runs"], key))
         return
 
     points = [(int(p), int(t)) for p in args.procs.split(",") for t in args.threads.split(",")]
     durabilities = args.durability.split(",")
+    formats = [int(f) for f in args.format.split(",")]
     work = Path(tempfile.mkdtemp(prefix="writers-bench-"))
     results: dict[str, Any] = {
         "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.platform()}",
@@ -601,19 +628,21 @@ def main() -> None:
                 order = points if rnd % 2 == 0 else points[::-1]
                 for durability in durabilities if rnd % 2 == 0 else durabilities[::-1]:
                     for procs, threads in order:
-                        n += 1
-                        if server is None:
-                            url, dsn, db = fresh_sqlite(work, n), None, None
-                        else:
-                            url, dsn, db = fresh_postgres(server)
-                        figures, reports = run_point(
-                            script, url, durability, procs, threads, args.seconds, work, dsn, db
-                        )
-                        figures["check"] = check_log(url, reports)
-                        figures["durability"] = durability
-                        figures["round"] = rnd
-                        results["runs"].append(figures)
-                        show(f"{args.backend}-{durability} r{rnd}", figures)
+                        for fmt in formats if (rnd + procs) % 2 == 0 else formats[::-1]:
+                            n += 1
+                            if server is None:
+                                url, dsn, db = fresh_sqlite(work, n), None, None
+                            else:
+                                url, dsn, db = fresh_postgres(server)
+                            figures, reports, integrator = run_format(
+                                fmt, script, url, durability, procs, threads, args, work, dsn, db
+                            )
+                            figures["check"] = check_log(url, reports, integrator)
+                            figures["durability"] = durability
+                            figures["format"] = fmt
+                            figures["round"] = rnd
+                            results["runs"].append(figures)
+                            show(f"{args.backend}-{durability} f{fmt} r{rnd}", figures)
     finally:
         for path in work.iterdir():
             path.unlink()
@@ -623,7 +652,72 @@ def main() -> None:
     target = out / f"writers-{args.backend}-{int(time.time())}.json"
     target.write_text(json.dumps(results, indent=2))
     print(f"written {target.relative_to(ROOT)}")
-    print(table(results["runs"]))
+    print(table(results["runs"], "format" if len(formats) > 1 else "durability"))
+
+
+INTEGRATOR_KEY = "5e" * 32
+
+
+def run_format(
+    fmt: int,
+    script: Path,
+    url: str,
+    durability: str,
+    procs: int,
+    threads: int,
+    args: argparse.Namespace,
+    work: Path,
+    dsn: str | None,
+    db: str | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]], str | None]:
+    """One point in format ``fmt``. Format 2: the log begins format 2, and one
+    `gateway audit integrate` process runs beside the writers (as in production); after the
+    window it is stopped (SIGTERM: it finishes its pass and checkpoints) and a last
+    ``--once`` pass links what is left, so the check can require every event linked."""
+    if fmt == 1:
+        figures, reports = run_point(
+            script, url, durability, procs, threads, args.seconds, work, dsn, db
+        )
+        return figures, reports, None
+    import signal
+
+    AuditStore.open(url, durability, log_format=2).close()
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": url,
+        "GATEWAY_AUDIT_FORMAT": "2",
+        "GATEWAY_DURABILITY": durability,
+        "GATEWAY_INTEGRATOR_KEY": INTEGRATOR_KEY,
+    }
+    gateway = str(Path(sys.executable).with_name("gateway"))
+    cmd = [gateway, "audit", "integrate", "--format", "json", "--interval", "0.25"]
+    # --integrate-after: no integrator during the window; the backlog is linked after it,
+    # timed: the integrator's capacity when it has the machine to itself.
+    integrator = None
+    if not args.integrate_after:
+        integrator = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        figures, reports = run_point(
+            script, url, durability, procs, threads, args.seconds, work, dsn, db,
+            ["--log-format", "2"],
+        )  # fmt: skip
+    finally:
+        out = '{"linked": 0, "voided": 0}'
+        if integrator is not None:
+            integrator.send_signal(signal.SIGTERM)
+            out, _ = integrator.communicate(timeout=300)
+    start = time.perf_counter()
+    last = subprocess.run([*cmd, "--once"], env=env, capture_output=True, text=True, check=True)
+    drain_s = time.perf_counter() - start
+    during, after = json.loads(out), json.loads(last.stdout)
+    figures["integration"] = {
+        "linked_during": during["linked"],
+        "linked_after": after["linked"],
+        "after_s": round(drain_s, 2),  # the --once run, process start-up included
+        "after_per_s": round(after["linked"] / drain_s),
+        "voided": during["voided"] + after["voided"],
+    }
+    return figures, reports, INTEGRATOR_KEY
 
 
 def contextmanager_for(backend: str) -> Callable[[], Any]:

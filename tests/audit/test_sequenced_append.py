@@ -26,7 +26,7 @@ def _draft(n: int, kind: EventKind = EventKind.REQUEST, **extra: object) -> Even
         request_hash=f"sha256:{n:064x}",
         data={"n": n},
         payloads={"body": f"body {n} {kind.value}".encode()},
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 

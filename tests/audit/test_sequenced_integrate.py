@@ -28,6 +28,7 @@ from audit.migrate import upgrade
 from audit.models import DefectKind
 from audit.roles import grant
 from audit.signing import Signer, Trust, TrustedKeys, signature_check
+from tests.audit.conftest import Raw
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
@@ -167,7 +168,7 @@ def test_a_forged_row_and_a_forged_void_by_the_app_role_fail_verify_and_are_neve
     rid, request_hash = "req-1", "sha256:" + "12" * 32
     common = {"request_id": rid, "request_hash": request_hash}
     with AuditStore.open(pg_url, signer=writer) as store:
-        store.append(EventDraft(kind=EventKind.REQUEST, data={}, **common))  # type: ignore[arg-type]
+        store.append(EventDraft(kind=EventKind.REQUEST, data={}, **common))
     app = _app_role(postgres_server, pg_url)
     forger = Signer.from_text("66" * 32)  # a key nobody trusts: the attacker's own
     with psycopg.connect(app, autocommit=True) as conn:
@@ -226,8 +227,8 @@ def test_a_genuine_format_2_answer_passes_the_read_path_check(pg_url: str) -> No
     writer = Signer.from_text(KEYS[0])
     common = {"request_id": "r", "request_hash": "sha256:" + "34" * 32}
     with AuditStore.open(pg_url, signer=writer) as store:
-        store.append(EventDraft(kind=EventKind.REQUEST, data={}, **common))  # type: ignore[arg-type]
-        store.append(EventDraft(kind=EventKind.RESPONSE, data={"ok": True}, **common))  # type: ignore[arg-type]
+        store.append(EventDraft(kind=EventKind.REQUEST, data={}, **common))
+        store.append(EventDraft(kind=EventKind.RESPONSE, data={"ok": True}, **common))
         found = store.find_response(common["request_hash"])
         assert found is not None
         keys = TrustedKeys.of([writer.public_key])
@@ -326,3 +327,32 @@ def test_audit_show_marks_an_event_pending_until_it_is_integrated(pg_url: str) -
     _integrate(pg_url, "--once")
     assert "pending_integration" not in json.loads(show("json"))["events"][0]
     assert "(pending integration)" not in show("text")
+
+
+def test_a_log_switched_from_format_1_links_on_and_a_changed_body_is_found(pg_url: str) -> None:
+    upgrade(pg_url)
+    writer = Signer.from_text(KEYS[0])
+    with AuditStore.open(pg_url, signer=writer) as store:  # format 1 first
+        for n in range(2):
+            store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"old-{n}"))
+        v1_head = store.head()
+    with AuditStore.open(pg_url, signer=writer, log_format=2) as store:
+        for n in range(3):
+            store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"new-{n}"))
+    _integrate(pg_url, "--once")
+    raw = Raw(pg_url)
+    try:
+        first = raw.execute("SELECT prev_hash FROM chain WHERE seq = 3")
+        assert first == [(v1_head[1],)]  # one chain across the two formats
+        with AuditStore.open(pg_url) as store:
+            report = store.verify(trust=_trust(KEYS[0], INTEGRATOR_KEY))
+            assert report.ok, report.defects[:3]
+            assert (report.events_checked, report.head_seq, report.sequenced_from) == (5, 5, 3)
+        raw.unguard()  # the tables' owner edits a format-2 body
+        body = raw.body(4).replace(b"new-1", b"new-X")
+        raw.execute("UPDATE events SET body = ? WHERE seq = 4", (body,))
+        with AuditStore.open(pg_url) as store:
+            kinds = {(d.seq, d.kind) for d in store.verify(trust=_trust(KEYS[0])).defects}
+        assert (4, DefectKind.HASH_MISMATCH) in kinds
+    finally:
+        raw.close()
