@@ -20,7 +20,7 @@ import anthropic
 import httpx2
 
 from gateway.errors import ConfigurationError
-from gateway.providers._sdk import split_body
+from gateway.providers._sdk import NO_SDK_TRACING, split_body
 
 __all__ = ["WireCapture", "fast_path_supported"]
 
@@ -130,6 +130,7 @@ _CAPTURE_OPTIONS: dict[str, Any] = {
     "base_url": "http://capture.invalid",
     "max_retries": 0,
     "timeout": httpx2.Timeout(60.0),
+    "open_telemetry": NO_SDK_TRACING,
 }
 _CAPTURE_TIMEOUT = 60.0
 
