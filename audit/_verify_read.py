@@ -107,7 +107,12 @@ class ChainReader:
         with self._backend.reader.connect() as conn:
             cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             try:
-                cursor.execute(self._page_sql, (after, upto, self._page))
+                if self._sqlite:
+                    cursor.execute(self._page_sql, (after, upto, self._page))
+                else:
+                    # Binary results: a body crosses as its bytes, not as hex text that the
+                    # server encodes and the driver decodes (a third of the read's CPU here).
+                    cursor.execute(self._page_sql, (after, upto, self._page), binary=True)  # type: ignore[call-arg]  # psycopg's cursor
                 raw = cursor.fetchall()
             finally:
                 cursor.close()
