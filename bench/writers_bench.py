@@ -295,7 +295,11 @@ def spawn_writers(
                     c.kill()
                 raise RuntimeError("a writer failed to start")
             time.sleep(0.02)
-        go.write_text(str(time.time() + WARM_UP_S + 0.1))
+        # Written whole, then renamed into place: a writer polling for it must never read
+        # it half-written (an empty file failed a run).
+        ready = go.with_name(go.name + ".tmp")
+        ready.write_text(str(time.time() + WARM_UP_S + 0.1))
+        ready.replace(go)
         for c in children:
             if c.wait(timeout=seconds + 180) != 0:
                 raise RuntimeError(f"a writer exited with {c.returncode}")
