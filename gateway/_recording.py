@@ -378,6 +378,8 @@ class Recorder:
             return None
 
         async def on_wire(wire: bytes) -> None:
+            if intended.committed:
+                return  # a retry's bytes: nothing to write, so no hop
             job = self.threads.submit(self.commit, call, intended, wire)
             try:
                 await job
