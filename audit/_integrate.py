@@ -37,10 +37,11 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, text
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from audit import checkpoint as cp
-from audit._merkle_store import MerkleState
+from audit._frontier import Frontier
+from audit._merkle_store import MerkleState, MerkleStateError
 from audit._sequenced import chain_link, void_row
 from audit.canonical import canonical_bytes
 from audit.chain import GENESIS
@@ -65,6 +66,7 @@ class Step:
     lost: int = 0
     head: int = 0  # the linked head after the pass
     waiting_on: int | None = None  # a hole at this seq, inside its grace
+    warnings: tuple[str, ...] = ()  # for the operator: the integrator goes on regardless
 
 
 class Integrator:
@@ -95,6 +97,9 @@ class Integrator:
         self._stall: tuple[float, int, int] | None = None  # (since, at seq, void up to)
         self._last_checkpoint = 0.0
         self._tree = MerkleState(self._backend)
+        # The right edge of the tree of the linked prefix, from the event hashes this
+        # integrator links: the roots it signs come from here, never from merkle_nodes.
+        self._edge: Frontier | None = None
 
     # -- one pass -----------------------------------------------------------------------------
 
@@ -127,11 +132,16 @@ class Integrator:
                     conn.execute(insert(ChainLink), links[at : at + 5_000])
         except IntegrityError:
             return Step(lost=1, head=head)  # another integrator linked these first
+        edge = self._edge
+        if edge is not None and edge.size == head:
+            for seq, event_hash in rows[: len(links)]:
+                edge.add_hash(int(seq), str(event_hash))
         size = links[-1]["seq"]
         made = None
+        warnings: tuple[str, ...] = ()
         if time.monotonic() - self._last_checkpoint >= self._every_s:
-            made = self.checkpoint(size, links[-1]["hash"])
-        return Step(linked=len(links), checkpoint=made, head=size)
+            made, warnings = self._checkpoint(size, links[-1]["hash"])
+        return Step(linked=len(links), checkpoint=made, head=size, warnings=warnings)
 
     def _head(self, conn: Connection) -> tuple[int, str]:
         """The last linked seq and its link; before any, the last format-1 event's hash."""
@@ -172,10 +182,22 @@ class Integrator:
 
     def checkpoint(self, size: int, chain_head: str) -> int | None:
         """Sign the linked prefix 1..``size`` (its RFC 6962 root and last link) and store it;
-        None if another integrator stored that size first. The stored tree is extended here,
-        a checkpoint's worth of events at a time, not on every pass."""
-        self._tree.extend(size)
-        root = self._tree.root(size)
+        None if another integrator stored that size first."""
+        return self._checkpoint(size, chain_head)[0]
+
+    def root(self, size: int) -> bytes:
+        """The RFC 6962 root of events 1..``size`` from this integrator's own frontier,
+        caught up from the log's hash column when another integrator linked meanwhile (or
+        rebuilt, once, when this one starts)."""
+        edge = self._edge
+        if edge is None or edge.size > size:
+            edge = self._edge = Frontier()
+        edge.extend_from_log(self._backend.reader, size)
+        return edge.root()
+
+    def _checkpoint(self, size: int, chain_head: str) -> tuple[int | None, tuple[str, ...]]:
+        root = self.root(size)
+        warnings = self._extend_stored_tree(size, root)
         made_at = datetime.now(UTC)
         signed = cp.sign(self._store.store_id, size, chain_head, made_at, self._key, root=root)
         row = {
@@ -189,7 +211,25 @@ class Integrator:
         with self._backend.writer.begin() as conn:
             written = conn.execute(statement, [row]).rowcount
         self._last_checkpoint = time.monotonic()
-        return size if written else None
+        return (size if written else None), warnings
+
+    def _extend_stored_tree(self, size: int, root: bytes) -> tuple[str, ...]:
+        """Extend merkle_nodes (what receipts and tree-head read, O(log n) a proof) a
+        checkpoint's worth at a time. Best effort: a planted or missing node must neither
+        change the root signed nor stop the checkpoints, so it is only reported."""
+        try:
+            self._tree.extend(size)
+            stored = self._tree.root(size)
+        except (MerkleStateError, SQLAlchemyError) as exc:
+            reason = exc.message if isinstance(exc, MerkleStateError) else type(exc).__name__
+            return (f"the stored Merkle tree could not be extended to {size}: {reason}",)
+        if stored != root:
+            return (
+                f"the stored Merkle tree's root at {size} is not the root of the log's "
+                "events: merkle_nodes holds a planted or altered node; run `gateway audit "
+                "tree-head --rebuild` as the tables' owner",
+            )
+        return ()
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -199,9 +239,11 @@ class Integrator:
         Returns the totals."""
         linked = voided = lost = 0
         made: int | None = None
+        warnings: dict[str, None] = {}  # each once, in order
         last = Step()
         while not stop.is_set():
             last = self.step()
+            warnings.update(dict.fromkeys(last.warnings))
             linked += last.linked
             voided += last.voided
             lost += last.lost
@@ -217,5 +259,14 @@ class Integrator:
         if linked and (made is None or made < last.head):  # the head, signed before leaving
             with self._backend.writer.connect() as conn:
                 head, prev = self._head(conn)
-            made = self.checkpoint(head, prev) or made
-        return Step(linked=linked, voided=voided, checkpoint=made, lost=lost, head=last.head)
+            final, more = self._checkpoint(head, prev)
+            made = final or made
+            warnings.update(dict.fromkeys(more))
+        return Step(
+            linked=linked,
+            voided=voided,
+            checkpoint=made,
+            lost=lost,
+            head=last.head,
+            warnings=tuple(warnings),
+        )

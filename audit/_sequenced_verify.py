@@ -12,28 +12,37 @@ events must be a prefix: nothing linked after a seq that is not. The events afte
 prefix are *pending integration*: checked the same way, counted, their oldest time
 reported; a missing seq among them is a writer in flight or a hole the integrator will void,
 not a defect. A missing seq inside the linked prefix, or a link without its event, is.
-The last integrator checkpoint must name the link at its size and carry a valid signature.
+Every integrator checkpoint must name the link at its size and the Merkle root of events
+1..size, which the walk folds from the events' own hashes as it goes (audit._frontier;
+the stored tree is not read), and be signed by an integrator key
+(audit._sequenced_checkpoints). A chain row above the linked prefix, a checkpoint above it
+(truncation) and a pending tail older than ``stalled_after_s`` are defects too.
+
+Signatures: an integrator key (``Trust.integrator``) is accepted on void events only, a
+record key on any event (a writer voids its own seqs after a rollback) but never on a
+checkpoint.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-from audit import checkpoint as cp
 from audit._backend import Backend
+from audit._frontier import Frontier, FrontierError
 from audit._sequenced import chain_link
+from audit._sequenced_checkpoints import CheckpointChecks
 from audit.canonical import digest
 from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, as_bytes, parse_body, parse_time
-from audit.errors import CheckpointError
 from audit.lifecycle import TERMINAL
-from audit.models import Defect, DefectKind, VerifyReport
+from audit.models import Defect, DefectKind, EventKind, VerifyReport
 from audit.signing import SEQUENCED_PREV, Trust
 
 PAGE = 5000
+DEFAULT_STALLED_AFTER_S = 600.0  # a pending tail older than this: the integrator is stopped
 _ROWS = (
     "SELECT e.seq, e.request_id, e.kind, e.recorded_at, e.task, e.caller, "
     "e.policy_fingerprint, e.request_hash, e.event_id, e.body, e.prev_hash, e.hash, "
@@ -55,8 +64,9 @@ def format_1_census(backend: Backend, census: Census, era: int) -> Census:
 
 
 class _Walk:
-    def __init__(self, trust: Trust | None, prev: str, era: int) -> None:
+    def __init__(self, trust: Trust | None, prev: str, era: int, edge: Frontier | None) -> None:
         self.trust = trust
+        self.edge = edge  # the tree of the linked prefix; None once it cannot be folded
         self.prev = prev  # the last link
         self.expected = era
         self.linked_head = era - 1
@@ -66,8 +76,7 @@ class _Walk:
         self.pending = 0
         self.pending_since: datetime | None = None
         self.defects: list[Defect] = []
-        self.watch: int | None = None  # the size of the checkpoint to check
-        self.watched: str | None = None  # the link at that size
+        self.checks = CheckpointChecks(trust, 0, self.defect)
 
     def defect(self, seq: int | None, kind: DefectKind, detail: str) -> None:
         if len(self.defects) < MAX_DEFECTS:
@@ -119,6 +128,16 @@ class _Walk:
         if self.trust is None:
             return
         keys = self.trust.keys
+        integrators = self.trust.integrator
+        if integrators is not None and integrators.knows(r.key_id):
+            if r.kind != EventKind.VOID.value:
+                self.defect(
+                    seq,
+                    DefectKind.UNTRUSTED_SIGNER,
+                    "it is signed by the integrator key, which may sign only voids and checkpoints",
+                )
+                return
+            keys = integrators
         reason = keys.check(r.key_id, r.signature, str(r.hash), sequenced=True)
         if reason is None:
             return
@@ -147,8 +166,14 @@ class _Walk:
             self.defect(seq, DefectKind.HASH_MISMATCH, "its link is not sha256(prev ‖ hash)")
         self.prev = str(r.link)
         self.linked_head = seq
-        if seq == self.watch:
-            self.watched = self.prev
+        root = None
+        if self.edge is not None:
+            try:
+                self.edge.add_hash(seq, str(r.hash))
+                root = self.edge.root()
+            except FrontierError:
+                self.edge = None  # a gap or a bad hash: already a defect of its own
+        self.checks.at(seq, self.prev, root)
 
 
 def _refs(parsed: dict[str, Any]) -> list[str]:
@@ -210,65 +235,58 @@ def _start(conn: Connection, era: int) -> str:
     return str(last.scalar_one_or_none() or GENESIS)
 
 
-def _last_checkpoint(conn: Connection, highest: int) -> Any:
-    """The integrator's latest checkpoint within the rows the walk will read: its links
-    were committed before it, so the walk sees them."""
-    return conn.execute(
-        text(
-            "SELECT size, chain_head, checkpoint FROM chain_checkpoints WHERE size <= :h "
-            "ORDER BY size DESC LIMIT 1"
-        ),
-        {"h": highest},
-    ).first()
+# One statement, one snapshot: the log's head, the chain's top and the latest checkpoint.
+_SNAPSHOT = (
+    "SELECT (SELECT coalesce(max(seq), 0) FROM events) AS highest, "
+    "(SELECT coalesce(max(seq), 0) FROM chain) AS chain_top, "
+    "(SELECT coalesce(max(size), 0) FROM chain_checkpoints) AS latest"
+)
 
 
-def _checkpoint(row: Any, walk: _Walk, trust: Trust | None) -> None:
-    size = int(row.size)
-    if walk.watched != row.chain_head:
-        walk.defect(
-            size, DefectKind.CHECKPOINT, "the integrator's last checkpoint is not of this chain"
-        )
-        return
+def _edge(backend: Backend, era: int) -> Frontier | None:
+    """The tree of the format-1 events (seqs before ``era``), from their hash column; None
+    if they cannot be folded (the format-1 walk reports why)."""
     try:
-        signed = cp.loads(str(row.checkpoint))
-    except CheckpointError as exc:
-        walk.defect(size, DefectKind.CHECKPOINT, f"the integrator's checkpoint: {exc.message}")
-        return
-    if signed.hash != row.chain_head or signed.seq != size:
-        walk.defect(size, DefectKind.CHECKPOINT, "the integrator's checkpoint names another head")
-    elif trust is not None and signed.public_key not in trust.keys:
-        walk.defect(
-            size, DefectKind.CHECKPOINT, "the integrator's checkpoint is signed by an untrusted key"
-        )
+        return Frontier.of_log(backend.reader, era - 1)
+    except FrontierError:
+        return None
 
 
 def verify_sequenced(
-    backend: Backend, era: int, trust: Trust | None, report: VerifyReport
+    backend: Backend,
+    era: int,
+    trust: Trust | None,
+    report: VerifyReport,
+    *,
+    stalled_after_s: float = DEFAULT_STALLED_AFTER_S,
+    now: datetime | None = None,
 ) -> VerifyReport:
     """``report`` (the format-1 walk's, of seqs before ``era``) with the format-2 walk added."""
     with backend.reader.connect() as conn:
-        walk = _Walk(trust, _start(conn, era), era)
-        highest = conn.execute(text("SELECT coalesce(max(seq), 0) FROM events")).scalar_one()
-        checkpoint = _last_checkpoint(conn, highest)
-        walk.watch = None if checkpoint is None else int(checkpoint.size)
+        walk = _Walk(trust, _start(conn, era), era, _edge(backend, era))
+        snap = conn.execute(text(_SNAPSHOT)).one()
+    highest, chain_top = int(snap.highest), int(snap.chain_top)
+    walk.checks = CheckpointChecks(trust, int(snap.latest), walk.defect)
     last = era - 1
     while True:
         with backend.reader.connect() as conn:
             page = conn.execute(text(_ROWS), {"era": era, "last": last, "n": PAGE}).all()
+            page = [r for r in page if r.seq <= highest]
+            if page:
+                walk.checks.load(conn, last, int(page[-1].seq))
             refs = [ref for r in page for ref in _refs_of(r)]
             intact = _intact(conn, refs)
             for r in page:
-                if r.seq > highest:
-                    break
                 walk.row(r, intact)
-            _lifecycle(conn, walk, [r for r in page if r.seq <= highest])
-        if len(page) < PAGE or (page and page[-1].seq >= highest):
+            _lifecycle(conn, walk, page)
+        if len(page) < PAGE or page[-1].seq >= highest:
+            if page:
+                last = int(page[-1].seq)
             break
-        last = page[-1].seq
+        last = int(page[-1].seq)
     linked = walk.linked_head - era + 1
-    if checkpoint is not None:
-        _checkpoint(checkpoint, walk, trust)
     with backend.reader.connect() as conn:
+        walk.checks.finish(conn, max(last, era - 1), walk.linked_head)
         # Bounded by the walk's linked head: the integrator may link more meanwhile.
         links = conn.execute(
             text("SELECT count(*) FROM chain WHERE seq <= :h"), {"h": walk.linked_head}
@@ -280,6 +298,16 @@ def verify_sequenced(
             f"the chain holds {links} links up to seq {walk.linked_head}, but {linked} events "
             "are linked up to it",
         )
+    if chain_top > walk.linked_head:
+        # Its links were there before the walk began, so the walk would have met them:
+        # a row the integrator did not make, which stops integration at that seq for good.
+        walk.defect(
+            chain_top,
+            DefectKind.OUTSIDE_CHAIN,
+            f"the chain holds a link at seq {chain_top}, above the linked prefix (which ends "
+            f"at seq {walk.linked_head}): integration cannot pass it",
+        )
+    _stalled(walk, stalled_after_s, now or datetime.now(UTC))
     defects = (*report.defects, *walk.defects)[:MAX_DEFECTS]
     update: dict[str, Any] = {
         "ok": not defects,
@@ -293,6 +321,18 @@ def verify_sequenced(
     if walk.linked_head >= era:
         update.update(head_seq=walk.linked_head, head_hash=walk.prev)
     return report.model_copy(update=update)
+
+
+def _stalled(walk: _Walk, after_s: float, now: datetime) -> None:
+    since = walk.pending_since
+    if since is None or (now - since).total_seconds() <= after_s:
+        return
+    walk.defect(
+        walk.linked_head + 1,
+        DefectKind.STALLED,
+        f"{walk.pending} event(s) pending integration since {since.isoformat()}, longer than "
+        f"{after_s:g} s: the integrator is stopped or blocked (run `gateway audit integrate`)",
+    )
 
 
 def _refs_of(r: Any) -> list[str]:

@@ -169,6 +169,9 @@ class DefectKind(StrEnum):
     ORPHAN_OUTCOME = "orphan_outcome"  # an outcome with no open REQUEST (same id and hash)
     DUPLICATE_OUTCOME = "duplicate_outcome"  # a second terminal outcome of one request
     BAD_REFERENCE = "bad_reference"  # a CACHE_HIT, REPLAY or alert names an event wrongly
+    # Format 2: events pending integration for longer than verify's threshold (the
+    # integrator is stopped or blocked, and nothing after them is linked or checkpointed).
+    STALLED = "stalled"
 
 
 class Defect(_Frozen):

@@ -25,23 +25,30 @@ from audit._backend import Backend, db_reason
 from audit.errors import DatabaseUnavailable
 from audit.migrate import check_at_head
 
-# merkle_nodes (0009) is derived, never trusted: whoever proves may extend it, none may
-# change or delete it (a rebuild runs as the owner).
-APPEND_TABLES = ("events", "payloads", "policies", "merkle_nodes")
+APPEND_TABLES = ("events", "payloads", "policies")
 # What a reviewer's own records need: EXPORT, CHECKPOINT and ACCESS events carry no payload
 # or policy.
 # Holding INSERT on payloads is what marks a full appender to the events policies (0003).
-REVIEW_TABLES = ("events", "merkle_nodes")
+REVIEW_TABLES = ("events",)
 # Format 2 (0010): links and checkpoints are the integrator's alone; it voids dead writers'
 # seqs (events of kind void only, 0010's row policy) and extends the tree.
+# merkle_nodes (0009) is derived: only the integrator (and the owner, who rebuilds it) may
+# add to it. A role that could INSERT there could plant a node ahead of its leaves; the
+# stored tree would then take that position as stored and answer from it. The app and
+# reviewer roles still prove: audit._log_tree streams the hash column when it cannot write.
 INTEGRATE_TABLES = ("events", "chain", "chain_checkpoints", "merkle_nodes")
-READ_TABLES = (*APPEND_TABLES, "chain", "chain_checkpoints", "audit_meta", "alembic_version")
+READ_TABLES = (
+    *APPEND_TABLES,
+    "merkle_nodes",
+    "chain",
+    "chain_checkpoints",
+    "audit_meta",
+    "alembic_version",
+)
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-def grant(
-    url: str, role: str, *, read_only: bool = False, integrator: bool = False
-) -> list[str]:
+def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = False) -> list[str]:
     """Grant ``role`` exactly what the gateway needs (``integrator``: what `gateway audit
     integrate` needs); returns the statements run."""
     if not _ROLE.match(role):

@@ -216,7 +216,13 @@ def signature_check(trusted: TrustedKeys) -> SignatureCheck:
 
 class Trust(NamedTuple):
     """What verify checks record signatures against: ``keys``, and the seq before which an
-    event may be unsigned (a log that predates signing; 1, the default, allows none)."""
+    event may be unsigned (a log that predates signing; 1, the default, allows none).
+
+    ``integrator``: the format-2 integrator's public keys (GATEWAY_INTEGRATOR_PUBLIC_KEYS),
+    accepted for its checkpoints and for void events only. A record key never signs an
+    integrator checkpoint, and an integrator key never signs any other event: the integrator
+    runs apart from the gateways, and its key must not be able to write an answer."""
 
     keys: TrustedKeys
     allow_unsigned_before: int = 1
+    integrator: TrustedKeys | None = None

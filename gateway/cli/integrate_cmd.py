@@ -101,7 +101,10 @@ def _render(step: Step, fmt: str) -> None:
         "head": step.head,
         "checkpoint_size": step.checkpoint,
         "races_lost": step.lost,  # passes another integrator linked first
+        "warnings": list(step.warnings),
     }
+    for warning in step.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if fmt == "json":
         echo_json(summary)
         return

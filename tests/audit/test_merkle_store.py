@@ -252,7 +252,7 @@ def test_a_missing_stored_node_is_named_with_the_rebuild(store: AuditStore, raw:
 
 
 @pytest.mark.postgres
-def test_the_app_and_reviewer_roles_extend_the_stored_tree_but_cannot_change_it(
+def test_the_app_and_reviewer_roles_prove_from_the_log_but_cannot_write_the_stored_tree(
     postgres_server: Any, pg_url: str
 ) -> None:
     import psycopg
@@ -274,14 +274,20 @@ def test_the_app_and_reviewer_roles_extend_the_stored_tree_but_cannot_change_it(
     grant(pg_url, "merkle_app")
     grant(pg_url, "merkle_reviewer", read_only=True)
     with AuditStore.open(postgres_server.url(db, "merkle_reviewer")) as reviewer:
-        assert signed_head(reviewer, KEY).tree_size == 6  # extends the table: INSERT granted
-        assert MerkleState(reviewer._backend).stored_size() == 6
+        # No INSERT on merkle_nodes (a planted node would be taken as stored): the head is
+        # computed from the log's hash column instead.
+        assert signed_head(reviewer, KEY).tree_size == 6
+        assert MerkleState(reviewer._backend).stored_size() == 0
     with AuditStore.open(postgres_server.url(db, "merkle_app")) as app:
         fill(app, requests=1)
         assert make_receipt(app, "req-0", KEY).checkpoint.tree_size == 8
     for role in ("merkle_app", "merkle_reviewer"):
         with psycopg.connect(postgres_server.dsn(db, role), autocommit=True) as conn:
-            for sql in ("UPDATE merkle_nodes SET hash = 'x'", "DELETE FROM merkle_nodes"):
+            for sql in (
+                "INSERT INTO merkle_nodes (level, node_index, hash) VALUES (0, 99, 'x')",
+                "UPDATE merkle_nodes SET hash = 'x'",
+                "DELETE FROM merkle_nodes",
+            ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     conn.execute(sql)
 

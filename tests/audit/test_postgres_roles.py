@@ -92,7 +92,7 @@ def test_reviewer_appends_only_the_records_of_its_own_reads(
     upgrade(owner_url)  # the owner is not a superuser: it bypasses row security as owner
     _create_role(postgres_server, "auditor")
     statements = grant(owner_url, "auditor", read_only=True)
-    assert statements[-1] == "GRANT INSERT ON events, merkle_nodes TO auditor"
+    assert "GRANT INSERT ON events TO auditor" in statements  # not merkle_nodes: planted nodes
     with AuditStore.open(owner_url) as owner:
         owner.append(EventDraft(kind=EventKind.REQUEST, request_id="r1", payloads={"b": b"x"}))
 

@@ -65,7 +65,11 @@ def _integrate(url: str, *args: str, wait: bool = True) -> Any:
 
 
 def _trust(*keys: str) -> Trust:
-    return Trust(TrustedKeys.of([Signer.from_text(k).public_key for k in keys]))
+    """The record keys among ``keys``; the integrator's, if given, as an integrator key
+    (GATEWAY_INTEGRATOR_PUBLIC_KEYS), never as a record key."""
+    records = [Signer.from_text(k).public_key for k in keys if k != INTEGRATOR_KEY]
+    integrator = TrustedKeys.of([INTEGRATOR.public_key]) if INTEGRATOR_KEY in keys else None
+    return Trust(TrustedKeys.of(records), integrator=integrator)
 
 
 def _seqs(url: str) -> list[tuple[int, str]]:
@@ -96,7 +100,8 @@ def test_three_writer_processes_are_gap_free_integrated_and_verified(pg_url: str
     assert before.pending_integration == total and before.head_seq == 0
     summary = _integrate(pg_url, "--once")
     assert summary == {
-        "linked": total, "voided": 0, "head": total, "checkpoint_size": total, "races_lost": 0
+        "linked": total, "voided": 0, "head": total, "checkpoint_size": total, "races_lost": 0,
+        "warnings": [],
     }  # fmt: skip
     with AuditStore.open(pg_url) as store:
         report = store.verify(trust=_trust(*KEYS, INTEGRATOR_KEY))

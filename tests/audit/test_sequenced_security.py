@@ -1,0 +1,160 @@
+"""Format 2 under attack by the roles that share its database (security review 2).
+
+Real PostgreSQL, real roles as `gateway db grant` makes them, raw SQL as each attacker. The
+integrator runs in-process (audit._integrate.Integrator) so a pass can be driven one at a
+time; test_sequenced_integrate.py runs the real command.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import threading
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+
+from audit import AuditStore, EventDraft, EventKind
+from audit import checkpoint as cp
+from audit._integrate import Integrator
+from audit.merkle import event_leaf, tree_head
+from audit.migrate import upgrade
+from audit.models import DefectKind, VerifyReport
+from audit.roles import grant
+from audit.signing import Signer, Trust, TrustedKeys
+from tests.support.postgres import PostgresServer
+
+pytestmark = pytest.mark.postgres
+
+INTEGRATOR_KEY = "5e" * 32
+INTEGRATOR = Signer.from_text(INTEGRATOR_KEY)
+WRITER_KEY = "01" * 32
+WRITER = Signer.from_text(WRITER_KEY)
+
+
+def trust() -> Trust:
+    """What an operator configures: the record keys, and the integrator's apart."""
+    return Trust(
+        TrustedKeys.of([WRITER.public_key]), integrator=TrustedKeys.of([INTEGRATOR.public_key])
+    )
+
+
+def begin(url: str, events: int = 0) -> None:
+    upgrade(url)
+    AuditStore.open(url, log_format=2).close()
+    with AuditStore.open(url, signer=WRITER) as store:
+        for n in range(events):
+            store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"r{n}"))
+
+
+def role(server: PostgresServer, url: str, name: str, **kind: bool) -> str:
+    """A role granted as `gateway db grant` does; its DSN."""
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone() is None:
+            conn.execute(f"CREATE ROLE {name} LOGIN")
+    grant(url, name, **kind)
+    return server.dsn(url.rsplit("/", 1)[1], name)
+
+
+def integrator(store: AuditStore, **options: float) -> Integrator:
+    options = {"grace_s": 0.2, "checkpoint_every_s": 0.0, **options}
+    return Integrator(store, bytes.fromhex(INTEGRATOR_KEY), **options)  # type: ignore[arg-type]
+
+
+def integrate(url: str, **options: float) -> None:
+    with AuditStore.open(url, log_format=2) as store:
+        integrator(store, **options).run(0.05, threading.Event(), once=True)
+
+
+def verify(url: str, with_trust: Trust | None = None) -> VerifyReport:
+    with AuditStore.open(url) as store:
+        return store.verify(trust=with_trust or trust())
+
+
+def true_root(url: str, size: int) -> bytes:
+    with AuditStore.open(url) as store, store._backend.reader.connect() as conn:
+        hashes = conn.exec_driver_sql(
+            f"SELECT hash FROM events WHERE seq <= {size} ORDER BY seq"
+        ).scalars()
+        return tree_head([event_leaf(h) for h in hashes]).root
+
+
+def latest_checkpoint(url: str) -> tuple[int, bytes]:
+    with AuditStore.open(url) as store, store._backend.reader.connect() as conn:
+        size, text = conn.exec_driver_sql(
+            "SELECT size, checkpoint FROM chain_checkpoints ORDER BY size DESC LIMIT 1"
+        ).one()
+    signed = cp.loads(text)
+    assert signed.root is not None
+    return int(size), base64.b64decode(signed.root)
+
+
+def kinds(report: VerifyReport) -> set[tuple[int | None, DefectKind]]:
+    return {(d.seq, d.kind) for d in report.defects}
+
+
+# -- 1. the Merkle root the integrator signs ----------------------------------------------------
+
+
+@pytest.mark.parametrize("who", ["app", "reviewer"])
+def test_the_app_and_reviewer_roles_cannot_plant_merkle_nodes(
+    pg_url: str, postgres_server: PostgresServer, who: str
+) -> None:
+    begin(pg_url, events=4)
+    dsn = role(postgres_server, pg_url, f"plant_{who}", read_only=who == "reviewer")
+    with (
+        psycopg.connect(dsn, autocommit=True) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute(
+            "INSERT INTO merkle_nodes (level, node_index, hash) VALUES (0, 3, %s)", (b"\7" * 32,)
+        )
+
+
+@pytest.mark.parametrize("where", ["inside", "far ahead"])
+def test_a_planted_merkle_node_changes_neither_the_signed_root_nor_stops_checkpoints(
+    pg_url: str, postgres_server: PostgresServer, where: str
+) -> None:
+    """The integrator role (the one role left that may INSERT into merkle_nodes) plants a
+    node that makes the stored size look extended: the integrator signs the root of the
+    events it linked anyway, says the stored tree is wrong, and verify passes."""
+    begin(pg_url, events=4)
+    fake = hashlib.sha256(b"attacker's subtree").digest()
+    dsn = role(postgres_server, pg_url, "plant_integrator", integrator=True)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        planted = [(2, 0), (0, 3)] if where == "inside" else [(0, 10_000)]
+        for level, index in planted:
+            conn.execute(
+                "INSERT INTO merkle_nodes (level, node_index, hash) VALUES (%s, %s, %s)",
+                (level, index, fake),
+            )
+    with AuditStore.open(pg_url, log_format=2) as store:
+        done = integrator(store).run(0.05, threading.Event(), once=True)
+    assert done.checkpoint == 4
+    assert latest_checkpoint(pg_url) == (4, true_root(pg_url, 4))
+    assert any("stored Merkle tree" in w for w in done.warnings), done.warnings
+    assert verify(pg_url).ok
+
+
+def test_verify_recomputes_every_checkpoint_root(pg_url: str) -> None:
+    """A checkpoint with the right size and link but a wrong root, signed by the integrator
+    key (as a fooled integrator would sign it), is a defect."""
+    begin(pg_url, events=3)
+    with AuditStore.open(pg_url, log_format=2) as store:
+        integrator(store, checkpoint_every_s=1e9).step()  # links 1..3, no checkpoint
+        store_id = store.store_id
+        with store._backend.reader.connect() as conn:
+            head = conn.exec_driver_sql("SELECT hash FROM chain WHERE seq = 2").scalar_one()
+    wrong = b"\0" * 32
+    signed = cp.sign(
+        store_id, 2, head, datetime.now(UTC), bytes.fromhex(INTEGRATOR_KEY), root=wrong
+    )
+    with psycopg.connect(pg_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO chain_checkpoints VALUES (2, %s, %s, now(), %s)",
+            (wrong.hex(), head, cp.dumps(signed)),
+        )
+    report = verify(pg_url)
+    assert (2, DefectKind.CHECKPOINT) in kinds(report), report.defects
+    assert any("Merkle root" in d.detail for d in report.defects)
