@@ -214,18 +214,47 @@ async def _aannounce_wire(request: httpx2.Request) -> None:
         raise NotSent(exc) from exc
 
 
+class _Announcement:
+    """``on_wire``, noting that it was called. A release that sends later than on entering
+    its call (outside the hook's window), or past httpx's hooks, would otherwise send
+    unrecorded: entering without the announcement is an error, and in the first case
+    nothing has been sent yet."""
+
+    __slots__ = ("made", "on_wire")
+
+    def __init__(self, on_wire: OnWire) -> None:
+        self.on_wire = on_wire
+        self.made = False
+
+    def __call__(self, content: bytes) -> object:
+        self.made = True
+        return self.on_wire(content)
+
+    def check(self) -> None:
+        if not self.made:
+            raise ConfigurationError(
+                f"the installed anthropic SDK {anthropic.__version__} did not hand the request "
+                "to the gateway before sending it (through httpx's request hook, on entering "
+                "its call), so it could not be recorded first; its answer is not used.",
+                hint="Install an anthropic release within the range pyproject.toml pins.",
+            )
+
+
 @contextmanager
 def sending(opening: AbstractContextManager[T], on_wire: OnWire | None) -> Iterator[T]:
     """Enter ``opening`` (an SDK call that sends on entry) with ``on_wire`` told the body's
     bytes before they are sent; an ``on_wire`` error is raised as itself, nothing sent."""
+    announcement = None if on_wire is None else _Announcement(on_wire)
     with ExitStack() as stack:
-        token = _ON_WIRE.set(on_wire)
+        token = _ON_WIRE.set(announcement)
         try:
             opened = stack.enter_context(opening)
         except NotSent as exc:
             raise exc.error from exc.error.__cause__  # as on_wire raised it
         finally:
             _ON_WIRE.reset(token)
+        if announcement is not None:
+            announcement.check()
         yield opened
 
 
@@ -234,14 +263,17 @@ async def asending(
     opening: AbstractAsyncContextManager[T], on_wire: OnWire | None
 ) -> AsyncIterator[T]:
     """:func:`sending` for the async client (``on_wire`` may be a coroutine function)."""
+    announcement = None if on_wire is None else _Announcement(on_wire)
     async with AsyncExitStack() as stack:
-        token = _ON_WIRE.set(on_wire)
+        token = _ON_WIRE.set(announcement)
         try:
             opened = await stack.enter_async_context(opening)
         except NotSent as exc:
             raise exc.error from exc.error.__cause__  # as on_wire raised it
         finally:
             _ON_WIRE.reset(token)
+        if announcement is not None:
+            announcement.check()
         yield opened
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway.errors import AuditWriteError
+from gateway.errors import AuditWriteError, ConfigurationError
+from gateway.providers import _sdk
 from gateway.providers.anthropic import AnthropicProvider, AttemptFailure
 from gateway.providers.base import ProviderReply
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
@@ -147,3 +148,41 @@ def test_a_token_count_on_the_same_client_is_not_announced() -> None:
             provider.close()
         assert len(fake.requests) == 2
     assert told == [fake.requests[0].body]
+
+
+class _SendsLater:
+    """An SDK call that has not sent anything when it is entered (as a release that sent
+    lazily would be): the hook never ran, so nothing was announced."""
+
+    def __init__(self) -> None:
+        self.entered = False
+
+    def __enter__(self) -> str:
+        self.entered = True
+        return "response"
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    async def __aenter__(self) -> str:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def test_a_call_entered_without_its_announcement_fails_closed() -> None:
+    told: list[bytes] = []
+    with pytest.raises(ConfigurationError, match="could not be recorded first"):  # noqa: SIM117
+        with _sdk.sending(_SendsLater(), told.append):
+            pytest.fail("the body ran without the announcement")
+
+    async def run() -> None:
+        with pytest.raises(ConfigurationError, match="could not be recorded first"):
+            async with _sdk.asending(_SendsLater(), told.append):
+                pytest.fail("the body ran without the announcement")
+
+    asyncio.run(run())
+    assert told == []
+    with _sdk.sending(_SendsLater(), None) as opened:  # no announcement asked: nothing to check
+        assert opened == "response"
