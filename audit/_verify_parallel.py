@@ -48,7 +48,9 @@ _EARLY = frozenset({DefectKind.GAP, DefectKind.BROKEN_LINK, DefectKind.HASH_MISM
 def walk_jobs(requested: int | None, census: Census) -> int:
     """How many workers walk the log: ``requested`` (None: one per core for a large log),
     or 1 (the one-process walk) for a log that is not exactly seq 1..highest."""
-    whole = census.highest > 0 and census.rows == census.highest
+    # Rows at seq 1..highest, each seq once (the primary key): all of them iff as many.
+    walked = census.rows - census.below_one_count
+    whole = census.highest > 0 and walked == census.highest
     if not whole:
         return 1
     if requested is None:

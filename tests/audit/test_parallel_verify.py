@@ -167,3 +167,22 @@ def test_defects_of_one_row_keep_the_order_the_one_process_walk_finds_them(
     report = _both(signed, trust=TRUST, relied=_relied(cp))
     at_seq = [d.kind for d in report.defects if d.seq == cp.seq]
     assert at_seq == [DefectKind.HASH_MISMATCH, DefectKind.CHECKPOINT]
+
+
+def test_a_gap_hidden_by_a_row_below_seq_one_is_walked_alike(store: AuditStore, raw: Raw) -> None:
+    """As many rows as the highest seq, one of them at seq 0 and one seq missing: not a
+    whole log, so both walks are the one-process walk (audit._verify_parallel.walk_jobs)."""
+    if raw.dialect != "sqlite":
+        pytest.skip("PostgreSQL's CHECK constraint refuses a row below seq 1, from any role")
+    fill(store)
+    raw.unguard()
+    row = raw.execute("SELECT seq, event_id, request_id, kind, recorded_at, body, prev_hash, hash "
+                      "FROM events WHERE seq = 1")[0]  # fmt: skip
+    raw.execute(
+        "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, prev_hash, "
+        "hash) VALUES (0, 'z', ?, ?, ?, ?, ?, ?)",
+        row[2:],
+    )
+    raw.execute("DELETE FROM events WHERE seq = 4")
+    report = _both(store)
+    assert {DefectKind.OUTSIDE_CHAIN, DefectKind.GAP} <= {d.kind for d in report.defects}
