@@ -35,7 +35,7 @@ from audit._fork import on_fork_child
 from audit._group import GroupCommitter
 from audit._sequenced import LOG_FORMATS, begin_sequenced, sequenced_from, unlinked
 from audit._sequenced_append import SequencedAppender
-from audit._sequenced_verify import format_1_census, verify_sequenced
+from audit._sequenced_verify import DEFAULT_STALLED_AFTER_S, format_1_census, verify_sequenced
 from audit._verify_parallel import RangeWalk, absorb, setup_of, walk_jobs
 from audit._verify_pool import POOL_FROM, Pending, SignaturePool, SignatureResult
 from audit._verify_read import ChainReader
@@ -514,6 +514,7 @@ class AuditStore:
         measure_head: bool = False,
         jobs: int | None = None,
         page_rows: int | None = None,
+        stalled_after_s: float = DEFAULT_STALLED_AFTER_S,
     ) -> VerifyReport:
         """Recompute every link, check each request's life and, against ``trust``, every
         record signature; ``progress(events_done, events_total)`` after each page.
@@ -530,6 +531,8 @@ class AuditStore:
         ``jobs``: worker processes that check pages of the log side by side
         (audit._verify_parallel); 1 walks in this process; None, one per core on a large log.
         The report is the same either way. ``page_rows``: rows read and checked at a time.
+        ``stalled_after_s``: format 2, how old the oldest event pending integration may be
+        before it is a STALLED defect (the integrator is stopped or blocked).
         """
         if trust is None and self.signer is not None:
             trust = Trust(TrustedKeys.of([self.signer.public_key]))
@@ -555,7 +558,7 @@ class AuditStore:
         if workers > 1:
             self._verify_ranges(verifier, census, workers, page_rows, progress)
             verifier.account(census)
-            return self._with_sequenced(verifier.report(), trust)
+            return self._with_sequenced(verifier.report(), trust, stalled_after_s)
         after = relied.seq if relied is not None else 0
         # Signatures are checked by worker processes a page ahead of the walk (a large log);
         # those a verified checkpoint stands for are not sent.
@@ -587,12 +590,16 @@ class AuditStore:
             if pool is not None:
                 pool.close()
         verifier.account(census)
-        return self._with_sequenced(verifier.report(), trust)
+        return self._with_sequenced(verifier.report(), trust, stalled_after_s)
 
-    def _with_sequenced(self, report: VerifyReport, trust: Trust | None) -> VerifyReport:
+    def _with_sequenced(
+        self, report: VerifyReport, trust: Trust | None, stalled_after_s: float
+    ) -> VerifyReport:
         """A format-2 log: the format-1 walk's report with the format-2 walk's added."""
         era = self.sequenced_from
-        return report if era is None else verify_sequenced(self._backend, era, trust, report)
+        if era is None:
+            return report
+        return verify_sequenced(self._backend, era, trust, report, stalled_after_s=stalled_after_s)
 
     def check_checkpoint(self, checkpoint: Checkpoint) -> None:
         """:class:`CheckpointError` unless the checkpoint is of this database."""

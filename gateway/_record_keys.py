@@ -2,6 +2,7 @@
 
     signer = record_signer(settings, create=True)      # None: nothing to sign with yet
     trusted = trusted_record_keys(settings, signer)    # its own key, plus configured ones
+    integrators = integrator_keys(settings)            # format 2: voids and checkpoints only
 
 Order: ``record_key`` (GATEWAY_RECORD_KEY), then ``record_key_file``, then, for SQLite only,
 ``gateway-record.key`` beside the database file, made once (mode 0600). PostgreSQL needs one
@@ -21,6 +22,7 @@ from gateway.settings import Settings
 
 __all__ = [
     "RECORD_KEY_FILE",
+    "integrator_keys",
     "read_public_keys",
     "record_key_path",
     "record_signer",
@@ -156,9 +158,29 @@ def trusted_record_keys(
     if signer is not None:
         texts.append(signer.public_key)
     try:
-        return TrustedKeys.of(texts)
+        keys = TrustedKeys.of(texts)
     except UnusableKey as exc:
         raise ConfigurationError(
             f"GATEWAY_TRUSTED_KEYS is not usable: {exc}",
             hint="List public keys (64 hex characters each), comma-separated.",
+        ) from None
+    integrators = integrator_keys(settings)
+    if integrators is None:
+        return keys
+    # An integrator key is never a record key, even where an operator lists it as one (as
+    # the docs once said to): the read path would otherwise serve an answer it signed.
+    return TrustedKeys.of([k.public_key for k in keys if k.public_key not in integrators])
+
+
+def integrator_keys(settings: Settings) -> TrustedKeys | None:
+    """The format-2 integrator's public keys (``integrator_public_keys``), None if unset."""
+    if not settings.integrator_public_keys:
+        return None
+    try:
+        return TrustedKeys.of(settings.integrator_public_keys)
+    except UnusableKey as exc:
+        raise ConfigurationError(
+            f"GATEWAY_INTEGRATOR_PUBLIC_KEYS is not usable: {exc}",
+            hint="List the integrator's public keys (64 hex characters each), comma-separated "
+            "(the public half of `gateway audit integrate --key`).",
         ) from None

@@ -60,6 +60,7 @@ from gateway._inputs import check_name
 
 # Re-exported: the CLI reads the record keys through this facade.
 from gateway._record_keys import RECORD_KEY_FILE as RECORD_KEY_FILE
+from gateway._record_keys import integrator_keys
 from gateway._record_keys import read_public_keys as read_public_keys
 from gateway._record_keys import record_key_path as record_key_path
 from gateway._record_keys import record_signer as record_signer
@@ -413,7 +414,7 @@ class Auditing:
                 pinned = checkpoints.pinned(
                     head, pins, unsafe_accept_unpinned=unsafe_accept_unpinned_checkpoint
                 )
-        trust = Trust(keys, allow_unsigned_before or 1)
+        trust = Trust(keys, allow_unsigned_before or 1, integrator_keys(self._settings))
         with translated():
             report = self._store.verify(
                 progress,
@@ -422,6 +423,7 @@ class Auditing:
                 relied=relied,
                 measure_head=measure_head,
                 jobs=jobs,
+                stalled_after_s=self._settings.integration_stalled_after_s,
             )
         if base is not None:
             report = report.model_copy(update={"signatures_attested": checkpoints.signed_by(base)})

@@ -5,8 +5,9 @@
 Opens the audit database of ``settings`` (``audit_format = 2`` begins format 2 on a
 PostgreSQL log that has not yet), then runs :class:`audit._integrate.Integrator` with the
 integrator's key: until nothing is left to link (``once``) or until ``stop`` is set. The
-key signs the integrator's checkpoints and the voids of seqs whose writer died; verify must
-trust its public key (GATEWAY_TRUSTED_KEYS) for those voids.
+key signs the integrator's checkpoints and the voids of seqs whose writer died; verify and
+the read path accept its public key from GATEWAY_INTEGRATOR_PUBLIC_KEYS for those only (never
+in GATEWAY_TRUSTED_KEYS: a record key signs answers).
 """
 
 from __future__ import annotations

@@ -78,6 +78,12 @@ class Settings(BaseModel):
     # besides this gateway's own: other instances', a previous key's.
     trusted_keys: tuple[str, ...] = ()
     trusted_keys_file: Path | None = None  # one public key a line; # comments
+    # Format 2: the integrator's public keys (`gateway audit integrate --key`'s). Accepted
+    # for its checkpoints and void events only, never as a record key (a key listed here is
+    # dropped from the trusted record keys): its holder must not be able to sign an answer.
+    integrator_public_keys: tuple[str, ...] = ()
+    # Verify: format-2 events pending integration longer than this are a STALLED finding.
+    integration_stalled_after_s: float = Field(default=600.0, gt=0)
     # `gateway policy approve`: the approver's Ed25519 key (32 bytes as hex or base64) that
     # signs a task's fingerprint. With ``require_approvals`` = N a task loads only when its
     # exact fingerprint has N approvals by distinct approvers (gateway.approvals).
@@ -153,7 +159,7 @@ class Settings(BaseModel):
             return {name.strip(): key.strip() for name, _, key in pairs}
         return value
 
-    @field_validator("trusted_keys", mode="before")
+    @field_validator("trusted_keys", "integrator_public_keys", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         if isinstance(value, str):  # GATEWAY_TRUSTED_KEYS: comma-separated
@@ -182,6 +188,8 @@ class Settings(BaseModel):
             "GATEWAY_RECORD_KEY_FILE": "record_key_file",
             "GATEWAY_TRUSTED_KEYS": "trusted_keys",
             "GATEWAY_TRUSTED_KEYS_FILE": "trusted_keys_file",
+            "GATEWAY_INTEGRATOR_PUBLIC_KEYS": "integrator_public_keys",
+            "GATEWAY_INTEGRATION_STALLED_AFTER_S": "integration_stalled_after_s",
             "GATEWAY_APPROVER_KEY": "approver_key",
             "GATEWAY_REQUIRE_APPROVALS": "require_approvals",
             "GATEWAY_TRUSTED_APPROVERS": "trusted_approvers",

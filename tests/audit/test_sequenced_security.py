@@ -18,11 +18,17 @@ import pytest
 from audit import AuditStore, EventDraft, EventKind
 from audit import checkpoint as cp
 from audit._integrate import Integrator
+from audit._sequenced import void_row
+from audit.authenticity import check_outcome
+from audit.canonical import canonical_bytes
 from audit.merkle import event_leaf, tree_head
 from audit.migrate import upgrade
 from audit.models import DefectKind, VerifyReport
 from audit.roles import grant
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.signing import Signer, Trust, TrustedKeys, signature_check
+from gateway._record_keys import trusted_record_keys
+from gateway.auditing import Auditing
+from gateway.settings import Settings
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
@@ -158,3 +164,81 @@ def test_verify_recomputes_every_checkpoint_root(pg_url: str) -> None:
     report = verify(pg_url)
     assert (2, DefectKind.CHECKPOINT) in kinds(report), report.defects
     assert any("Merkle root" in d.detail for d in report.defects)
+
+
+# -- 2, 3. the integrator key signs voids and checkpoints only ----------------------------------
+
+
+def forge(conn: psycopg.Connection, signer: Signer, kind: str, rid: str, data: bytes) -> int:
+    """A well-formed format-2 event of ``kind`` at a seq the attacker reserves, signed by
+    ``signer``; its seq."""
+    seq = conn.execute("SELECT nextval('events_seq')").fetchone()[0]  # type: ignore[index]
+    row = void_row(seq, signer, "unused", canonical_bytes("fsync"))
+    body = row["body"].replace(b'"kind":"void"', f'"kind":"{kind}"'.encode())
+    body = body.replace(b'"request_hash":null', f'"request_hash":"{REQUEST_HASH}"'.encode())
+    body = body.replace(
+        f'"request_id":"{row["request_id"]}"'.encode(), f'"request_id":"{rid}"'.encode()
+    )
+    body = body.replace(b'{"reason":"unused"}', data)
+    own = "sha256:" + hashlib.sha256(body).hexdigest()
+    conn.execute(
+        "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, request_hash, body, "
+        "prev_hash, hash, signature, key_id) VALUES (%s, %s, %s, %s, %s, %s, %s, '', %s, %s, %s)",
+        (
+            seq, row["event_id"], rid, kind, row["recorded_at"], REQUEST_HASH, body, own,
+            signer.sign(own, sequenced=True), signer.key_id,
+        ),
+    )  # fmt: skip
+    return int(seq)
+
+
+REQUEST_HASH = "sha256:" + "12" * 32
+
+
+def test_an_answer_signed_by_the_integrator_key_is_never_served_and_fails_verify(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    """The app role plants a REQUEST and its RESPONSE signed with the integrator's key (which
+    the operator trusts, even listed among the record keys as the docs once said)."""
+    begin(pg_url)
+    with psycopg.connect(role(postgres_server, pg_url, "forge_app"), autocommit=True) as conn:
+        request = forge(conn, INTEGRATOR, "request", "req-1", b"{}")
+        response = forge(conn, INTEGRATOR, "response", "req-1", b'{"answer":"forged","ok":true}')
+    integrate(pg_url)
+    settings = Settings(
+        database_url=pg_url,
+        record_key=WRITER_KEY,
+        trusted_keys=(INTEGRATOR.public_key,),
+        integrator_public_keys=(INTEGRATOR.public_key,),
+    )
+    with AuditStore.open(pg_url, signer=WRITER) as store:
+        found = store.find_response(REQUEST_HASH)
+        assert found is not None and found.seq == response
+        keys = trusted_record_keys(settings, WRITER)
+        problems = check_outcome(store, found, signature=signature_check(keys))
+    assert any("not a trusted key" in p for p in problems), problems
+    with Auditing.open(settings) as auditing:
+        report = auditing.verify()
+    assert {(request, DefectKind.UNTRUSTED_SIGNER), (response, DefectKind.UNTRUSTED_SIGNER)} <= (
+        kinds(report)
+    ), report.defects
+    assert any("integrator key" in d.detail for d in report.defects)
+
+
+def test_a_checkpoint_signed_by_a_record_key_fails_verify(pg_url: str) -> None:
+    begin(pg_url, events=3)
+    with AuditStore.open(pg_url, log_format=2) as store:
+        integrator(store, checkpoint_every_s=1e9).step()
+        store_id = store.store_id
+        with store._backend.reader.connect() as conn:
+            head = conn.exec_driver_sql("SELECT hash FROM chain WHERE seq = 3").scalar_one()
+    root = true_root(pg_url, 3)  # even the right root: a record key may not sign it
+    signed = cp.sign(store_id, 3, head, datetime.now(UTC), bytes.fromhex(WRITER_KEY), root=root)
+    with psycopg.connect(pg_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO chain_checkpoints VALUES (3, %s, %s, now(), %s)",
+            (root.hex(), head, cp.dumps(signed)),
+        )
+    report = verify(pg_url)
+    assert [(d.seq, d.kind) for d in report.defects] == [(3, DefectKind.CHECKPOINT)]
+    assert "record key" in report.defects[0].detail
