@@ -18,7 +18,8 @@ in the same worker-thread hop as other audit work calls ``begin`` first (the pro
 arrives and record exactly one terminal outcome, however the iteration ends, through the
 caller's :class:`StreamOutcomes` (completed: RESPONSE; an error mid-stream: FAILED with the
 partial answer; the caller closed the stream, was cancelled or interrupted: CANCELLED with
-the partial answer). The outcome is claimed in a ``finally``, so no way out misses it.
+the partial answer). The outcome is claimed in a ``finally``, so no way out misses it
+(their loops are in gateway._recorded_streams; what a call is made of, in gateway._call_types).
 
 A call is: an intent event with the exact wire bytes, committed before anything is sent
 (invariant 1; a call that fails before then sent nothing and records no outcome); one
@@ -34,11 +35,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
 from audit.authenticity import SignatureCheck, check_outcome
@@ -47,153 +46,36 @@ from audit.signing import signature_check
 from audit.store import missing_database
 from gateway._attachment_payloads import stored_payloads
 from gateway._audit_errors import translated
+from gateway._call_types import (
+    CallLabels,
+    Intended,
+    Intent,
+    Sent,
+    StreamOutcomes,
+    Terminal,
+    answer_alerted,
+    cancel_reason,
+    failed,
+    replied,
+)
 from gateway._record_keys import record_signer, trusted_record_keys
+from gateway._recorded_streams import arecord_stream, record_stream
 from gateway._threads import AuditThreads
-from gateway.errors import (
-    AuditError,
-    AuditWriteError,
-    GatewayError,
-    IntegrityAlert,
-    UpstreamError,
-    UpstreamRejected,
-)
-from gateway.providers._stream import MessageAssembler
-from gateway.providers.base import (
-    AsyncOnWire,
-    AttemptFailure,
-    OnWire,
-    Provider,
-    ProviderReply,
-    RequestNotHonoured,
-)
+from gateway.errors import AuditError, AuditWriteError, IntegrityAlert
+from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider
 from gateway.settings import Settings
 
-
-@dataclass(frozen=True)
-class CallLabels:
-    """What every event of one call carries. ``attempt_context`` is added to each
-    ATTEMPT_FAILED event (a replay names the request it replays)."""
-
-    request_id: str
-    task: str | None
-    caller: str | None
-    policy_fingerprint: str | None
-    request_hash: str | None
-    attempt_context: Mapping[str, Any] = field(default_factory=dict)
-
-    def draft(
-        self,
-        kind: EventKind,
-        data: Mapping[str, Any],
-        *,
-        payloads: Mapping[str, bytes] | None = None,
-        policy_content: Mapping[str, Any] | None = None,
-        policy_canonical: bytes | None = None,
-    ) -> EventDraft:
-        return EventDraft(
-            kind=kind,
-            request_id=self.request_id,
-            task=self.task,
-            caller=self.caller,
-            policy_fingerprint=self.policy_fingerprint,
-            request_hash=self.request_hash,
-            data=dict(data),
-            payloads=dict(payloads or {}),
-            policy_content=dict(policy_content) if policy_content is not None else None,
-            policy_canonical=policy_canonical,
-        )
-
-
-@dataclass(frozen=True)
-class Intent:
-    """The event committed before a call: its kind, data, and the policy stored with it.
-    The wire bytes are added by the recorder as the ``request_body`` payload."""
-
-    kind: EventKind
-    data: Mapping[str, Any]
-    policy_content: Mapping[str, Any] | None = None
-    policy_canonical: bytes | None = None  # the content's canonical bytes, when known
-
-
-class Intended:
-    """One call's intent, committed once with the exact bytes about to be sent: by
-    :meth:`Recorder.begin` before the call, or by the provider itself just before it sends
-    (``on_wire``), so that the request is built once. ``wire`` and ``seq`` are set once it
-    is committed; a call that ends before then sent nothing and has no outcome to record."""
-
-    __slots__ = ("intent", "seq", "wire")
-
-    def __init__(self, intent: Intent) -> None:
-        self.intent = intent
-        self.wire: bytes | None = None
-        self.seq: int | None = None
-
-    @property
-    def committed(self) -> bool:
-        return self.seq is not None
-
-
-@dataclass(frozen=True)
-class Sent:
-    """How a recorded call ended: a reply, or a typed error (``detail`` may quote the input:
-    for the audit record only). ``cause`` is the exception behind ``error``."""
-
-    wire: bytes
-    intent_seq: int
-    reply: ProviderReply | None = None
-    error: UpstreamError | None = None
-    detail: str | None = None
-    cause: BaseException | None = None
-
-
-class Terminal:
-    """The one terminal outcome of a request: whoever claims it first records it.
-
-    Thread-safe, because an asyncio caller may be cancelled while a worker thread is about
-    to record the answer: one of the two claims, the other records nothing."""
-
-    __slots__ = ("_claimed", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._claimed = False
-
-    def claim(self) -> bool:
-        with self._lock:
-            if self._claimed:
-                return False
-            self._claimed = True
-            return True
-
-    @property
-    def claimed(self) -> bool:
-        return self._claimed
-
-
-class StreamOutcomes(Protocol):
-    """How a stream's terminal outcome is recorded (the pipeline's events; the recorder
-    decides which one, and that there is exactly one).
-
-    ``completed`` records the RESPONSE; ``failed`` records FAILED with what arrived and
-    raises ``sent.error``; ``cancelled`` records CANCELLED with what arrived (``reason``:
-    ``closed`` when the caller stopped reading, ``cancelled``, ``interrupted``)."""
-
-    def completed(self, reply: ProviderReply) -> None: ...
-
-    def failed(self, sent: Sent, partial: MessageAssembler) -> None: ...
-
-    def cancelled(self, partial: MessageAssembler, reason: str) -> None: ...
-
-
-def cancel_reason(exc: BaseException) -> str:
-    """Why a call ended without an outcome of its own, in the CANCELLED record's words."""
-    if isinstance(exc, GeneratorExit):
-        return "closed"  # the caller stopped reading (break, an exception, close())
-    if isinstance(exc, asyncio.CancelledError):
-        return "cancelled"
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted"
-    return type(exc).__name__
+__all__ = [
+    "CallLabels",
+    "Intended",
+    "Intent",
+    "Recorder",
+    "Sent",
+    "StreamOutcomes",
+    "Terminal",
+    "answer_alerted",
+    "cancel_reason",
+]
 
 
 class Recorder:
@@ -361,7 +243,7 @@ class Recorder:
         )
         intended.wire, intended.seq = wire, appended.seq
 
-    def _on_wire(self, call: CallLabels, intended: Intended) -> OnWire | None:
+    def on_wire_for(self, call: CallLabels, intended: Intended) -> OnWire | None:
         if intended.committed:
             return None
 
@@ -370,8 +252,8 @@ class Recorder:
 
         return on_wire
 
-    def _aon_wire(self, call: CallLabels, intended: Intended) -> AsyncOnWire | None:
-        """:meth:`_on_wire` for asyncio: the intent is committed in a worker thread. A
+    def aon_wire_for(self, call: CallLabels, intended: Intended) -> AsyncOnWire | None:
+        """:meth:`on_wire_for` for asyncio: the intent is committed in a worker thread. A
         cancellation meanwhile cannot stop that thread, so it is waited for: ``intended``
         then says whether the intent was committed (and so needs its CANCELLED outcome)."""
         if intended.committed:
@@ -446,13 +328,13 @@ class Recorder:
                 api_version=api_version,
                 on_attempt_failed=on_attempt_failed,
                 timeout_s=timeout_s,
-                on_wire=self._on_wire(call, intended),
+                on_wire=self.on_wire_for(call, intended),
             )
         except AuditError:
             raise  # the intent or an attempt could not be recorded: stopped, fail closed
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
-            return _failed(provider, call, intended, exc)
-        return _replied(intended, reply)
+            return failed(provider, call, intended, exc)
+        return replied(intended, reply)
 
     async def acall(
         self,
@@ -477,16 +359,17 @@ class Recorder:
                 api_version=api_version,
                 on_attempt_failed=on_attempt_failed,
                 timeout_s=timeout_s,
-                on_wire=self._aon_wire(call, intended),
+                on_wire=self.aon_wire_for(call, intended),
             )
         except AuditError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
-            return _failed(provider, call, intended, exc)
-        return _replied(intended, reply)
+            return failed(provider, call, intended, exc)
+        return replied(intended, reply)
 
-    # A stream: the same mirrored shape. Events go to the caller as they come; the terminal
-    # outcome is claimed once (Terminal), by the reply, the failure, or the finally.
+    # A stream: the same mirrored shape (gateway._recorded_streams). Events go to the caller as
+    # they come; the terminal outcome is claimed once (Terminal), by the reply, the failure,
+    # or the finally.
 
     def stream(
         self,
@@ -501,45 +384,18 @@ class Recorder:
     ) -> Iterator[dict[str, Any]]:
         """Stream a body, its intent committed first (as in :meth:`call`): each event, then
         one terminal record (none when the intent was never committed: nothing was sent)."""
-
-        def on_attempt_failed(failure: AttemptFailure) -> None:
-            self.attempt_failed(call, failure)
-
-        partial = MessageAssembler()
-        terminal = Terminal()
-        source = provider.stream(
+        return record_stream(
+            self,
+            call,
+            provider,
             body,
             api_version=api_version,
-            on_attempt_failed=on_attempt_failed,
+            intended=intended,
+            outcomes=outcomes,
             timeout_s=timeout_s,
-            on_wire=self._on_wire(call, intended),
         )
-        reason = "closed"
-        try:
-            for item in source:
-                if type(item) is dict:
-                    partial.observe(item)
-                    yield item
-                elif isinstance(item, ProviderReply) and terminal.claim():
-                    outcomes.completed(item)
-                    return
-            raise _NoReply(provider.name)
-        except AuditError:
-            terminal.claim()  # an attempt could not be recorded: stopped, fail closed
-            raise
-        except Exception as exc:  # every failure after the intent gets an outcome
-            if not terminal.claim():
-                raise
-            outcomes.failed(_failed(provider, call, intended, exc), partial)
-        except BaseException as exc:
-            reason = cancel_reason(exc)
-            raise
-        finally:
-            _close(source)  # closes the upstream connection of a stream left early
-            if terminal.claim() and intended.committed:
-                outcomes.cancelled(partial, reason)
 
-    async def astream(
+    def astream(
         self,
         call: CallLabels,
         provider: Provider,
@@ -552,120 +408,13 @@ class Recorder:
     ) -> AsyncIterator[dict[str, Any]]:
         """:meth:`stream` for asyncio: every record is written in a worker thread; the
         CANCELLED record is shielded, so a second cancellation cannot stop it."""
-
-        async def on_attempt_failed(failure: AttemptFailure) -> None:
-            await self.threads.submit(self.attempt_failed, call, failure)
-
-        partial = MessageAssembler()
-        terminal = Terminal()
-        source = provider.astream(
+        return arecord_stream(
+            self,
+            call,
+            provider,
             body,
             api_version=api_version,
-            on_attempt_failed=on_attempt_failed,
+            intended=intended,
+            outcomes=outcomes,
             timeout_s=timeout_s,
-            on_wire=self._aon_wire(call, intended),
         )
-        reason = "closed"
-        try:
-            async for item in source:
-                if type(item) is dict:
-                    partial.observe(item)
-                    yield item
-                elif isinstance(item, ProviderReply) and terminal.claim():
-                    await self.threads.submit(outcomes.completed, item)
-                    return
-            raise _NoReply(provider.name)
-        except AuditError:
-            terminal.claim()
-            raise
-        except Exception as exc:  # every failure after the intent gets an outcome
-            if not terminal.claim():
-                raise
-            failed = _failed(provider, call, intended, exc)
-            await self.threads.submit(outcomes.failed, failed, partial)
-        except BaseException as exc:
-            reason = cancel_reason(exc)
-            raise
-        finally:
-            # Claimed before the upstream is closed: a scope that cancels again at every await
-            # (Starlette's streaming response does) must not skip the CANCELLED record.
-            cancelled = terminal.claim()
-            try:
-                await _aclose(source)
-            finally:
-                if cancelled and intended.committed:
-                    await self.threads.to_end(outcomes.cancelled, partial, reason)
-
-
-def answer_alerted(data: Mapping[str, Any]) -> bool:
-    """Whether a RESPONSE's data says its answer broke its policy's pins (another model, another
-    region, server-side edits: gateway._answer_checks). Such an answer was returned once, with
-    its alert; serving it again as a replay hit would repeat, without a fresh alert, an answer
-    the policy did not allow, so an identical request goes upstream again (docs/gateway.md).
-    Read from the RESPONSE itself, which commits its alerts with the answer."""
-    return bool(data.get("alerts"))
-
-
-class _NoReply(Exception):
-    """A provider's stream ended without its reply (a provider bug, recorded as FAILED)."""
-
-    def __init__(self, provider: str) -> None:
-        super().__init__(f"the {provider} provider's stream ended without a reply")
-
-
-def _close(source: object) -> None:
-    close = getattr(source, "close", None)
-    if close is not None:
-        close()
-
-
-async def _aclose(source: object) -> None:
-    aclose = getattr(source, "aclose", None)
-    if aclose is not None:
-        await asyncio.shield(aclose())
-
-
-def _replied(intended: Intended, reply: ProviderReply) -> Sent:
-    assert intended.wire is not None and intended.seq is not None  # nothing sent without it
-    return Sent(wire=intended.wire, intent_seq=intended.seq, reply=reply)
-
-
-def _failed(provider: Provider, call: CallLabels, intended: Intended, exc: Exception) -> Sent:
-    """Whatever went wrong after the intent, as a typed upstream error.
-
-    A provider's error as itself; a body the provider could not honour as UpstreamRejected
-    with its fixed summary (its message, which may quote the input, is kept as ``detail``);
-    anything else (a bug) as UpstreamRejected naming only the exception type, never its text.
-
-    A failure before the intent was committed sent nothing and has no outcome to record: its
-    error is raised here (a gateway error as itself, anything else as that UpstreamRejected).
-    """
-    if intended.wire is None or intended.seq is None:
-        error = exc if isinstance(exc, GatewayError) else _failure(provider, exc)[0]
-        error.request_id = call.request_id
-        if error is exc:
-            raise error
-        raise error from exc
-    error, detail = _failure(provider, exc)
-    return Sent(wire=intended.wire, intent_seq=intended.seq, error=error, detail=detail, cause=exc)
-
-
-def _failure(provider: Provider, exc: Exception) -> tuple[UpstreamError, str | None]:
-    detail = None
-    if isinstance(exc, UpstreamError):
-        error = exc
-    elif isinstance(exc, RequestNotHonoured):
-        detail = exc.message
-        error = UpstreamRejected(
-            exc.summary,
-            error_type=exc.error_type,
-            attempts=1,
-            hint="The reason is in the request's FAILED event: gateway audit show ID.",
-        )
-    else:
-        error = UpstreamRejected(
-            f"the {provider.name} provider failed ({type(exc).__name__}).",
-            error_type="provider_error",
-            hint="Run with 'gateway --debug' to see the cause.",
-        )
-    return error, detail

@@ -1,0 +1,216 @@
+"""What one recorded call is made of: its labels, its intent (and whether that is committed),
+how it ended (:class:`Sent`), its one terminal outcome (:class:`Terminal`), and how any
+failure after the intent becomes a typed upstream error.
+
+    call = CallLabels(request_id="req_...", task="compliance_review", caller="payments-svc",
+                      policy_fingerprint=policy.fingerprint, request_hash="sha256:...")
+    intended = Intended(Intent(EventKind.REQUEST, {...}))   # committed by the recorder
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from audit import EventDraft, EventKind
+from gateway.errors import GatewayError, UpstreamError, UpstreamRejected
+from gateway.providers._stream import MessageAssembler
+from gateway.providers.base import Provider, ProviderReply, RequestNotHonoured
+
+__all__ = [
+    "CallLabels",
+    "Intended",
+    "Intent",
+    "Sent",
+    "StreamOutcomes",
+    "Terminal",
+    "answer_alerted",
+    "cancel_reason",
+    "failed",
+    "replied",
+]
+
+
+@dataclass(frozen=True)
+class CallLabels:
+    """What every event of one call carries. ``attempt_context`` is added to each
+    ATTEMPT_FAILED event (a replay names the request it replays)."""
+
+    request_id: str
+    task: str | None
+    caller: str | None
+    policy_fingerprint: str | None
+    request_hash: str | None
+    attempt_context: Mapping[str, Any] = field(default_factory=dict)
+
+    def draft(
+        self,
+        kind: EventKind,
+        data: Mapping[str, Any],
+        *,
+        payloads: Mapping[str, bytes] | None = None,
+        policy_content: Mapping[str, Any] | None = None,
+        policy_canonical: bytes | None = None,
+    ) -> EventDraft:
+        return EventDraft(
+            kind=kind,
+            request_id=self.request_id,
+            task=self.task,
+            caller=self.caller,
+            policy_fingerprint=self.policy_fingerprint,
+            request_hash=self.request_hash,
+            data=dict(data),
+            payloads=dict(payloads or {}),
+            policy_content=dict(policy_content) if policy_content is not None else None,
+            policy_canonical=policy_canonical,
+        )
+
+
+@dataclass(frozen=True)
+class Intent:
+    """The event committed before a call: its kind, data, and the policy stored with it.
+    The wire bytes are added by the recorder as the ``request_body`` payload."""
+
+    kind: EventKind
+    data: Mapping[str, Any]
+    policy_content: Mapping[str, Any] | None = None
+    policy_canonical: bytes | None = None  # the content's canonical bytes, when known
+
+
+class Intended:
+    """One call's intent, committed once with the exact bytes about to be sent: by
+    :meth:`Recorder.begin` before the call, or by the provider itself just before it sends
+    (``on_wire``), so that the request is built once. ``wire`` and ``seq`` are set once it
+    is committed; a call that ends before then sent nothing and has no outcome to record."""
+
+    __slots__ = ("intent", "seq", "wire")
+
+    def __init__(self, intent: Intent) -> None:
+        self.intent = intent
+        self.wire: bytes | None = None
+        self.seq: int | None = None
+
+    @property
+    def committed(self) -> bool:
+        return self.seq is not None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """How a recorded call ended: a reply, or a typed error (``detail`` may quote the input:
+    for the audit record only). ``cause`` is the exception behind ``error``."""
+
+    wire: bytes
+    intent_seq: int
+    reply: ProviderReply | None = None
+    error: UpstreamError | None = None
+    detail: str | None = None
+    cause: BaseException | None = None
+
+
+class Terminal:
+    """The one terminal outcome of a request: whoever claims it first records it.
+
+    Thread-safe, because an asyncio caller may be cancelled while a worker thread is about
+    to record the answer: one of the two claims, the other records nothing."""
+
+    __slots__ = ("_claimed", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    def claim(self) -> bool:
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    @property
+    def claimed(self) -> bool:
+        return self._claimed
+
+
+class StreamOutcomes(Protocol):
+    """How a stream's terminal outcome is recorded (the pipeline's events; the recorder
+    decides which one, and that there is exactly one).
+
+    ``completed`` records the RESPONSE; ``failed`` records FAILED with what arrived and
+    raises ``sent.error``; ``cancelled`` records CANCELLED with what arrived (``reason``:
+    ``closed`` when the caller stopped reading, ``cancelled``, ``interrupted``)."""
+
+    def completed(self, reply: ProviderReply) -> None: ...
+
+    def failed(self, sent: Sent, partial: MessageAssembler) -> None: ...
+
+    def cancelled(self, partial: MessageAssembler, reason: str) -> None: ...
+
+
+def cancel_reason(exc: BaseException) -> str:
+    """Why a call ended without an outcome of its own, in the CANCELLED record's words."""
+    if isinstance(exc, GeneratorExit):
+        return "closed"  # the caller stopped reading (break, an exception, close())
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return type(exc).__name__
+
+
+def answer_alerted(data: Mapping[str, Any]) -> bool:
+    """Whether a RESPONSE's data says its answer broke its policy's pins (another model, another
+    region, server-side edits: gateway._answer_checks). Such an answer was returned once, with
+    its alert; serving it again as a replay hit would repeat, without a fresh alert, an answer
+    the policy did not allow, so an identical request goes upstream again (docs/gateway.md).
+    Read from the RESPONSE itself, which commits its alerts with the answer."""
+    return bool(data.get("alerts"))
+
+
+def replied(intended: Intended, reply: ProviderReply) -> Sent:
+    assert intended.wire is not None and intended.seq is not None  # nothing sent without it
+    return Sent(wire=intended.wire, intent_seq=intended.seq, reply=reply)
+
+
+def failed(provider: Provider, call: CallLabels, intended: Intended, exc: Exception) -> Sent:
+    """Whatever went wrong after the intent, as a typed upstream error.
+
+    A provider's error as itself; a body the provider could not honour as UpstreamRejected
+    with its fixed summary (its message, which may quote the input, is kept as ``detail``);
+    anything else (a bug) as UpstreamRejected naming only the exception type, never its text.
+
+    A failure before the intent was committed sent nothing and has no outcome to record: its
+    error is raised here (a gateway error as itself, anything else as that UpstreamRejected).
+    """
+    if intended.wire is None or intended.seq is None:
+        error = exc if isinstance(exc, GatewayError) else failure_of(provider, exc)[0]
+        error.request_id = call.request_id
+        if error is exc:
+            raise error
+        raise error from exc
+    error, detail = failure_of(provider, exc)
+    return Sent(wire=intended.wire, intent_seq=intended.seq, error=error, detail=detail, cause=exc)
+
+
+def failure_of(provider: Provider, exc: Exception) -> tuple[UpstreamError, str | None]:
+    detail = None
+    if isinstance(exc, UpstreamError):
+        error = exc
+    elif isinstance(exc, RequestNotHonoured):
+        detail = exc.message
+        error = UpstreamRejected(
+            exc.summary,
+            error_type=exc.error_type,
+            attempts=1,
+            hint="The reason is in the request's FAILED event: gateway audit show ID.",
+        )
+    else:
+        error = UpstreamRejected(
+            f"the {provider.name} provider failed ({type(exc).__name__}).",
+            error_type="provider_error",
+            hint="Run with 'gateway --debug' to see the cause.",
+        )
+    return error, detail

@@ -1,0 +1,162 @@
+"""A streamed call, recorded: each event forwarded as it arrives, then exactly one terminal
+outcome however the iteration ends (gateway._recording's ``stream``/``astream``).
+
+    events = record_stream(recorder, call, provider, body, api_version="2023-06-01",
+                           intended=intended, outcomes=outcomes)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from gateway._call_types import (
+    CallLabels,
+    Intended,
+    StreamOutcomes,
+    Terminal,
+    cancel_reason,
+    failed,
+)
+from gateway.errors import AuditError
+from gateway.providers._stream import MessageAssembler
+from gateway.providers.base import AttemptFailure, Provider, ProviderReply
+
+if TYPE_CHECKING:
+    from gateway._recording import Recorder
+
+__all__ = ["arecord_stream", "record_stream"]
+
+
+# The same mirrored shape as the recorder's call/acall. Events go to the caller as they come;
+# the terminal outcome is claimed once (Terminal), by the reply, the failure, or the finally.
+
+
+def record_stream(
+    recorder: Recorder,
+    call: CallLabels,
+    provider: Provider,
+    body: Mapping[str, Any],
+    *,
+    api_version: str,
+    intended: Intended,
+    outcomes: StreamOutcomes,
+    timeout_s: float | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Stream a body, its intent committed first (as in :meth:`call`): each event, then
+    one terminal record (none when the intent was never committed: nothing was sent)."""
+
+    def on_attempt_failed(failure: AttemptFailure) -> None:
+        recorder.attempt_failed(call, failure)
+
+    partial = MessageAssembler()
+    terminal = Terminal()
+    source = provider.stream(
+        body,
+        api_version=api_version,
+        on_attempt_failed=on_attempt_failed,
+        timeout_s=timeout_s,
+        on_wire=recorder.on_wire_for(call, intended),
+    )
+    reason = "closed"
+    try:
+        for item in source:
+            if type(item) is dict:
+                partial.observe(item)
+                yield item
+            elif isinstance(item, ProviderReply) and terminal.claim():
+                outcomes.completed(item)
+                return
+        raise _NoReply(provider.name)
+    except AuditError:
+        terminal.claim()  # an attempt could not be recorded: stopped, fail closed
+        raise
+    except Exception as exc:  # every failure after the intent gets an outcome
+        if not terminal.claim():
+            raise
+        outcomes.failed(failed(provider, call, intended, exc), partial)
+    except BaseException as exc:
+        reason = cancel_reason(exc)
+        raise
+    finally:
+        _close(source)  # closes the upstream connection of a stream left early
+        if terminal.claim() and intended.committed:
+            outcomes.cancelled(partial, reason)
+
+
+async def arecord_stream(
+    recorder: Recorder,
+    call: CallLabels,
+    provider: Provider,
+    body: Mapping[str, Any],
+    *,
+    api_version: str,
+    intended: Intended,
+    outcomes: StreamOutcomes,
+    timeout_s: float | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """:meth:`stream` for asyncio: every record is written in a worker thread; the
+    CANCELLED record is shielded, so a second cancellation cannot stop it."""
+
+    async def on_attempt_failed(failure: AttemptFailure) -> None:
+        await recorder.threads.submit(recorder.attempt_failed, call, failure)
+
+    partial = MessageAssembler()
+    terminal = Terminal()
+    source = provider.astream(
+        body,
+        api_version=api_version,
+        on_attempt_failed=on_attempt_failed,
+        timeout_s=timeout_s,
+        on_wire=recorder.aon_wire_for(call, intended),
+    )
+    reason = "closed"
+    try:
+        async for item in source:
+            if type(item) is dict:
+                partial.observe(item)
+                yield item
+            elif isinstance(item, ProviderReply) and terminal.claim():
+                await recorder.threads.submit(outcomes.completed, item)
+                return
+        raise _NoReply(provider.name)
+    except AuditError:
+        terminal.claim()
+        raise
+    except Exception as exc:  # every failure after the intent gets an outcome
+        if not terminal.claim():
+            raise
+        ended = failed(provider, call, intended, exc)
+        await recorder.threads.submit(outcomes.failed, ended, partial)
+    except BaseException as exc:
+        reason = cancel_reason(exc)
+        raise
+    finally:
+        # Claimed before the upstream is closed: a scope that cancels again at every await
+        # (Starlette's streaming response does) must not skip the CANCELLED record.
+        cancelled = terminal.claim()
+        try:
+            await _aclose(source)
+        finally:
+            if cancelled and intended.committed:
+                await recorder.threads.to_end(outcomes.cancelled, partial, reason)
+
+
+class _NoReply(Exception):
+    """A provider's stream ended without its reply (a provider bug, recorded as FAILED)."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(f"the {provider} provider's stream ended without a reply")
+
+
+def _close(source: object) -> None:
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
+
+
+async def _aclose(source: object) -> None:
+    aclose = getattr(source, "aclose", None)
+    if aclose is not None:
+        await asyncio.shield(aclose())
