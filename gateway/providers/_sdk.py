@@ -31,7 +31,7 @@ from contextlib import (
 )
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anthropic
 import httpx2
@@ -299,13 +299,63 @@ def client_options(
     }
 
 
+# Typed as the SDK client so the memo can call the SDK's own step; at run time a mixin, put in
+# front of the client class only when that step is there as it is called (url_memo_supported).
+if TYPE_CHECKING:
+    _MemoBase = anthropic.Anthropic
+else:
+    _MemoBase = object
+
+
+class _UrlMemo(_MemoBase):
+    """The SDK parses the same relative URL against the same base URL into the same URL on
+    every request (about 22 us); the result is kept for the client's current base URL
+    (``URL`` objects are immutable, and a new base URL is a new object)."""
+
+    _url_memo: tuple[str, object, httpx2.URL] | None = None
+
+    def _prepare_url(self, url: str) -> httpx2.URL:
+        base = getattr(self, "_base_url", None)
+        memo = self._url_memo
+        if memo is not None and memo[0] == url and memo[1] is base and base is not None:
+            return memo[2]
+        prepared = super()._prepare_url(url)
+        self._url_memo = (url, base, prepared)
+        return prepared
+
+
+def url_memo_supported(sdk_client: type[Any]) -> bool:
+    """Whether ``sdk_client._prepare_url`` is a plain method taking one URL (else no memo)."""
+    method = getattr(sdk_client, "_prepare_url", None)
+    if not inspect.isfunction(method) or inspect.iscoroutinefunction(method):
+        return False
+    try:
+        inspect.signature(method).bind(None, "/v1/messages")
+    except TypeError:
+        return False
+    return True
+
+
+C = TypeVar("C")
+
+
+def _with_url_memo(sdk_client: type[C]) -> type[C]:
+    if not url_memo_supported(sdk_client):
+        return sdk_client
+    return cast("type[C]", type(sdk_client.__name__, (_UrlMemo, sdk_client), {}))
+
+
+_SYNC_CLIENT = _with_url_memo(anthropic.Anthropic)
+_ASYNC_CLIENT = _with_url_memo(anthropic.AsyncAnthropic)
+
+
 def build_client(
     *, api_key: str, base_url: str | None, timeout: httpx2.Timeout
 ) -> anthropic.Anthropic:
     http = anthropic.DefaultHttpxClient(
         event_hooks={"request": [_strip_unchosen_headers, _announce_wire]}
     )
-    return anthropic.Anthropic(
+    return _SYNC_CLIENT(
         **client_options(api_key=api_key, base_url=base_url, timeout=timeout), http_client=http
     )
 
@@ -316,7 +366,7 @@ def build_async_client(
     http = anthropic.DefaultAsyncHttpxClient(
         event_hooks={"request": [_astrip_unchosen_headers, _aannounce_wire]}
     )
-    return anthropic.AsyncAnthropic(
+    return _ASYNC_CLIENT(
         **client_options(api_key=api_key, base_url=base_url, timeout=timeout), http_client=http
     )
 
