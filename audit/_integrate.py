@@ -16,10 +16,17 @@ in batches, so the lag is about ``interval_s``.
 
 A seq that is reserved but has no row is a writer in flight, or one that died after
 ``nextval``. The pass notes the highest seq reserved when it first sees the hole; once the
-hole has stayed for ``grace_s``, every missing seq up to that bound is voided, signed with
+hole has stayed for ``grace_s``, every missing seq up to that bound is voided (a page of
+``VOID_PAGE`` a pass, so a flood of reserved seqs costs time, not memory), signed with
 the integrator's key (``ON CONFLICT DO NOTHING``: a writer's row committed meanwhile wins,
 and a writer that commits after its void fails on the primary key and fails closed). The
 grace must exceed a writer's ``statement_timeout`` plus ``idle_in_transaction_session_timeout``.
+
+The pass starts from the linked head it has checked itself: each link above it (another
+integrator's) must follow the last and be ``sha256(prev ‖ its event's hash)``, or the pass
+stops with :class:`IntegrationBlocked` (a planted row above the prefix would otherwise make
+it link nothing, silently and for good). The roots it signs come from its own frontier of
+the events it links (audit._frontier), never from ``merkle_nodes``.
 
 Two integrators at once are safe without a lease: the links are a function of the committed
 rows, so both compute the same ones, and the primary keys of ``chain`` and
@@ -45,7 +52,7 @@ from audit._merkle_store import MerkleState, MerkleStateError
 from audit._sequenced import chain_link, void_row
 from audit.canonical import canonical_bytes
 from audit.chain import GENESIS
-from audit.errors import LogFormatUnsupported
+from audit.errors import AuditStoreError, LogFormatUnsupported
 from audit.schema import ChainCheckpoint, ChainLink, Event
 from audit.signing import Signer
 from audit.store import AuditStore
@@ -53,6 +60,22 @@ from audit.store import AuditStore
 PAGE = 20_000  # events linked per transaction
 DEFAULT_GRACE_S = 30.0
 DEFAULT_CHECKPOINT_EVERY_S = 5.0
+VOID_PAGE = 5_000  # voids built, signed and inserted per transaction (bounded memory)
+# Far more seqs reserved than linked: a writer (any role with USAGE on events_seq) is
+# reserving seqs it never commits; each costs the integrator a signed void.
+RESERVED_AHEAD_WARN = 100_000
+
+
+class IntegrationBlocked(AuditStoreError):
+    """The chain holds a row this integrator cannot link past: a link above the linked
+    prefix, or one that is not sha256(previous link ‖ its event's hash). Only the tables'
+    owner can remove it (chain is append-only); integrating around it would fork the chain."""
+
+
+BLOCKED_HINT = (
+    "Run `gateway audit verify`: the chain holds a row no integrator made. The tables' owner "
+    "must remove it (docs/audit.md, format 2) before integration can go on."
+)
 
 
 @dataclass(frozen=True)
@@ -95,11 +118,15 @@ class Integrator:
         self._page = page
         self._durability = canonical_bytes(self._backend.durability)
         self._stall: tuple[float, int, int] | None = None  # (since, at seq, void up to)
+        self._cleared = 0  # seqs up to here have waited out their grace: void them page by page
         self._last_checkpoint = 0.0
         self._tree = MerkleState(self._backend)
         # The right edge of the tree of the linked prefix, from the event hashes this
         # integrator links: the roots it signs come from here, never from merkle_nodes.
         self._edge: Frontier | None = None
+        # The linked head (seq, link) this integrator has checked, link by link, against the
+        # events: None until the first pass finds it.
+        self._linked: tuple[int, str] | None = None
 
     # -- one pass -----------------------------------------------------------------------------
 
@@ -124,7 +151,7 @@ class Integrator:
             if reserved <= head:
                 self._stall = None
                 return Step(head=head)
-            return self._hole(head, rows[0][0] - 1 if rows else reserved)
+            return self._hole(head, rows[0][0] - 1 if rows else reserved, reserved)
         self._stall = None
         try:
             with self._backend.writer.begin() as conn:
@@ -132,6 +159,7 @@ class Integrator:
                     conn.execute(insert(ChainLink), links[at : at + 5_000])
         except IntegrityError:
             return Step(lost=1, head=head)  # another integrator linked these first
+        self._linked = (links[-1]["seq"], links[-1]["hash"])
         edge = self._edge
         if edge is not None and edge.size == head:
             for seq, event_hash in rows[: len(links)]:
@@ -144,10 +172,73 @@ class Integrator:
         return Step(linked=len(links), checkpoint=made, head=size, warnings=warnings)
 
     def _head(self, conn: Connection) -> tuple[int, str]:
-        """The last linked seq and its link; before any, the last format-1 event's hash."""
-        row = conn.execute(text("SELECT seq, hash FROM chain ORDER BY seq DESC LIMIT 1")).first()
-        if row is not None:
-            return int(row[0]), str(row[1])
+        """The last linked seq and its link (before any, the last format-1 event's hash),
+        each link above the one last checked checked against its event:
+        :class:`IntegrationBlocked` if one does not follow, or stands above a missing one.
+        Not the highest chain row, unchecked: a row planted far ahead would make every
+        pass start there and link nothing, for good and without a word."""
+        if self._linked is None:
+            self._linked = self._checked_prefix(conn)
+        head, prev = self._linked
+        while True:
+            rows = conn.execute(
+                text(
+                    "SELECT c.seq, c.prev_hash, c.hash, e.hash AS event FROM chain c "
+                    "LEFT JOIN events e ON e.seq = c.seq WHERE c.seq > :h ORDER BY c.seq "
+                    "LIMIT :n"
+                ).bindparams(h=head, n=self._page)
+            ).all()
+            edge = self._edge
+            for seq, link_prev, link, event in rows:
+                if seq != head + 1:
+                    raise self._blocked(seq, f"it stands above the linked prefix (seq {head})")
+                if link_prev != prev or event is None or link != chain_link(prev, str(event)):
+                    raise self._blocked(seq, "it is not sha256(previous link ‖ its event's hash)")
+                if edge is not None and edge.size == head:
+                    edge.add_hash(seq, str(event))
+                head, prev = seq, str(link)
+            self._linked = (head, prev)
+            if len(rows) < self._page:
+                return head, prev
+
+    def _checked_prefix(self, conn: Connection) -> tuple[int, str]:
+        """Where the first pass starts: the end of the contiguous run of links from the
+        era's first seq, its last link checked against its event (the links above it are
+        checked as :meth:`_head` reads on)."""
+        start = self._start(conn)
+        low, high, count = conn.execute(
+            text("SELECT min(seq), max(seq), count(*) FROM chain")
+        ).one()
+        if not count or low != self._era:
+            return start  # nothing linked, or rows below/above the era only: _head says so
+        if int(high) - self._era + 1 == int(count):
+            end = int(high)
+        else:  # a gap: O(links) once, at start; every pass after reads only new links
+            end = int(
+                conn.execute(
+                    text(
+                        "SELECT c.seq FROM chain c WHERE c.seq >= :era AND NOT EXISTS "
+                        "(SELECT 1 FROM chain d WHERE d.seq = c.seq + 1) ORDER BY c.seq LIMIT 1"
+                    ).bindparams(era=self._era)
+                ).scalar_one()
+            )
+        row = conn.execute(
+            text(
+                "SELECT c.prev_hash, c.hash, e.hash AS event, p.hash AS before FROM chain c "
+                "LEFT JOIN events e ON e.seq = c.seq LEFT JOIN chain p ON p.seq = c.seq - 1 "
+                "WHERE c.seq = :s"
+            ).bindparams(s=end)
+        ).one()
+        expected_prev = start[1] if end == self._era else row.before
+        if (
+            row.prev_hash != expected_prev
+            or row.event is None
+            or row.hash != chain_link(str(row.prev_hash), str(row.event))
+        ):
+            raise self._blocked(end, "it is not sha256(previous link ‖ its event's hash)")
+        return end, str(row.hash)
+
+    def _start(self, conn: Connection) -> tuple[int, str]:
         if self._era == 1:
             return 0, GENESIS
         last = conn.execute(
@@ -155,28 +246,44 @@ class Integrator:
         ).scalar_one()
         return self._era - 1, str(last)
 
-    def _hole(self, head: int, bound: int) -> Step:
-        now = time.monotonic()
-        stall = self._stall
-        if stall is None or stall[1] != head + 1:
-            self._stall = (now, head + 1, bound)
-            return Step(head=head, waiting_on=head + 1)
-        if now - stall[0] < self._grace_s:
-            return Step(head=head, waiting_on=head + 1)
-        # Every seq up to the bound was reserved before the hole was first seen, so its
-        # writer has had the whole grace to commit.
+    def _blocked(self, seq: int, why: str) -> IntegrationBlocked:
+        return IntegrationBlocked(
+            f"the chain's row at seq {seq} cannot be linked past: {why}.", hint=BLOCKED_HINT
+        )
+
+    def _hole(self, head: int, bound: int, reserved: int) -> Step:
+        warnings: tuple[str, ...] = ()
+        if reserved - head > RESERVED_AHEAD_WARN:
+            warnings = (
+                f"{reserved - head} seqs are reserved past the linked head (seq {head}) but "
+                "not committed: a writer is reserving seqs it does not use; each is voided",
+            )
+        if head + 1 > self._cleared:
+            now = time.monotonic()
+            stall = self._stall
+            if stall is None or stall[1] != head + 1:
+                self._stall = (now, head + 1, bound)
+                return Step(head=head, waiting_on=head + 1, warnings=warnings)
+            if now - stall[0] < self._grace_s:
+                return Step(head=head, waiting_on=head + 1, warnings=warnings)
+            # Every seq up to the bound was reserved before the hole was first seen, so its
+            # writer has had the whole grace to commit.
+            self._cleared = stall[2]
+            self._stall = None
+        # One page a pass (the passes go on straight away after a void), so memory stays
+        # bounded however many seqs were reserved.
+        upto = min(self._cleared, bound, head + VOID_PAGE)
         reason = f"not committed within {self._grace_s:g} s"
         stamp = datetime.now(UTC)
         voids = [
             void_row(s, self._signer, reason, self._durability, stamp)
-            for s in range(head + 1, stall[2] + 1)
+            for s in range(head + 1, upto + 1)
         ]
         # RETURNING counts the rows written: an executemany's rowcount is not reliable.
         statement = postgresql.insert(Event).on_conflict_do_nothing().returning(Event.seq)
         with self._backend.writer.begin() as conn:
             written = len(conn.execute(statement, voids).all())
-        self._stall = None
-        return Step(head=head, voided=written)
+        return Step(head=head, voided=written, warnings=warnings)
 
     # -- checkpoints --------------------------------------------------------------------------
 

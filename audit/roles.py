@@ -72,7 +72,7 @@ def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = Fa
     ]
     inserts = INTEGRATE_TABLES if integrator else REVIEW_TABLES if read_only else APPEND_TABLES
     statements.append(f"GRANT INSERT ON {', '.join(inserts)} TO {role}")
-    if not read_only and not integrator:  # format-2 writers reserve their seqs (0010)
+    if not integrator:  # format-2 writers reserve their seqs (0010); reviewers record reads
         statements.append(f"GRANT USAGE ON SEQUENCE events_seq TO {role}")
     try:
         with backend.writer.begin() as conn:

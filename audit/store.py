@@ -681,7 +681,18 @@ class AuditStore:
     # -- reviewer reads, recorded -------------------------------------------------------------
 
     def checkpoint(self, key: bytes | None) -> Checkpoint:
-        """Record a CHECKPOINT event, then sign the head that event created."""
+        """Record a CHECKPOINT event, then sign the head that event created.
+
+        Format 1 only: a format-2 event's hash is its body's, not a link, so a head signed
+        here would name no chain and `verify --checkpoint` would call it a truncation."""
+        if self.sequenced_from is not None:
+            raise LogFormatUnsupported(
+                "`audit checkpoint` signs a format-1 head; this log is in format 2 from seq "
+                f"{self.sequenced_from}, whose heads the integrator signs.",
+                hint="Use the checkpoints `gateway audit integrate` writes (chain_checkpoints, "
+                "checked by `gateway audit verify`), or `gateway audit tree-head` for a signed "
+                "tree head.",
+            )
         public = cp.public_key(key) if key is not None else None  # a bad key writes nothing
         appended = self.append(
             EventDraft(

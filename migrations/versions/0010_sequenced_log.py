@@ -23,7 +23,8 @@ PostgreSQL only:
 - ``events_seq`` (``CACHE 1``: one session's cached range would hand out seqs out of time
   order) and ``audit_begin_sequenced()``: under the chain lock, sets the sequence after the
   head and records that seq in ``audit_meta`` as ``sequenced_from`` (once; it returns it
-  ever after). It runs for a session that may INSERT into ``events`` and for no other.
+  ever after). It runs for the tables' owner and the application role (a session that may
+  INSERT into ``payloads``) and for no other: not a reviewer, not the integrator.
 - The chain guard (0005/0007) keeps its format-1 checks for a log that has not begun
   format 2. Once it has, it takes no lock and probes no head: a row's ``prev_hash`` must be
   ``''`` and its ``hash`` ``sha256(body)`` (so ``hash`` *is* the body hash, and the existing
@@ -91,8 +92,11 @@ DECLARE
   era bigint;
   head bigint;
 BEGIN
-  IF NOT has_table_privilege(session_user, '{schema}.events'::regclass, 'INSERT') THEN
-    RAISE EXCEPTION 'audit format 2: only a role that may append can begin it'
+  -- INSERT on payloads marks a full appender (0003): the tables' owner or the application
+  -- role. Not a reviewer or the integrator, who may INSERT into events too: beginning
+  -- format 2 cannot be undone, and it turns away every format-1 writer still running.
+  IF NOT has_table_privilege(session_user, '{schema}.payloads'::regclass, 'INSERT') THEN
+    RAISE EXCEPTION 'audit format 2: only the tables'' owner or the application role can begin it'
       USING ERRCODE = 'insufficient_privilege';
   END IF;
   PERFORM {schema}.audit_chain_lock();

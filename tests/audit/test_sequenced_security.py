@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import subprocess
+import sys
 import threading
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from audit import AuditStore, EventDraft, EventKind
+from audit import AuditStore, AuditStoreError, EventDraft, EventKind
 from audit import checkpoint as cp
-from audit._integrate import Integrator
+from audit._integrate import RESERVED_AHEAD_WARN, VOID_PAGE, IntegrationBlocked, Integrator
 from audit._sequenced import void_row
 from audit.authenticity import check_outcome
 from audit.canonical import canonical_bytes
@@ -32,6 +37,8 @@ from gateway.settings import Settings
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
+
+GATEWAY = Path(sys.executable).with_name("gateway")
 
 INTEGRATOR_KEY = "5e" * 32
 INTEGRATOR = Signer.from_text(INTEGRATOR_KEY)
@@ -242,3 +249,150 @@ def test_a_checkpoint_signed_by_a_record_key_fails_verify(pg_url: str) -> None:
     report = verify(pg_url)
     assert [(d.seq, d.kind) for d in report.defects] == [(3, DefectKind.CHECKPOINT)]
     assert "record key" in report.defects[0].detail
+
+
+# -- 4. integration stopped for good, silently ---------------------------------------------------
+
+
+def test_a_chain_row_planted_far_ahead_blocks_the_integrator_loudly_and_fails_verify(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    begin(pg_url)
+    with psycopg.connect(role(postgres_server, pg_url, "far_int", integrator=True)) as conn:
+        conn.execute("INSERT INTO chain VALUES (1000000, 'x', 'y')")
+        conn.commit()
+    with AuditStore.open(pg_url, signer=WRITER) as store:
+        for n in range(5):
+            store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"r{n}"))
+    with AuditStore.open(pg_url, log_format=2) as store, pytest.raises(IntegrationBlocked) as why:
+        integrator(store).run(0.05, threading.Event(), once=True)
+    assert "seq 1000000" in why.value.message and "above the linked prefix" in why.value.message
+    with AuditStore.open(pg_url) as store:
+        report = store.verify(trust=trust(), stalled_after_s=1e-3)
+    found = kinds(report)
+    assert (1000000, DefectKind.OUTSIDE_CHAIN) in found, report.defects
+    assert (1, DefectKind.STALLED) in found
+    assert report.pending_integration == 5
+
+
+def test_a_wrong_link_stops_the_integrator_loudly_not_silently(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    begin(pg_url, events=4)
+    with AuditStore.open(pg_url, log_format=2) as store:
+        running = integrator(store)
+        assert running.step().head == 4  # a running integrator: 1..4 linked
+        with AuditStore.open(pg_url, signer=WRITER) as writer:
+            writer.append(EventDraft(kind=EventKind.REQUEST, request_id="r5"))
+        with psycopg.connect(role(postgres_server, pg_url, "wrong_int", integrator=True)) as conn:
+            prev = conn.execute("SELECT hash FROM chain WHERE seq = 4").fetchone()[0]  # type: ignore[index]
+            conn.execute("INSERT INTO chain VALUES (5, %s, %s)", (prev, "sha256:" + "ab" * 32))
+            conn.commit()
+        with pytest.raises(IntegrationBlocked) as why:
+            running.step()
+        assert "seq 5" in why.value.message
+        with pytest.raises(IntegrationBlocked) as why:
+            integrator(store).step()  # a new one, after a restart
+        assert "seq 5" in why.value.message
+    assert (5, DefectKind.HASH_MISMATCH) in kinds(verify(pg_url))
+
+
+def test_a_pending_tail_older_than_the_threshold_is_a_stalled_finding(pg_url: str) -> None:
+    begin(pg_url, events=2)  # no integrator runs
+    with AuditStore.open(pg_url) as store:
+        assert store.verify(trust=trust()).ok  # just written: inside the default 10 minutes
+        stalled = store.verify(trust=trust(), stalled_after_s=1e-3)
+    assert [(d.seq, d.kind) for d in stalled.defects] == [(1, DefectKind.STALLED)]
+    assert "2 event(s) pending integration" in stalled.defects[0].detail
+
+
+# -- 5. who may begin format 2, and the reviewer's own records under it -------------------------
+
+
+def test_only_the_owner_or_the_app_role_can_begin_format_2(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    upgrade(pg_url)
+    with AuditStore.open(pg_url, signer=WRITER) as gateway:  # a running format-1 gateway
+        gateway.append(EventDraft(kind=EventKind.REQUEST, request_id="before"))
+        for name, kind in (("begin_reviewer", "read_only"), ("begin_integrator", "integrator")):
+            dsn = role(postgres_server, pg_url, name, **{kind: True})
+            with (
+                psycopg.connect(dsn, autocommit=True) as conn,
+                pytest.raises(
+                    psycopg.errors.InsufficientPrivilege, match="owner or the application role"
+                ),
+            ):
+                conn.execute("SELECT audit_begin_sequenced()")
+        gateway.append(EventDraft(kind=EventKind.REQUEST, request_id="still format 1"))
+    app = role(postgres_server, pg_url, "begin_app")
+    with psycopg.connect(app, autocommit=True) as conn:
+        assert conn.execute("SELECT audit_begin_sequenced()").fetchone() == (3,)
+
+
+def test_a_reviewer_records_its_own_reads_under_format_2_and_nothing_else(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    begin(pg_url, events=1)
+    role(postgres_server, pg_url, "seq_reviewer", read_only=True)
+    reviewer = postgres_server.url(pg_url.rsplit("/", 1)[1], "seq_reviewer")
+    with AuditStore.open(reviewer, signer=WRITER) as store:
+        recorded = store.append(EventDraft(kind=EventKind.EXPORT, request_id="export-1"))
+        with pytest.raises(AuditStoreError):
+            store.append(EventDraft(kind=EventKind.REQUEST, request_id="not a reviewer's"))
+    integrate(pg_url)
+    assert recorded.seq == 2
+    report = verify(pg_url)
+    assert report.ok, report.defects
+
+
+# -- 8. `audit checkpoint` on a format-2 log -----------------------------------------------------
+
+
+def test_audit_checkpoint_is_refused_on_a_format_2_log_in_one_line(
+    pg_url: str, tmp_path: Path
+) -> None:
+    begin(pg_url, events=2)
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": pg_url,
+        "GATEWAY_CHECKPOINT_KEY": "77" * 32,
+        "GATEWAY_RECORD_KEY": WRITER_KEY,
+    }
+    out = tmp_path / "head.json"
+    done = subprocess.run(
+        [str(GATEWAY), "audit", "checkpoint", "-o", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0 and not out.exists()
+    assert "Traceback" not in done.stderr
+    assert "format 2" in done.stderr and "gateway audit integrate" in done.stderr, done.stderr
+    with AuditStore.open(pg_url) as store, store._backend.reader.connect() as conn:
+        kinds_written = conn.exec_driver_sql("SELECT kind FROM events ORDER BY seq").scalars()
+        assert list(kinds_written) == ["request", "request"]  # no CHECKPOINT event either
+
+
+# -- 7. seqs reserved in bulk by the app role -----------------------------------------------------
+
+
+def test_seqs_reserved_in_bulk_are_voided_a_page_a_pass_and_reported(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    begin(pg_url)
+    reserved = RESERVED_AHEAD_WARN + 50
+    with psycopg.connect(role(postgres_server, pg_url, "bulk_app"), autocommit=True) as conn:
+        conn.execute(f"SELECT nextval('events_seq') FROM generate_series(1, {reserved})")
+    with AuditStore.open(pg_url, log_format=2) as store:
+        running = integrator(store, grace_s=0.1)
+        first = running.step()
+        assert (first.waiting_on, first.voided) == (1, 0)
+        assert any(f"{reserved} seqs are reserved" in w for w in first.warnings), first.warnings
+        time.sleep(0.2)
+        voided = running.step()
+        assert voided.voided == VOID_PAGE  # one page, not all of them at once
+        assert running.step().linked == VOID_PAGE
+        again = running.step()  # the next page at once: those seqs waited out the grace too
+        assert (again.voided, again.waiting_on) == (VOID_PAGE, None)
