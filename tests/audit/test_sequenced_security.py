@@ -176,13 +176,21 @@ def test_verify_recomputes_every_checkpoint_root(pg_url: str) -> None:
 # -- 2, 3. the integrator key signs voids and checkpoints only ----------------------------------
 
 
-def forge(conn: psycopg.Connection, signer: Signer, kind: str, rid: str, data: bytes) -> int:
+def forge(
+    conn: psycopg.Connection,
+    signer: Signer,
+    kind: str,
+    rid: str,
+    data: bytes,
+    request_hash: str | None = None,
+) -> int:
     """A well-formed format-2 event of ``kind`` at a seq the attacker reserves, signed by
     ``signer``; its seq."""
+    request_hash = request_hash or REQUEST_HASH
     seq = conn.execute("SELECT nextval('events_seq')").fetchone()[0]  # type: ignore[index]
     row = void_row(seq, signer, "unused", canonical_bytes("fsync"))
     body = row["body"].replace(b'"kind":"void"', f'"kind":"{kind}"'.encode())
-    body = body.replace(b'"request_hash":null', f'"request_hash":"{REQUEST_HASH}"'.encode())
+    body = body.replace(b'"request_hash":null', f'"request_hash":"{request_hash}"'.encode())
     body = body.replace(
         f'"request_id":"{row["request_id"]}"'.encode(), f'"request_id":"{rid}"'.encode()
     )
@@ -192,7 +200,7 @@ def forge(conn: psycopg.Connection, signer: Signer, kind: str, rid: str, data: b
         "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, request_hash, body, "
         "prev_hash, hash, signature, key_id) VALUES (%s, %s, %s, %s, %s, %s, %s, '', %s, %s, %s)",
         (
-            seq, row["event_id"], rid, kind, row["recorded_at"], REQUEST_HASH, body, own,
+            seq, row["event_id"], rid, kind, row["recorded_at"], request_hash, body, own,
             signer.sign(own, sequenced=True), signer.key_id,
         ),
     )  # fmt: skip
