@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +65,7 @@ VOID_PAGE = 5_000  # voids built, signed and inserted per transaction (bounded m
 # Far more seqs reserved than linked: a writer (any role with USAGE on events_seq) is
 # reserving seqs it never commits; each costs the integrator a signed void.
 RESERVED_AHEAD_WARN = 100_000
+KEPT_WARNINGS = 20  # warnings a run's totals keep (each one is also passed on as it comes)
 
 
 class IntegrationBlocked(AuditStoreError):
@@ -340,17 +342,33 @@ class Integrator:
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def run(self, interval_s: float, stop: threading.Event, *, once: bool = False) -> Step:
+    def run(
+        self,
+        interval_s: float,
+        stop: threading.Event,
+        *,
+        once: bool = False,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> Step:
         """Pass after pass until ``stop`` is set (``once``: until nothing is left to do, a
         hole inside its grace included); sleeps ``interval_s`` when a pass did nothing.
-        Returns the totals."""
+        Returns the totals, with the first :data:`KEPT_WARNINGS` warnings; ``on_warning``
+        hears each one as it comes (a long run must not hold them all)."""
         linked = voided = lost = 0
         made: int | None = None
-        warnings: dict[str, None] = {}  # each once, in order
+        warnings: dict[str, None] = {}  # the first few, each once, in order
         last = Step()
+
+        def warn(found: tuple[str, ...]) -> None:
+            for warning in found:
+                if on_warning is not None:
+                    on_warning(warning)
+                if len(warnings) < KEPT_WARNINGS:
+                    warnings[warning] = None
+
         while not stop.is_set():
             last = self.step()
-            warnings.update(dict.fromkeys(last.warnings))
+            warn(last.warnings)
             linked += last.linked
             voided += last.voided
             lost += last.lost
@@ -368,7 +386,7 @@ class Integrator:
                 head, prev = self._head(conn)
             final, more = self._checkpoint(head, prev)
             made = final or made
-            warnings.update(dict.fromkeys(more))
+            warn(more)
         return Step(
             linked=linked,
             voided=voided,

@@ -59,6 +59,7 @@ def integrate(
     checkpoint_every_s: float = DEFAULT_CHECKPOINT_EVERY_S,
     stop: threading.Event | None = None,
     on_ready: Callable[[Integrator], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> Step:
     seed = integrator_seed(key_text)
     with translated():
@@ -74,6 +75,8 @@ def integrate(
             )
             if on_ready is not None:
                 on_ready(integrator)
-            return integrator.run(interval_s, stop or threading.Event(), once=once)
+            return integrator.run(
+                interval_s, stop or threading.Event(), once=once, on_warning=on_warning
+            )
         finally:
             store.close()

@@ -87,6 +87,8 @@ def integrate_command(
             grace_s=grace_s,
             checkpoint_every_s=checkpoint_every_s,
             stop=stop,
+            # As they come, on stderr (never event content: seqs and counts only).
+            on_warning=lambda warning: click.echo(f"warning: {warning}", err=True),
         )
     finally:
         for signum, handler in previous.items():
@@ -103,8 +105,6 @@ def _render(step: Step, fmt: str) -> None:
         "races_lost": step.lost,  # passes another integrator linked first
         "warnings": list(step.warnings),
     }
-    for warning in step.warnings:
-        click.echo(f"warning: {warning}", err=True)
     if fmt == "json":
         echo_json(summary)
         return

@@ -275,6 +275,16 @@ def test_a_chain_row_planted_far_ahead_blocks_the_integrator_loudly_and_fails_ve
     with AuditStore.open(pg_url, log_format=2) as store, pytest.raises(IntegrationBlocked) as why:
         integrator(store).run(0.05, threading.Event(), once=True)
     assert "seq 1000000" in why.value.message and "above the linked prefix" in why.value.message
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": pg_url,
+        "GATEWAY_AUDIT_FORMAT": "2",
+        "GATEWAY_INTEGRATOR_KEY": INTEGRATOR_KEY,
+    }
+    command = [str(GATEWAY), "audit", "integrate", "--once"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "seq 1000000" in done.stderr and "gateway audit verify" in done.stderr, done.stderr
     with AuditStore.open(pg_url) as store:
         report = store.verify(trust=trust(), stalled_after_s=1e-3)
     found = kinds(report)
