@@ -42,6 +42,7 @@ from anthropic.types import RawMessageStreamEvent
 from gateway.errors import ConfigurationError
 from gateway.logging import hold_sdk_loggers
 from gateway.providers._retry import is_retryable, parse_retry_after
+from gateway.providers._transport import async_http_client, cause_name
 
 # The SDK's import just ran its logging set-up (ANTHROPIC_LOG=debug lowers its loggers to
 # DEBUG), so this is the first moment they can be held, and nothing has been sent yet.
@@ -104,7 +105,7 @@ class TruncatedResponse(Exception):
 
     def __init__(self, response: httpx2.Response, cause: Exception) -> None:
         self.response = response
-        self.cause = type(cause).__name__
+        self.cause = cause_name(cause)
         super().__init__(f"the upstream's {response.status_code} body broke off ({self.cause})")
 
 
@@ -363,9 +364,7 @@ def build_client(
 def build_async_client(
     *, api_key: str, base_url: str | None, timeout: httpx2.Timeout
 ) -> anthropic.AsyncAnthropic:
-    http = anthropic.DefaultAsyncHttpxClient(
-        event_hooks={"request": [_astrip_unchosen_headers, _aannounce_wire]}
-    )
+    http = async_http_client({"request": [_astrip_unchosen_headers, _aannounce_wire]})
     return _ASYNC_CLIENT(
         **client_options(api_key=api_key, base_url=base_url, timeout=timeout), http_client=http
     )
@@ -466,14 +465,12 @@ def classify(exc: Exception, *, secrets: Iterable[str]) -> Failure:
     if isinstance(exc, anthropic.APITimeoutError):
         return _no_response("timeout", None, _request_bytes(exc.request))
     if isinstance(exc, anthropic.APIConnectionError):
-        cause = type(exc.__cause__).__name__ if exc.__cause__ else None
+        cause = cause_name(exc.__cause__) if exc.__cause__ else None
         return _no_response("connection_error", cause, _request_bytes(exc.request))
     if isinstance(exc, httpx2.TransportError):
         # Only from reading an error status's body (the SDK reads it outside its own
         # wrapping when the body is streamed): the status line came, its explanation did not.
-        return _no_response(
-            "connection_error", type(exc).__name__, _request_bytes(_request_of(exc))
-        )
+        return _no_response("connection_error", cause_name(exc), _request_bytes(_request_of(exc)))
     if isinstance(exc, anthropic.APIStatusError):
         response = exc.response
         headers = response.headers
