@@ -167,8 +167,14 @@ def copy_to_postgres(sqlite_path: Path, url: str, first: int, last: int) -> None
 
 
 def run(
-    label: str, url: str, args: argparse.Namespace, verified: Path, results: list[dict[str, Any]]
+    label: str,
+    url: str,
+    args: argparse.Namespace,
+    verified: Path,
+    results: list[dict[str, Any]],
+    before_url: str | None = None,
 ) -> None:
+    """``before_url``: the log as the old code's schema has it, when that differs."""
     # (name, tree, jobs): the old code walks in one process; the new one with each --jobs.
     codes: list[tuple[str, Path, int]] = [("before", args.before, 0)] if args.before else []
     for jobs in (int(j) for j in args.jobs.split(",")):
@@ -181,7 +187,8 @@ def run(
                 if mode == "since" and code_name == "before" and not args.before_since:
                     continue  # code before verified checkpoints has none
                 gc_off = code_name == "after-cli"
-                figures = measure(Path(code), url, mode, verified, gc_off=gc_off, jobs=jobs)
+                at = before_url if code_name == "before" and before_url else url
+                figures = measure(Path(code), at, mode, verified, gc_off=gc_off, jobs=jobs)
                 row = {"backend": label, "code": code_name, "mode": mode, "round": round_no}
                 row.update(figures)
                 results.append(row)
@@ -195,6 +202,16 @@ def migrate(code: Path, url: str) -> None:
          "from audit.migrate import upgrade; upgrade(sys.argv[2])", str(code), url],
         check=True, cwd="/",
     )  # fmt: skip
+
+
+def head_of(code: Path) -> str:
+    """The schema revision a code tree's migrations end at."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+         "from audit.migrate import head_revision; print(head_revision())", str(code)],
+        check=True, cwd="/", capture_output=True, text=True,
+    )  # fmt: skip
+    return out.stdout.strip()
 
 
 def main() -> None:
@@ -220,6 +237,13 @@ def main() -> None:
     log = args.work / f"log-{args.events}.db"
     if not log.exists():
         make_sqlite_log(log, args.events)
+    # The old code refuses a schema newer than its own: it gets a copy of the log made before
+    # the new code migrates it (kept in --work too).
+    split = args.before is not None and head_of(args.before) != head_of(args.after)
+    before_log = args.work / f"log-{args.events}-{head_of(args.before)}.db" if split else None
+    if before_log is not None and not before_log.exists():
+        shutil.copy(log, before_log)
+        migrate(args.before, f"sqlite:///{before_log}")
     migrate(args.after, f"sqlite:///{log}")
     keep = args.events - args.tail
     results: list[dict[str, Any]] = []
@@ -233,20 +257,26 @@ def main() -> None:
             print(f"  verified checkpoint at seq {keep}: {json.dumps(made)}", flush=True)
             results.append({"backend": "sqlite", "code": "after", "mode": "write", **made})
             earlier.unlink()
-        run("sqlite", f"sqlite:///{log}", args, verified, results)
+        before_url = f"sqlite:///{before_log}" if before_log is not None else None
+        run("sqlite", f"sqlite:///{log}", args, verified, results, before_url)
     if "postgres" in args.backends:
         from tests.support.postgres import running_postgres
 
         with running_postgres() as server:
             url = server.url(server.create_database())
             migrate(args.after, url)
+            before_url = None
+            if split:
+                before_url = server.url(server.create_database())
+                migrate(args.before, before_url)
+                copy_to_postgres(log, before_url, 1, args.events)
             copy_to_postgres(log, url, 1, keep)
             verified = args.work / f"verified-postgres-{keep}.json"
             made = measure(args.after, url, "write", verified)
             print(f"  verified checkpoint at seq {keep}: {json.dumps(made)}", flush=True)
             results.append({"backend": "postgres", "code": "after", "mode": "write", **made})
             copy_to_postgres(log, url, keep + 1, args.events)
-            run("postgres", url, args, verified, results)
+            run("postgres", url, args, verified, results, before_url)
     print(f"load average at end: {Path('/proc/loadavg').read_text().strip()}")
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
