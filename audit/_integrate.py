@@ -110,6 +110,7 @@ class Integrator:
                 hint="Set GATEWAY_AUDIT_FORMAT=2 (PostgreSQL) to begin format 2.",
             )
         self._store = store
+        self._store_id = store.store_id
         self._backend = store._backend
         self._era = store.sequenced_from
         self._key = key
@@ -278,7 +279,7 @@ class Integrator:
         reason = f"not committed within {self._grace_s:g} s"
         stamp = datetime.now(UTC)
         voids = [
-            void_row(s, self._signer, reason, self._durability, stamp)
+            void_row(s, self._signer, reason, self._durability, stamp, store_id=self._store_id)
             for s in range(head + 1, upto + 1)
         ]
         # RETURNING counts the rows written: an executemany's rowcount is not reliable.

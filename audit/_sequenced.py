@@ -2,7 +2,7 @@
 
     era = sequenced_from(conn)             # the first format-2 seq, or None (format 1)
     era = begin_sequenced(conn)            # begins format 2 at head + 1 (once; idempotent)
-    row = void_row(seq, signer, "rolled back", durability)
+    row = void_row(seq, signer, "rolled back", durability, store_id=store.store_id)
 
 Under format 2 (migration 0010, docs/scaling.md) a writer takes its seqs from the
 ``events_seq`` SEQUENCE and commits rows that stand alone: ``prev_hash`` is ``''`` and
@@ -61,7 +61,13 @@ def chain_link(prev: str, event_hash: str) -> str:
 
 
 def void_row(
-    seq: int, signer: Signer | None, reason: str, durability: bytes, now: datetime | None = None
+    seq: int,
+    signer: Signer | None,
+    reason: str,
+    durability: bytes,
+    now: datetime | None = None,
+    *,
+    store_id: str,
 ) -> dict[str, Any]:
     """The events row that voids ``seq``: a body of kind ``void`` whose data says why,
     signed (as a format-2 event) by whoever voids it. Its request id is its own event id:
@@ -94,6 +100,8 @@ def void_row(
         "body": body,
         "prev_hash": SEQUENCED_PREV,
         "hash": own,
-        "signature": None if signer is None else signer.sign(own, sequenced=True),
+        "signature": None
+        if signer is None
+        else signer.sign(own, sequenced=True, store_id=store_id),
         "key_id": None if signer is None else signer.key_id,
     }

@@ -1,6 +1,6 @@
 """The format-2 append (PostgreSQL): seqs from a SEQUENCE, no chain lock, commit, return.
 
-    appender = SequencedAppender(backend, signer)
+    appender = SequencedAppender(backend, store_id, signer)
     appender.commit([prepare(draft)])      # -> [Appended(seq=..., hash=sha256(body), ...)]
 
 The only shared critical section is ``nextval('events_seq')`` for the whole group, inside
@@ -44,8 +44,9 @@ class SequencedAppender:
     """The format-2 counterpart of :class:`audit._append.Appender` (same ``commit`` shape,
     so the store's group commit drives either)."""
 
-    def __init__(self, backend: Backend, signer: Signer | None = None) -> None:
+    def __init__(self, backend: Backend, store_id: str, signer: Signer | None = None) -> None:
         self._backend = backend
+        self._store_id = store_id  # a format-2 signature names its log
         self.signer = signer
         self.known = Known(enabled=backend.durability != "os")  # see Known
         event.listen(backend.writer, "connect", self._reconnected)
@@ -100,7 +101,8 @@ class SequencedAppender:
             # prev_hash '' makes the row's hash sha256(body): see audit._sequenced
             row = item.event_row(seq, SEQUENCED_PREV, now, fixed)
             if signer is not None:
-                row["signature"] = signer.sign(row["hash"], sequenced=True)  # outside any lock
+                # outside any lock
+                row["signature"] = signer.sign(row["hash"], sequenced=True, store_id=self._store_id)
                 row["key_id"] = signer.key_id
             events.append(row)
             results.append(
@@ -123,7 +125,10 @@ class SequencedAppender:
 
     def _void(self, seqs: list[int]) -> None:
         """Best effort: if this fails too, the integrator voids the holes after its grace."""
-        rows = [void_row(s, self.signer, ROLLED_BACK, self._durability) for s in seqs]
+        rows = [
+            void_row(s, self.signer, ROLLED_BACK, self._durability, store_id=self._store_id)
+            for s in seqs
+        ]
         try:
             with self._backend.writer.begin() as conn:
                 written = conn.exec_driver_sql(self._voids.sql, self._voids.params(rows)).rowcount

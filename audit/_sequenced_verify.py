@@ -64,8 +64,11 @@ def format_1_census(backend: Backend, census: Census, era: int) -> Census:
 
 
 class _Walk:
-    def __init__(self, trust: Trust | None, prev: str, era: int, edge: Frontier | None) -> None:
+    def __init__(
+        self, trust: Trust | None, prev: str, era: int, edge: Frontier | None, store_id: str
+    ) -> None:
         self.trust = trust
+        self.store_id = store_id  # what each format-2 signature names
         self.edge = edge  # the tree of the linked prefix; None once it cannot be folded
         self.prev = prev  # the last link
         self.expected = era
@@ -138,7 +141,9 @@ class _Walk:
                 )
                 return
             keys = integrators
-        reason = keys.check(r.key_id, r.signature, str(r.hash), sequenced=True)
+        reason = keys.check(
+            r.key_id, r.signature, str(r.hash), sequenced=True, store_id=self.store_id
+        )
         if reason is None:
             return
         if r.signature is None:
@@ -258,12 +263,13 @@ def verify_sequenced(
     trust: Trust | None,
     report: VerifyReport,
     *,
+    store_id: str,
     stalled_after_s: float = DEFAULT_STALLED_AFTER_S,
     now: datetime | None = None,
 ) -> VerifyReport:
     """``report`` (the format-1 walk's, of seqs before ``era``) with the format-2 walk added."""
     with backend.reader.connect() as conn:
-        walk = _Walk(trust, _start(conn, era), era, _edge(backend, era))
+        walk = _Walk(trust, _start(conn, era), era, _edge(backend, era), store_id)
         snap = conn.execute(text(_SNAPSHOT)).one()
     highest, chain_top = int(snap.highest), int(snap.chain_top)
     walk.checks = CheckpointChecks(trust, int(snap.latest), walk.defect)

@@ -45,8 +45,10 @@ from audit.models import StoredEvent
 
 DOMAIN = b"compliance-gateway audit event v1\n"
 # A format-2 event (audit._sequenced) is signed before it is linked: the message is this
-# domain and its own hash, sha256(body). Its own domain, so neither kind of signature can be
-# taken for the other. Such an event is told by its empty prev_hash.
+# domain, the log's store id and its own hash, sha256(body). Its own domain, so neither kind
+# of signature can be taken for the other; the store id, so a row signed for one log is not
+# a valid row of another log that trusts the same key (a format-1 signature is bound to its
+# log by prev_hash). Such an event is told by its empty prev_hash.
 SEQUENCED_DOMAIN = b"compliance-gateway audit event v2 (sequenced)\n"
 SEQUENCED_PREV = ""
 KEY_HINT = (
@@ -87,8 +89,16 @@ def key_id(public_raw: bytes) -> str:
     return "ed25519:" + hashlib.sha256(public_raw).hexdigest()[:16]
 
 
-def signed_message(event_hash: str, *, sequenced: bool = False) -> bytes:
-    return (SEQUENCED_DOMAIN if sequenced else DOMAIN) + event_hash.encode("ascii")
+def signed_message(
+    event_hash: str, *, sequenced: bool = False, store_id: str | None = None
+) -> bytes:
+    """What a record signature signs; a format-2 (``sequenced``) one names its log's
+    ``store_id`` (:class:`ValueError` without one: fails closed where it is checked)."""
+    if not sequenced:
+        return DOMAIN + event_hash.encode("ascii")
+    if not store_id:
+        raise ValueError("a format-2 record signature names its log's store id")
+    return SEQUENCED_DOMAIN + f"store {store_id}\n{event_hash}".encode("ascii")
 
 
 class Signer:
@@ -115,10 +125,10 @@ class Signer:
         """Read a key file (:func:`create_key_file`'s format: hex and a newline)."""
         return cls.from_text(path.read_text(encoding="ascii"))
 
-    def sign(self, event_hash: str, *, sequenced: bool = False) -> str:
+    def sign(self, event_hash: str, *, sequenced: bool = False, store_id: str | None = None) -> str:
         """The base64 Ed25519 signature of an event's hash (88 characters); ``sequenced``:
-        of a format-2 event's hash (its body's)."""
-        message = signed_message(event_hash, sequenced=sequenced)
+        of a format-2 event's hash (its body's) in the log ``store_id``."""
+        message = signed_message(event_hash, sequenced=sequenced, store_id=store_id)
         return base64.b64encode(self._private.sign(message)).decode("ascii")
 
     def seed_hex(self) -> str:
@@ -186,7 +196,13 @@ class TrustedKeys:
         return isinstance(kid, str) and kid in self._keys
 
     def check(
-        self, kid: object, signature: object, event_hash: str, *, sequenced: bool = False
+        self,
+        kid: object,
+        signature: object,
+        event_hash: str,
+        *,
+        sequenced: bool = False,
+        store_id: str | None = None,
     ) -> str | None:
         """None when ``signature`` is a trusted key's signature of ``event_hash`` (of a
         format-2 event's with ``sequenced``), else why not. A NULL signature is the caller's
@@ -197,19 +213,22 @@ class TrustedKeys:
         if entry is None:
             return f"it is signed by key {str(kid)[:40]!r}, which is not a trusted key"
         try:
-            message = signed_message(event_hash, sequenced=sequenced)
+            message = signed_message(event_hash, sequenced=sequenced, store_id=store_id)
             entry[1].verify(base64.b64decode(signature, validate=True), message)
         except (InvalidSignature, binascii.Error, ValueError):
             return f"its signature does not check out under key {kid}"
         return None
 
 
-def signature_check(trusted: TrustedKeys) -> SignatureCheck:
-    """The read path's check: an event's signature under one of ``trusted``, or why not."""
+def signature_check(trusted: TrustedKeys, store_id: str | None = None) -> SignatureCheck:
+    """The read path's check: an event's signature under one of ``trusted``, or why not;
+    ``store_id``: the log's, which a format-2 event's signature names."""
 
     def check(event: StoredEvent) -> str | None:
         sequenced = event.prev_hash == SEQUENCED_PREV
-        return trusted.check(event.key_id, event.signature, event.hash, sequenced=sequenced)
+        return trusted.check(
+            event.key_id, event.signature, event.hash, sequenced=sequenced, store_id=store_id
+        )
 
     return check
 

@@ -131,7 +131,7 @@ class AuditStore:
         self._appender: Appender | SequencedAppender = (
             Appender(backend, signer)
             if sequenced_from is None
-            else SequencedAppender(backend, signer)
+            else SequencedAppender(backend, store_id, signer)
         )
         self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
             self._appender.commit, retry_alone=item_specific, interrupted=interrupted
@@ -599,7 +599,14 @@ class AuditStore:
         era = self.sequenced_from
         if era is None:
             return report
-        return verify_sequenced(self._backend, era, trust, report, stalled_after_s=stalled_after_s)
+        return verify_sequenced(
+            self._backend,
+            era,
+            trust,
+            report,
+            store_id=self.store_id,
+            stalled_after_s=stalled_after_s,
+        )
 
     def check_checkpoint(self, checkpoint: Checkpoint) -> None:
         """:class:`CheckpointError` unless the checkpoint is of this database."""

@@ -113,7 +113,7 @@ class Recorder:
             store = AuditStore.open(
                 settings.database_url, durability=settings.durability, signer=signer, create=create
             )
-        return cls(store, signature=signature_check(trusted))
+        return cls(store, signature=signature_check(trusted, store.store_id))
 
     # -- the one translation of audit-store errors --------------------------------------------
 

@@ -277,7 +277,7 @@ class Auditing:
         reviewer = check_name(reviewer, "reviewer", example="j.smith") or ""
         events = self.request_events(request_id)
         store = self._writing()
-        check = signature_check(trusted_record_keys(self._settings, store.signer))
+        check = signature_check(trusted_record_keys(self._settings, store.signer), store.store_id)
         with translated():
             found = recorded_content(store, events, signature=check)
         if found.nothing is not None:
@@ -329,7 +329,9 @@ class Auditing:
         approval = sign_approval(
             key.get_secret_value(), task=task, fingerprint=policy.fingerprint, approver=approver
         )
-        check = signature_check(trusted_record_keys(self._settings, self._store.signer))
+        check = signature_check(
+            trusted_record_keys(self._settings, self._store.signer), self._store.store_id
+        )
         recorded = not on_record(self._store, approval, check)
         if recorded:
             store = self._writing()
@@ -342,7 +344,9 @@ class Auditing:
     ) -> dict[str, ApprovalStatus]:
         """Who has approved each loaded task's current fingerprint; approval events count
         only when written by a trusted gateway (record signatures, as :meth:`verify`)."""
-        check = signature_check(trusted_record_keys(self._settings, self._store.signer))
+        check = signature_check(
+            trusted_record_keys(self._settings, self._store.signer), self._store.store_id
+        )
         pins = trusted_approvers(self._settings)
         return approval_status(
             self._store, policies, tasks=tasks, trusted_approvers=pins, signature=check
@@ -459,7 +463,9 @@ class Auditing:
             reviewer = check_name(reviewer, "reviewer", example="j.smith")
             if not reviewer:
                 raise InputError("a content export needs the reviewer's name: it is recorded.")
-            check = signature_check(trusted_record_keys(self._settings, store.signer))
+            check = signature_check(
+                trusted_record_keys(self._settings, store.signer), store.store_id
+            )
             draft = EventDraft(
                 kind=EventKind.ACCESS,
                 request_id=f"access-{uuid.uuid4().hex}",

@@ -65,6 +65,7 @@ def test_sequenced_rows_stand_alone_and_are_signed_under_their_own_domain(pg_url
     with AuditStore.open(pg_url, signer=WRITER, log_format=2) as store:
         assert store.sequenced_from == 3
         got = [store.append(_draft(n)) for n in (1, 2)]
+        store_id = store.store_id
     assert [a.seq for a in got] == [3, 4]
     raw = Raw(pg_url)
     try:
@@ -76,8 +77,11 @@ def test_sequenced_rows_stand_alone_and_are_signed_under_their_own_domain(pg_url
             assert prev == ""
             assert own == "sha256:" + hashlib.sha256(bytes(body)).hexdigest() == a.hash
             keys = TrustedKeys.of([WRITER.public_key])
-            assert keys.check(kid, sig, own, sequenced=True) is None
+            assert keys.check(kid, sig, own, sequenced=True, store_id=store_id) is None
             assert keys.check(kid, sig, own) is not None  # never a format-1 signature
+            # Bound to its log: not a valid row of another log that trusts the same key.
+            other = store_id[:-1] + ("0" if store_id[-1] != "0" else "1")
+            assert keys.check(kid, sig, own, sequenced=True, store_id=other) is not None
         assert SEQUENCED_DOMAIN.startswith(b"compliance-gateway audit event v2")
         # A format-1 store opened later appends format 2: the log stays in it.
         with AuditStore.open(pg_url, signer=WRITER) as store:
@@ -152,4 +156,7 @@ def test_a_rolled_back_append_voids_its_own_seqs(pg_url: str) -> None:
     assert after.seq == 2
     _, _, body, sig, kid, own = sorted(rows)[0]
     assert b'"reason":"rolled back"' in bytes(body)
-    assert TrustedKeys.of([WRITER.public_key]).check(kid, sig, own, sequenced=True) is None
+    with AuditStore.open(pg_url) as store:
+        store_id = store.store_id
+    keys = TrustedKeys.of([WRITER.public_key])
+    assert keys.check(kid, sig, own, sequenced=True, store_id=store_id) is None

@@ -179,7 +179,8 @@ def test_a_forged_row_and_a_forged_void_by_the_app_role_fail_verify_and_are_neve
     with psycopg.connect(app, autocommit=True) as conn:
         # A RESPONSE for the real request, well formed, at a seq it reserved itself.
         seq = conn.execute("SELECT nextval('events_seq')").fetchone()[0]  # type: ignore[index]
-        row = void_row(seq, forger, "unused", canonical_bytes("fsync"))
+        store_id = conn.execute("SELECT value FROM audit_meta WHERE key = 'store_id'").fetchone()[0]  # type: ignore[index]
+        row = void_row(seq, forger, "unused", canonical_bytes("fsync"), store_id=store_id)
         body = row["body"].replace(b'"kind":"void"', b'"kind":"response"')
         body = body.replace(b'"request_hash":null', f'"request_hash":"{request_hash}"'.encode())
         body = body.replace(
@@ -193,12 +194,14 @@ def test_a_forged_row_and_a_forged_void_by_the_app_role_fail_verify_and_are_neve
             "VALUES (%s, %s, %s, 'response', %s, %s, %s, '', %s, %s, %s)",
             (
                 seq, row["event_id"], rid, row["recorded_at"], request_hash, body, own,
-                forger.sign(own, sequenced=True), forger.key_id,
+                forger.sign(own, sequenced=True, store_id=store_id), forger.key_id,
             ),
         )  # fmt: skip
         # A void at a seq it reserved (as a writer voids its own after a rollback).
         voided = conn.execute("SELECT nextval('events_seq')").fetchone()[0]  # type: ignore[index]
-        forged_void = void_row(voided, forger, "rolled back", canonical_bytes("fsync"))
+        forged_void = void_row(
+            voided, forger, "rolled back", canonical_bytes("fsync"), store_id=store_id
+        )
         conn.execute(
             "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, "
             "prev_hash, hash, signature, key_id) VALUES (%s, %s, %s, 'void', %s, %s, '', %s, "
@@ -216,7 +219,9 @@ def test_a_forged_row_and_a_forged_void_by_the_app_role_fail_verify_and_are_neve
         # its check refuses it (the gateway serves nothing and raises an integrity alert).
         found = store.find_response(request_hash)
         assert found is not None and found.seq == seq
-        problems = check_outcome(store, found, signature=signature_check(trusted.keys))
+        problems = check_outcome(
+            store, found, signature=signature_check(trusted.keys, store.store_id)
+        )
         assert any("not a trusted key" in p for p in problems), problems
     _integrate(pg_url, "--once", "--grace", "0.5", "--interval", "0.1")
     with AuditStore.open(pg_url) as store:
@@ -237,9 +242,11 @@ def test_a_genuine_format_2_answer_passes_the_read_path_check(pg_url: str) -> No
         found = store.find_response(common["request_hash"])
         assert found is not None
         keys = TrustedKeys.of([writer.public_key])
-        assert check_outcome(store, found, signature=signature_check(keys)) == []  # pending
+        check = signature_check(keys, store.store_id)
+        assert check_outcome(store, found, signature=check) == []  # pending
         other = TrustedKeys.of([Signer.from_text(KEYS[1]).public_key])
-        assert check_outcome(store, found, signature=signature_check(other)) != []
+        assert check_outcome(store, found, signature=signature_check(other, store.store_id)) != []
+        assert check_outcome(store, found, signature=signature_check(keys, "another-log")) != []
 
 
 def test_two_integrators_at_once_link_the_log_once(pg_url: str) -> None:
@@ -297,7 +304,7 @@ def test_the_integrator_role_links_and_voids_but_cannot_write_events(
     ):
         # Only voids: row-level security refuses any other kind from the integrator (a
         # well-formed row, so that the chain guard lets it through to the policy).
-        row = void_row(1, INTEGRATOR, "x", canonical_bytes("fsync"))
+        row = void_row(1, INTEGRATOR, "x", canonical_bytes("fsync"), store_id="any")
         body = row["body"].replace(b'"kind":"void"', b'"kind":"response"')
         conn.execute(
             "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, "

@@ -188,7 +188,8 @@ def forge(
     ``signer``; its seq."""
     request_hash = request_hash or REQUEST_HASH
     seq = conn.execute("SELECT nextval('events_seq')").fetchone()[0]  # type: ignore[index]
-    row = void_row(seq, signer, "unused", canonical_bytes("fsync"))
+    store_id = conn.execute("SELECT value FROM audit_meta WHERE key = 'store_id'").fetchone()[0]  # type: ignore[index]
+    row = void_row(seq, signer, "unused", canonical_bytes("fsync"), store_id=store_id)
     body = row["body"].replace(b'"kind":"void"', f'"kind":"{kind}"'.encode())
     body = body.replace(b'"request_hash":null', f'"request_hash":"{request_hash}"'.encode())
     body = body.replace(
@@ -201,7 +202,7 @@ def forge(
         "prev_hash, hash, signature, key_id) VALUES (%s, %s, %s, %s, %s, %s, %s, '', %s, %s, %s)",
         (
             seq, row["event_id"], rid, kind, row["recorded_at"], request_hash, body, own,
-            signer.sign(own, sequenced=True), signer.key_id,
+            signer.sign(own, sequenced=True, store_id=store_id), signer.key_id,
         ),
     )  # fmt: skip
     return int(seq)
@@ -230,7 +231,7 @@ def test_an_answer_signed_by_the_integrator_key_is_never_served_and_fails_verify
         found = store.find_response(REQUEST_HASH)
         assert found is not None and found.seq == response
         keys = trusted_record_keys(settings, WRITER)
-        problems = check_outcome(store, found, signature=signature_check(keys))
+        problems = check_outcome(store, found, signature=signature_check(keys, store.store_id))
     assert any("not a trusted key" in p for p in problems), problems
     with Auditing.open(settings) as auditing:
         report = auditing.verify()
@@ -414,3 +415,44 @@ def test_seqs_reserved_in_bulk_are_voided_a_page_a_pass_and_reported(
         assert running.step().linked == VOID_PAGE
         again = running.step()  # the next page at once: those seqs waited out the grace too
         assert (again.voided, again.waiting_on) == (VOID_PAGE, None)
+
+
+# -- 10. a format-2 signature names its log ------------------------------------------------------
+
+
+def test_a_row_signed_for_another_log_does_not_verify_here(
+    pg_url: str, postgres_server: PostgresServer
+) -> None:
+    """Two logs trust the same record key (two deployments of one bank). A format-2 row has
+    no prev_hash to bind it to its log, so its signature names the log's store id: copied
+    into the other log at the same seq, it is refused by verify and by the read path."""
+    other = postgres_server.url(postgres_server.create_database())
+    for url in (pg_url, other):
+        upgrade(url)
+        AuditStore.open(url, log_format=2).close()
+    common = {"request_id": "r", "request_hash": REQUEST_HASH}
+    with AuditStore.open(other, signer=WRITER) as store:
+        store.append(EventDraft(kind=EventKind.REQUEST, data={}, **common))
+        store.append(EventDraft(kind=EventKind.RESPONSE, data={"ok": True}, **common))
+        with store._backend.reader.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT seq, event_id, request_id, kind, recorded_at, request_hash, body, hash, "
+                "signature, key_id FROM events ORDER BY seq"
+            ).all()
+    with psycopg.connect(role(postgres_server, pg_url, "replay_app"), autocommit=True) as conn:
+        conn.execute("SELECT nextval('events_seq') FROM generate_series(1, 2)")
+        for row in rows:
+            conn.execute(
+                "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, request_hash,"
+                " body, prev_hash, hash, signature, key_id) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, '', %s, %s, %s)",
+                tuple(row),
+            )
+    with AuditStore.open(pg_url, signer=WRITER) as store:
+        found = store.find_response(REQUEST_HASH)
+        assert found is not None
+        keys = TrustedKeys.of([WRITER.public_key])
+        problems = check_outcome(store, found, signature=signature_check(keys, store.store_id))
+    assert any("does not check out" in p for p in problems), problems
+    report = verify(pg_url)
+    assert {(1, DefectKind.BAD_SIGNATURE), (2, DefectKind.BAD_SIGNATURE)} <= kinds(report)
