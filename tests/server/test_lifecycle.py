@@ -55,13 +55,21 @@ def test_sigterm_lets_sixteen_requests_in_flight_finish_and_the_log_verifies(
 def test_two_workers_share_one_sqlite_file(tmp_path: Path) -> None:
     with FakeMessagesAPI() as fake, running_server(tmp_path, fake, "--workers", "2") as server:
         key = server.create_key("quant-desk")
+
+        def started() -> set[object]:
+            return {e["pid"] for e in server.log_events() if e.get("event") == "server_started"}
+
+        # Ready means one worker answers; on a busy machine the 48 calls can all be served
+        # before the other has started, so both are waited for first.
+        deadline = time.monotonic() + 30
+        while len(started()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(started()) == 2  # two processes, each with its own store
         with ThreadPoolExecutor(8) as pool:
             ids = list(pool.map(lambda n: ask(server, key, n), range(48)))
         assert len(set(ids)) == 48
-        started = {e["pid"] for e in server.log_events() if e.get("event") == "server_started"}
-        assert len(started) == 2  # two processes, each with its own store
         answered = {e["pid"] for e in server.log_events() if e.get("event") == "http_request"}
-        assert answered <= started
+        assert answered <= started()
         server.stop()
         kinds = Counter(str(e.kind) for e in server.audit_events() if e.request_id in set(ids))
         assert kinds == {"request": 48, "response": 48}
