@@ -16,11 +16,12 @@ In one run, on the loopback fake (its own process) and a fresh SQLite file (dura
 c=1 runs the three interleaved, call by call (each round in a shuffled order), so load
 changes hit all alike; the figure is the p50 each adds over ``direct``, and the server
 process's CPU time per call (load-independent, one worker only). c=32 runs ``direct`` and
-``served`` with ``AsyncAnthropic`` and
-32 calls in flight: throughput and p50/p99. ``--streams`` adds c=128 ``messages.stream``
-(direct vs served). ``--baseline TREE`` runs a second `gateway serve` from another source
-tree (e.g. ``git archive <commit>`` unpacked) on the same database and fake, interleaved
-with the others: a before/after under the same load. Results print as a Markdown table.
+``served`` with ``AsyncAnthropic`` and 32 calls in flight: throughput and p50/p99, in four
+slices per kind whose order alternates. ``--streams`` adds c=128 ``messages.stream`` (direct,
+served, and the baseline tree's). ``--baseline TREE`` runs a second `gateway serve` from
+another source tree (e.g. ``git archive <commit>`` unpacked) on the same database and fake,
+interleaved with the others: a before/after under the same load. Results print as a
+Markdown table.
 """
 
 from __future__ import annotations
@@ -132,6 +133,19 @@ async def concurrent(
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(c)))
     return ms, time.perf_counter() - started
+
+
+async def interleaved_rounds(
+    kinds: list[tuple[str, Callable[[int], Awaitable[Any]]]], calls: int, c: int, rounds: int = 4
+) -> dict[str, tuple[list[float], float]]:
+    """``calls`` per kind at concurrency ``c``, in ``rounds`` slices whose order alternates,
+    so that a change of load during the run hits every kind alike."""
+    out: dict[str, tuple[list[float], float]] = {name: ([], 0.0) for name, _ in kinds}
+    for r in range(rounds):
+        for name, call in kinds if r % 2 == 0 else list(reversed(kinds)):
+            ms, wall = await concurrent(call, calls // rounds, c)
+            out[name] = (out[name][0] + ms, out[name][1] + wall)
+    return out
 
 
 def main() -> None:
@@ -272,21 +286,29 @@ def report(
                         lambda n: abefore.messages.create(model=TASK, **body),
                     )
                 )
-            for name, call in at32:
+            for _name, call in at32:
                 await concurrent(call, 64, 32)  # warm-up
-                out[name] = await concurrent(call, args.c32_calls, 32)
+            out.update(await interleaved_rounds(at32, args.c32_calls, 32))
             if args.streams:
 
                 async def stream(client: Any, model: str) -> None:
                     async with client.messages.stream(model=model, **body) as s:
                         await s.get_final_message()
 
-                for name, call in (
-                    ("stream: direct", lambda n: stream(adirect, MODEL)),
-                    ("stream: via serve", lambda n: stream(aserved, TASK)),
-                ):
-                    await concurrent(call, 128, 128)
-                    out[f"{name} (c=128)"] = await concurrent(call, args.c32_calls, 128)
+                streams: list[tuple[str, Callable[[int], Awaitable[Any]]]] = [
+                    ("stream: direct (c=128)", lambda n: stream(adirect, MODEL)),
+                    ("stream: via serve (c=128)", lambda n: stream(aserved, TASK)),
+                ]
+                if baseline_url is not None:
+                    streams.append(
+                        (
+                            "stream: via serve, baseline tree (c=128)",
+                            lambda n: stream(abefore, TASK),
+                        )
+                    )
+                for _name, call in streams:
+                    await concurrent(call, 128, 128)  # warm-up
+                out.update(await interleaved_rounds(streams, args.c32_calls, 128))
         return out
 
     c32 = asyncio.run(at_32())
