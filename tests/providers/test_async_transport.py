@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gateway.errors import UpstreamError
 from gateway.providers.anthropic import AnthropicProvider
 from gateway.providers.base import AttemptFailure
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
@@ -123,6 +124,7 @@ def test_the_async_provider_takes_its_proxy_from_the_environment(
 _WITHOUT_AIOHTTP = """
 import asyncio, json, sys
 sys.modules["aiohttp"] = None  # as if the extra were not installed: importing it fails
+from gateway.errors import UpstreamError
 from gateway.providers.anthropic import AnthropicProvider
 
 async def main():
@@ -187,3 +189,65 @@ def test_the_async_provider_s_connections_send_tcp_keepalive_probes() -> None:
                 await provider.aclose()
 
         assert asyncio.run(main()) == ["02"]
+
+
+def test_a_silent_upstream_times_out_through_aiohttp_and_is_retried() -> None:
+    failures: list[AttemptFailure] = []
+    with FakeMessagesAPI() as fake:
+        fake.script(Reply.slow(5.0))
+        provider = AnthropicProvider(
+            api_key="sk-test-transport", base_url=fake.base_url, timeout_s=0.3, backoff_base_s=0.01
+        )
+
+        async def main() -> int:
+            try:
+                reply = await provider.asend(
+                    BODY, api_version=API_VERSION, on_attempt_failed=failures.append
+                )
+                return reply.attempts
+            finally:
+                await provider.aclose()
+
+        assert asyncio.run(main()) == 2
+    [failure] = failures
+    assert failure.error_type == "timeout" and failure.will_retry
+    assert 250 <= failure.latency_ms < 3000
+
+
+def _comparable(report: AttemptFailure) -> tuple[object, ...]:
+    message = report.message.replace(str(report.upstream_request_id), "<id>")
+    return (report.status, report.error_type, report.will_retry, message)
+
+
+def test_a_stream_that_stalls_mid_answer_fails_alike_from_both_transports() -> None:
+    # The sync provider sends through httpx's transport, the async one through aiohttp's: a
+    # read time-out after the first events is the same failed attempt from both.
+    sync_failures: list[AttemptFailure] = []
+    async_failures: list[AttemptFailure] = []
+    with FakeMessagesAPI() as fake:
+        fake.set_default(lambda _request: Reply.stream("word " * 6, deltas=6, delay=1.5))
+        provider = AnthropicProvider(
+            api_key="sk-test-transport", base_url=fake.base_url, timeout_s=0.5
+        )
+        stream_body = {**BODY, "stream": True}
+
+        async def main() -> None:
+            async for _ in provider.astream(
+                stream_body, api_version=API_VERSION, on_attempt_failed=async_failures.append
+            ):
+                pass
+
+        try:
+            with pytest.raises(UpstreamError) as sync_caught:
+                for _ in provider.stream(
+                    stream_body, api_version=API_VERSION, on_attempt_failed=sync_failures.append
+                ):
+                    pass
+            with pytest.raises(UpstreamError) as async_caught:
+                asyncio.run(main())
+        finally:
+            asyncio.run(provider.aclose())
+    assert [_comparable(r) for r in async_failures] == [_comparable(r) for r in sync_failures]
+    assert [r.error_type for r in sync_failures] == ["truncated_response"]
+    assert sync_failures[0].message.endswith("(ReadTimeout)")
+    assert type(async_caught.value) is type(sync_caught.value)
