@@ -4,16 +4,17 @@
     anthropic.AsyncAnthropic(..., http_client=http)
     cause_name(exc)   # "RemoteProtocolError" for a dropped answer, from either transport
 
-aiohttp does the socket work and the HTTP/1.1 parsing in C: about 240 us less CPU per upstream
-call than httpcore/h11 (bench/results/server.md), which is most of what `gateway serve` spends
-per request. Everything above the transport stays httpx2's client: the SDK builds the request,
-the request hooks (header strip, ``on_wire``) run on the finished request before the
-transport sees it, proxy mounts come from the environment (``trust_env``), and the SDK's
-default timeout and limits apply: the transport maps read and connect timeouts onto
-aiohttp's per request and ``max_connections`` onto its connector's limit. What the vendored
-transport leaves out of the SDK's own transport is put back here: TCP keepalive probes on each
-connection (a long non-streaming call is silent for minutes, and a NAT or load balancer in
-between drops an idle flow without them) and no limit when ``max_connections`` is ``None``.
+aiohttp does the socket work and the HTTP/1.1 parsing in C: about 220 us less CPU per upstream
+call than httpcore/h11 (bench/results/server.md), the largest single part of what `gateway
+serve` spends per request. Everything above the transport stays httpx2's client: the SDK builds
+the request, the request hooks (header strip, ``on_wire``) run on the finished request before
+the transport sees it, proxy mounts come from the environment (``trust_env``), and the SDK's
+default timeout and limits apply: the transport maps read and connect timeouts onto aiohttp's
+per request and ``max_connections`` onto its connector's limit. What the vendored transport
+leaves out of the SDK's own transport is put back here: TCP keepalive probes on each connection
+(a long non-streaming call is silent for minutes, and a NAT or load balancer in between drops
+an idle flow without them), no limit when ``max_connections`` is ``None``, and no cookie jar
+(aiohttp's would add a ``Cookie`` header below the hook that strips headers).
 Without aiohttp, the same call gives httpx's own transport.
 """
 
@@ -93,7 +94,10 @@ def _session(transport: Any) -> aiohttp.ClientSession:
         limit=limits.max_connections or 0,  # 0: no limit, as httpx2's None
         socket_factory=keepalive_socket,
     )
-    return aiohttp.ClientSession(connector=connector)
+    # No cookie jar: aiohttp's default one would send a cookie the upstream set (a CDN's, say)
+    # on later requests, a header added below the hook that strips what the gateway did not
+    # choose (httpx's client adds its cookies before the hook, which strips them).
+    return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
 
 
 def _with_keepalive(transport: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:

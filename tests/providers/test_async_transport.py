@@ -251,3 +251,23 @@ def test_a_stream_that_stalls_mid_answer_fails_alike_from_both_transports() -> N
     assert [r.error_type for r in sync_failures] == ["truncated_response"]
     assert sync_failures[0].message.endswith("(ReadTimeout)")
     assert type(async_caught.value) is type(sync_caught.value)
+
+
+def test_a_cookie_the_upstream_sets_is_never_sent_back() -> None:
+    # Only the headers the gateway chose go out: the request hook strips the rest, and the
+    # transport below it must not add any (aiohttp's session keeps a cookie jar by default,
+    # which accepts cookies from a host name, not from an IP address).
+    with FakeMessagesAPI() as fake:
+        fake.script(Reply.ok(headers=(("set-cookie", "__cf_bm=tracking; Path=/; HttpOnly"),)))
+        by_name = fake.base_url.replace("127.0.0.1", "localhost")
+        provider = AnthropicProvider(api_key="sk-test-transport", base_url=by_name)
+
+        async def main() -> None:
+            try:
+                for _ in range(2):
+                    await provider.asend(BODY, api_version=API_VERSION, on_attempt_failed=_refuse)
+            finally:
+                await provider.aclose()
+
+        asyncio.run(main())
+        assert [r.headers.get("cookie") for r in fake.requests] == [None, None]
