@@ -139,6 +139,15 @@ def test_a_writer_killed_after_nextval_leaves_a_hole_that_is_voided_after_the_gr
             raise AssertionError("the writer never reserved its seq")
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(timeout=30)
+        # Its server session outlives the client until it next writes to it: ended here, so
+        # the blocked INSERT cannot run on (and its transaction commit) once the lock goes.
+        with psycopg.connect(postgres_server.dsn(db), autocommit=True) as admin:
+            others = "datname = %s AND pid <> pg_backend_pid() AND pid <> %s"
+            admin.execute(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE {others}",
+                          (db, blocker.info.backend_pid))  # fmt: skip
+            while admin.execute(f"SELECT count(*) FROM pg_stat_activity WHERE {others}",
+                                (db, blocker.info.backend_pid)).fetchone() != (0,):  # fmt: skip
+                time.sleep(0.05)
         blocker.rollback()
     for stream in (victim.stdout, victim.stderr):
         assert stream is not None
