@@ -42,7 +42,10 @@ def checked_policy_bytes(draft: EventDraft) -> bytes | None:
             "the draft gives the policy both as content and as canonical bytes.",
             hint="Pass one of policy_content and policy_canonical.",
         )
-    if _digest_of_policy(bytes(given)) != draft.policy_fingerprint:
+    # An immutable copy, checked and stored: a draft built without validation may hold a
+    # caller's bytearray, which could change between this check and the commit.
+    given = bytes(given) if type(given) is not bytes else given
+    if _digest_of_policy(given) != draft.policy_fingerprint:
         raise InvalidEvent(
             "the policy content does not hash to the event's policy_fingerprint.", hint=_HINT
         )

@@ -168,14 +168,15 @@ class Recorder:
     def find_response(self, request_hash: str, call: CallLabels) -> StoredEvent | None:
         """The recorded answer for ``request_hash``, checked before it is used (invariant 8).
 
-        An alerted answer (:func:`answer_alerted`) is not one: the request goes upstream.
+        An alerted answer (:func:`answer_alerted`), or one to a request that was not sent as
+        recorded, is not one: the request goes upstream.
 
         An answer that does not check out is never returned: an INTEGRITY_ALERT event is
         recorded for ``call`` (what failed, which seq) and :class:`IntegrityAlert` raised.
         """
         try:
             event = self.store.find_response(request_hash)
-            if event is None or answer_alerted(event.data):
+            if event is None or answer_alerted(event.data) or not _sent_as_recorded(event):
                 return None
             problems = check_outcome(self.store, event, signature=self.signature)
         except AuditStoreError as exc:
@@ -418,3 +419,9 @@ class Recorder:
             outcomes=outcomes,
             timeout_s=timeout_s,
         )
+
+
+def _sent_as_recorded(event: StoredEvent) -> bool:
+    """False when the RESPONSE says the bytes sent were not the recorded request's: its
+    answer is to another request, so it must not be served for the recorded one."""
+    return event.data.get("sent_as_recorded") is not False

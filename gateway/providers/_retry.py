@@ -38,6 +38,8 @@ FINAL_ERROR_TYPES = frozenset(
 
 def is_retryable(status: int | None, error_type: str | None) -> bool:
     """Whether a failed attempt with this status and error type may be tried again."""
+    if status is not None and 300 <= status < 400:
+        return False  # a redirect (never followed) would only answer the same way again
     if error_type in FINAL_ERROR_TYPES:
         return False
     if error_type in RETRYABLE_ERROR_TYPES:

@@ -354,7 +354,10 @@ def build_client(
     *, api_key: str, base_url: str | None, timeout: httpx2.Timeout
 ) -> anthropic.Anthropic:
     http = anthropic.DefaultHttpxClient(
-        event_hooks={"request": [_strip_unchosen_headers, _announce_wire]}
+        event_hooks={"request": [_strip_unchosen_headers, _announce_wire]},
+        # A redirect would send another request (a 303 turns the POST into a bodiless GET to
+        # wherever it points) than the one recorded: a 3xx is the upstream's answer instead.
+        follow_redirects=False,
     )
     return _SYNC_CLIENT(
         **client_options(api_key=api_key, base_url=base_url, timeout=timeout), http_client=http

@@ -70,3 +70,24 @@ def test_content_and_bytes_together_are_refused(sqlite_url: str) -> None:
     with AuditStore.open(sqlite_url) as store, pytest.raises(InvalidEvent, match="both"):
         # Telling whether the two agree would cost the canonicalisation the bytes save.
         store.append(_draft("both", policy_content=CONTENT, policy_canonical=BYTES))
+
+
+def test_a_caller_buffer_changed_after_the_check_does_not_change_the_stored_policy() -> None:
+    from audit._append import prepare
+
+    buffer = bytearray(BYTES)
+    # model_construct skips validation, which would have made it bytes: any caller can.
+    draft = EventDraft.model_construct(
+        kind=EventKind.REQUEST,
+        request_id="r",
+        data={},
+        payloads={},
+        policy_fingerprint=FINGERPRINT,
+        policy_content=None,
+        policy_canonical=buffer,
+    )
+    prepared = prepare(draft)
+    buffer[:] = b"{}" + b" " * (len(BYTES) - 2)
+    assert prepared.policy_row is not None
+    assert type(prepared.policy_row["content"]) is bytes
+    assert prepared.policy_row["content"] == BYTES

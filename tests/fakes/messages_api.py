@@ -181,6 +181,17 @@ class Reply:
         )
 
     @classmethod
+    def redirect(cls, status: int, location: str) -> Reply:
+        """A ``status`` (3xx) answer pointing at ``location``."""
+        return cls(
+            "error",
+            status=status,
+            error_type="api_error",
+            message="moved",
+            headers=(("location", location),),
+        )
+
+    @classmethod
     def slow(cls, seconds: float, then: Reply | None = None) -> Reply:
         """Wait ``seconds`` before answering (with ``then``, or the default reply)."""
         return cls("slow", seconds=seconds, then=then)
@@ -396,7 +407,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply_truncated(reply.status, _message(reply, request, number), base_headers)
         elif reply.kind == "error" or (reply.kind == "stream_error" and not streaming):
             status = reply.status if reply.kind == "error" else 529
-            headers = dict(base_headers)
+            headers = {**base_headers, **dict(reply.headers)}
             if reply.retry_after is not None:
                 headers["retry-after"] = str(reply.retry_after)
             if reply.retry_after_ms is not None:
