@@ -164,3 +164,22 @@ def read_text_file(path: Path, what: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
         raise InputError(f"cannot read the {what} {str(path)!r}: {reason}.") from None
+
+
+def key_seed(text: str, what: str, *, hint: str) -> bytes:
+    """An Ed25519 seed given as 64 hex characters, or as a file holding them; ``what`` names
+    the key in the one-line error (e.g. "the witness key")."""
+    value = text.strip()
+    path = Path(value)
+    if len(value) != 64 and path.is_file():
+        value = path.read_text(encoding="utf-8").strip()
+    try:
+        seed = bytes.fromhex(value)
+    except ValueError:
+        seed = b""
+    if len(seed) != 32:
+        raise InputError(
+            f"{what} is not 64 hex characters (32 random bytes), nor a file holding them.",
+            hint=hint,
+        )
+    return seed

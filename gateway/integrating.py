@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 from audit import AuditStore
 from audit._integrate import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_GRACE_S, Integrator, Step
 from gateway._audit_errors import translated
-from gateway.errors import InputError
+from gateway._inputs import key_seed
 from gateway.settings import Settings
 
 __all__ = ["Step", "integrate", "integrator_seed"]
@@ -32,21 +31,7 @@ KEY_HINT = (
 
 def integrator_seed(text: str) -> bytes:
     """The integrator's Ed25519 seed: 64 hex characters, or a file holding them."""
-    value = text.strip()
-    path = Path(value)
-    if len(value) != 64 and path.is_file():
-        value = path.read_text(encoding="utf-8").strip()
-    try:
-        seed = bytes.fromhex(value)
-    except ValueError:
-        seed = b""
-    if len(seed) != 32:
-        raise InputError(
-            "the integrator key is not 64 hex characters (32 random bytes), nor a file "
-            "holding them.",
-            hint=KEY_HINT,
-        )
-    return seed
+    return key_seed(text, "the integrator key", hint=KEY_HINT)
 
 
 def integrate(

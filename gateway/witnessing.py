@@ -36,7 +36,7 @@ from audit.receipts import (
 from audit.store import AuditStore
 from audit.witness import Witnessed, WitnessState, cosign
 from gateway._audit_errors import translated
-from gateway._inputs import read_text_file
+from gateway._inputs import key_seed, read_text_file
 from gateway.errors import InputError
 from gateway.settings import Settings
 
@@ -56,22 +56,13 @@ class WitnessOutcome(NamedTuple):
 
 
 def _seed(text: str) -> bytes:
-    value = text.strip()
-    path = Path(value)
-    if len(value) != 64 and path.is_file():
-        value = path.read_text(encoding="utf-8").strip()
-    try:
-        seed = bytes.fromhex(value)
-    except ValueError:
-        seed = b""
-    if len(seed) != 32:
-        raise InputError(
-            "the witness key is not 64 hex characters (32 random bytes), nor a file holding them.",
-            hint="Make one with `python -c 'import secrets; print(secrets.token_hex(32))'`, "
-            "keep it apart from GATEWAY_CHECKPOINT_KEY, and pass it as --key or "
-            "GATEWAY_WITNESS_KEY.",
-        )
-    return seed
+    return key_seed(
+        text,
+        "the witness key",
+        hint="Make one with `python -c 'import secrets; print(secrets.token_hex(32))'`, "
+        "keep it apart from GATEWAY_CHECKPOINT_KEY, and pass it as --key or "
+        "GATEWAY_WITNESS_KEY.",
+    )
 
 
 def _write_atomically(path: Path, text: str) -> None:
