@@ -5,8 +5,12 @@
 
 From the first format-2 seq on, each row is checked on its own: ``prev_hash`` is ``''`` and
 ``hash`` is ``sha256(body)``, the columns agree with the body, the referenced content is
-stored intact, the record signature (format-2 domain) is a trusted key's, and each outcome
-follows its REQUEST and ends it once. Its link, when the integrator has made it, must be
+stored intact, the record signature (format-2 domain) is a trusted key's, and each
+request's life is checked as the format-1 walk checks it (audit.lifecycle, carrying on the
+format-1 walk's open intents, so an outcome or a reference may reach back into the format-1
+era): each outcome follows its REQUEST and ends it once, and what a CACHE_HIT, REPLAY or
+INTEGRITY_ALERT names by seq is an earlier event, linked or pending, of the kind, request
+and hash it claims. Its link, when the integrator has made it, must be
 ``sha256(previous link ‖ hash)`` from the last format-1 event's hash on, and the linked
 events must be a prefix: nothing linked after a seq that is not. The events after that
 prefix are *pending integration*: checked the same way, counted, their oldest time
@@ -37,7 +41,7 @@ from audit._sequenced import chain_link
 from audit._sequenced_checkpoints import CheckpointChecks
 from audit.canonical import digest
 from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, as_bytes, parse_body, parse_time
-from audit.lifecycle import TERMINAL
+from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
 from audit.models import Defect, DefectKind, EventKind, VerifyReport
 from audit.signing import SEQUENCED_PREV, Trust
 
@@ -65,9 +69,16 @@ def format_1_census(backend: Backend, census: Census, era: int) -> Census:
 
 class _Walk:
     def __init__(
-        self, trust: Trust | None, prev: str, era: int, edge: Frontier | None, store_id: str
+        self,
+        trust: Trust | None,
+        prev: str,
+        era: int,
+        edge: Frontier | None,
+        store_id: str,
+        life: Lifecycle,
     ) -> None:
         self.trust = trust
+        self.life = life  # open intents only (flat memory), carried on from format 1
         self.store_id = store_id  # what each format-2 signature names
         self.edge = edge  # the tree of the linked prefix; None once it cannot be folded
         self.prev = prev  # the last link
@@ -123,6 +134,7 @@ class _Walk:
                 DefectKind.COLUMN_MISMATCH,
                 f"column(s) {', '.join(wrong)} differ from its body",
             )
+        self.life.feed(seq, parsed)
         for ref in _refs(parsed):
             if ref not in intact:
                 self.defect(seq, DefectKind.MISSING_CONTENT, f"{ref} is not stored intact")
@@ -205,32 +217,34 @@ def _intact(conn: Connection, refs: Iterable[str]) -> set[str]:
     return found
 
 
-def _lifecycle(conn: Connection, walk: _Walk, page: list[Any]) -> None:
-    """Each outcome of the page follows a REQUEST of its id and hash, and is its first end."""
-    outcomes = [r for r in page if r.kind in TERMINAL]
-    if not outcomes:
-        return
-    lives: dict[str, list[Any]] = {}
-    for row in conn.execute(
-        text(
-            "SELECT seq, kind, request_id, request_hash FROM events "
-            "WHERE request_id = ANY(:ids) AND kind = ANY(:kinds) AND seq >= 1 ORDER BY seq"
-        ),
-        {"ids": sorted({r.request_id for r in outcomes}), "kinds": ["request", *TERMINAL]},
-    ):
-        lives.setdefault(row.request_id, []).append(row)
-    for r in outcomes:
-        life = [e for e in lives.get(r.request_id, []) if e.seq < r.seq]
-        intent = next(
-            (e for e in reversed(life) if e.kind == "request" and e.request_hash == r.request_hash),
-            None,
+def _settle(conn: Connection, walk: _Walk, last_seq: int, first_defect: int) -> None:
+    """After a page: look up what its events name and the lives of its unmatched outcomes
+    (audit.lifecycle), in the format-1 era or this one, and settle them; the page's defects
+    then stand in seq order, as if each had been found at its event."""
+    targets, request_ids = walk.life.wanted()
+    found: dict[int, Target] = {}
+    lives: list[Target] = []
+    if targets:
+        rows = conn.execute(text(_TARGETS), {"s": sorted(targets)})
+        found = {int(r.seq): Target(*r) for r in rows}
+    if request_ids:
+        rows = conn.execute(
+            text(_LIVES), {"ids": sorted(request_ids), "kinds": list(INTENT_KINDS), "h": last_seq}
         )
-        if intent is None:
-            walk.defect(
-                r.seq, DefectKind.ORPHAN_OUTCOME, "no REQUEST of its id and hash comes before it"
-            )
-        elif any(e.seq > intent.seq and e.kind in TERMINAL for e in life):
-            walk.defect(r.seq, DefectKind.DUPLICATE_OUTCOME, "its request had already ended")
+        lives = [Target(*r) for r in rows]
+    for seq, kind, detail in walk.life.settle(found, lives):
+        walk.defect(seq, kind, detail)
+    page = walk.defects[first_defect:]
+    page.sort(key=lambda d: d.seq if d.seq is not None else 0)
+    walk.defects[first_defect:] = page
+
+
+_TARGETS = "SELECT seq, kind, request_id, request_hash, hash FROM events WHERE seq = ANY(:s)"
+_LIVES = (
+    "SELECT seq, kind, request_id, request_hash, hash FROM events "
+    "WHERE request_id = ANY(:ids) AND kind = ANY(:kinds) AND seq >= 1 AND seq <= :h "
+    "ORDER BY seq"
+)
 
 
 def _start(conn: Connection, era: int) -> str:
@@ -264,12 +278,16 @@ def verify_sequenced(
     report: VerifyReport,
     *,
     store_id: str,
+    life: Lifecycle | None = None,
     stalled_after_s: float = DEFAULT_STALLED_AFTER_S,
     now: datetime | None = None,
 ) -> VerifyReport:
-    """``report`` (the format-1 walk's, of seqs before ``era``) with the format-2 walk added."""
+    """``report`` (the format-1 walk's, of seqs before ``era``) with the format-2 walk added.
+    ``life``: the format-1 walk's :class:`Lifecycle` when it ends (its open intents), so a
+    format-2 outcome of a format-1 REQUEST or replay intent is judged as format 1 would."""
+    life = life if life is not None else Lifecycle()
     with backend.reader.connect() as conn:
-        walk = _Walk(trust, _start(conn, era), era, _edge(backend, era), store_id)
+        walk = _Walk(trust, _start(conn, era), era, _edge(backend, era), store_id, life)
         snap = conn.execute(text(_SNAPSHOT)).one()
     highest, chain_top = int(snap.highest), int(snap.chain_top)
     walk.checks = CheckpointChecks(trust, int(snap.latest), walk.defect)
@@ -282,9 +300,11 @@ def verify_sequenced(
                 walk.checks.load(conn, last, int(page[-1].seq))
             refs = [ref for r in page for ref in _refs_of(r)]
             intact = _intact(conn, refs)
+            first_defect = len(walk.defects)
             for r in page:
                 walk.row(r, intact)
-            _lifecycle(conn, walk, page)
+            if page:
+                _settle(conn, walk, int(page[-1].seq), first_defect)
         if len(page) < PAGE or page[-1].seq >= highest:
             if page:
                 last = int(page[-1].seq)

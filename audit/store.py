@@ -558,7 +558,7 @@ class AuditStore:
         if workers > 1:
             self._verify_ranges(verifier, census, workers, page_rows, progress)
             verifier.account(census)
-            return self._with_sequenced(verifier.report(), trust, stalled_after_s)
+            return self._with_sequenced(verifier, trust, stalled_after_s)
         after = relied.seq if relied is not None else 0
         # Signatures are checked by worker processes a page ahead of the walk (a large log);
         # those a verified checkpoint stands for are not sent.
@@ -590,12 +590,14 @@ class AuditStore:
             if pool is not None:
                 pool.close()
         verifier.account(census)
-        return self._with_sequenced(verifier.report(), trust, stalled_after_s)
+        return self._with_sequenced(verifier, trust, stalled_after_s)
 
     def _with_sequenced(
-        self, report: VerifyReport, trust: Trust | None, stalled_after_s: float
+        self, verifier: Verifier, trust: Trust | None, stalled_after_s: float
     ) -> VerifyReport:
-        """A format-2 log: the format-1 walk's report with the format-2 walk's added."""
+        """A format-2 log: the format-1 walk's report with the format-2 walk's added (which
+        carries on the format-1 walk's lifecycle state: its open intents)."""
+        report = verifier.report()
         era = self.sequenced_from
         if era is None:
             return report
@@ -605,6 +607,7 @@ class AuditStore:
             trust,
             report,
             store_id=self.store_id,
+            life=verifier.life,
             stalled_after_s=stalled_after_s,
         )
 
