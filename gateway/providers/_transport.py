@@ -14,16 +14,23 @@ per request and ``max_connections`` onto its connector's limit. What the vendore
 leaves out of the SDK's own transport is put back here: TCP keepalive probes on each connection
 (a long non-streaming call is silent for minutes, and a NAT or load balancer in between drops
 an idle flow without them), no limit when ``max_connections`` is ``None``, and no cookie jar
-(aiohttp's would add a ``Cookie`` header below the hook that strips headers).
+(aiohttp's would add a ``Cookie`` header below the hook that strips headers), and a write
+timeout: aiohttp has none (its read timeout starts once the body is written), so an upstream
+that accepts the connection and never reads a large body would hold the call for ever. The
+request's body must be written within its httpx ``write`` timeout, as httpx's transport bounds
+its ``sendall``; past it the attempt fails as a timeout (``httpx2.TimeoutException``, the SDK's
+``APITimeoutError``), as the sync client's ``WriteTimeout`` does.
 Without aiohttp, the same call gives httpx's own transport.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from functools import partial
+from contextvars import ContextVar
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -32,7 +39,14 @@ import httpx2
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["AIOHTTP_TRANSPORT", "AsyncHooks", "async_http_client", "cause_name", "keepalive_socket"]
+__all__ = [
+    "AIOHTTP_TRANSPORT",
+    "AsyncHooks",
+    "async_http_client",
+    "cause_name",
+    "keepalive_socket",
+    "note_write_timeout",
+]
 
 AsyncHooks = list[Callable[[httpx2.Request], Awaitable[None]]]
 
@@ -82,6 +96,61 @@ def keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
     return sock
 
 
+# The write timeout of the request being sent, from its httpx ``timeout`` extension: set by a
+# request hook (the last one, so on the finished request) in the task that then enters the
+# transport, and read where aiohttp builds its request, in that same task.
+_WRITE_TIMEOUT: ContextVar[float | None] = ContextVar("gateway_write_timeout", default=None)
+
+
+async def note_write_timeout(request: httpx2.Request) -> None:
+    """Request hook: the write timeout the aiohttp request's body must be written within."""
+    timeout = request.extensions.get("timeout")
+    write = timeout.get("write") if isinstance(timeout, Mapping) else None
+    _WRITE_TIMEOUT.set(write if isinstance(write, int | float) and write > 0 else None)
+
+
+@cache
+def _write_timed_request() -> type[Any]:
+    # Built on first use: aiohttp is imported only where the transport is aiohttp's.
+    import aiohttp
+
+    class WriteTimeoutError(aiohttp.ServerTimeoutError):
+        """A ServerTimeoutError, which the SDK's vendored map makes httpx2.TimeoutException
+        (the SDK's APITimeoutError): the timeout the sync client records, not a failed
+        connect."""
+
+    def timed_out(protocol: Any) -> None:
+        protocol.set_exception(WriteTimeoutError("the request body was not written in time"))
+        # Aborted, not closed: a close waits for the unsent buffer to drain, and the peer
+        # that stopped reading would keep the socket open until the process ends.
+        transport = protocol.transport
+        if transport is not None:
+            transport.abort()
+
+    class WriteTimedRequest(aiohttp.ClientRequest):
+        """aiohttp's request, its body written within the write timeout: past it the
+        connection's protocol fails the wait for the response with a timeout, as aiohttp's
+        read timeout does (aiohttp then closes the connection and cancels the stalled write)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.write_timeout_s = _WRITE_TIMEOUT.get()
+
+        async def write_bytes(self, writer: Any, conn: Any, *args: Any, **kwargs: Any) -> None:
+            protocol = conn.protocol
+            limit = self.write_timeout_s
+            timer = None
+            if limit is not None and protocol is not None:
+                timer = asyncio.get_running_loop().call_later(limit, timed_out, protocol)
+            try:
+                await super().write_bytes(writer, conn, *args, **kwargs)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+
+    return WriteTimedRequest
+
+
 def _session(transport: Any) -> aiohttp.ClientSession:
     # Built on the transport's first request, inside the running loop (an aiohttp session is
     # bound to the loop it was made in), with what the vendored transport's own session has.
@@ -97,7 +166,11 @@ def _session(transport: Any) -> aiohttp.ClientSession:
     # No cookie jar: aiohttp's default one would send a cookie the upstream set (a CDN's, say)
     # on later requests, a header added below the hook that strips what the gateway did not
     # choose (httpx's client adds its cookies before the hook, which strips them).
-    return aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
+    return aiohttp.ClientSession(
+        connector=connector,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        request_class=_write_timed_request(),
+    )
 
 
 def _with_keepalive(transport: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
@@ -128,6 +201,8 @@ def async_http_client(event_hooks: Mapping[str, AsyncHooks]) -> httpx2.AsyncClie
     # No redirects, as the sync client (gateway.providers._sdk.build_client) says why.
     if AIOHTTP_TRANSPORT is None:
         return anthropic.DefaultAsyncHttpxClient(event_hooks=hooks, follow_redirects=False)
+    # Last, so it reads the finished request's timeout just before the transport runs.
+    hooks.setdefault("request", []).append(note_write_timeout)
     return _AioHttpClient(event_hooks=hooks, follow_redirects=False)
 
 
