@@ -42,7 +42,7 @@ from audit._sequenced_checkpoints import CheckpointChecks
 from audit.canonical import digest
 from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, as_bytes, parse_body, parse_time
 from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
-from audit.models import Defect, DefectKind, EventKind, VerifyReport
+from audit.models import Defect, DefectKind, EventKind, TrustedKeyInfo, VerifyReport
 from audit.signing import SEQUENCED_PREV, Trust
 
 PAGE = 5000
@@ -88,6 +88,7 @@ class _Walk:
         self.count = 0
         self.bytes = 0
         self.pending = 0
+        self.voids = 0
         self.pending_since: datetime | None = None
         self.defects: list[Defect] = []
         self.checks = CheckpointChecks(trust, 0, self.defect)
@@ -105,6 +106,8 @@ class _Walk:
             self.defect(self.expected, DefectKind.GAP, f"{gap} is missing from the linked chain")
         self.expected = seq + 1
         self.count += 1
+        if r.kind == EventKind.VOID.value:
+            self.voids += 1
         body = as_bytes(r.body)
         self.bytes += len(body)
         if r.prev_hash != SEQUENCED_PREV:
@@ -343,6 +346,12 @@ def verify_sequenced(
         "sequenced_from": era,
         "pending_integration": walk.pending,
         "pending_since": walk.pending_since,
+        "integrator_keys": tuple(
+            TrustedKeyInfo(key_id=k.key_id, public_key=k.public_key)
+            for k in (trust.integrator or () if trust is not None else ())
+        ),
+        "integrator_checkpoints_checked": walk.checks.checked,
+        "voids_checked": walk.voids,
     }
     if walk.linked_head >= era:
         update.update(head_seq=walk.linked_head, head_hash=walk.prev)

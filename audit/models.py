@@ -288,6 +288,11 @@ class VerifyReport(_Frozen):
     sequenced_from: int | None = None
     pending_integration: int = 0
     pending_since: datetime | None = None
+    # Format 2: the integrator keys its checkpoints and voids were checked against (apart
+    # from the record keys), and how many of each the walk checked.
+    integrator_keys: tuple[TrustedKeyInfo, ...] = ()
+    integrator_checkpoints_checked: int = 0
+    voids_checked: int = 0
 
     @property
     def first_bad_seq(self) -> int | None:

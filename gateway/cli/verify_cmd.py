@@ -78,6 +78,7 @@ def _trust_lines(report: VerifyReport) -> list[str]:
             f"last linked event; {report.pending_integration} event(s) pending integration"
             + (f" (checked; the oldest recorded at {since:%Y-%m-%d %H:%M:%S} UTC)" if since else "")
         )
+        lines.append(_integrator_line(report))
     if report.tree_root_checked:
         lines.append("Merkle tree root of the checkpoint recomputed from the log")
     if report.checkpoint_seq is not None:
@@ -86,6 +87,23 @@ def _trust_lines(report: VerifyReport) -> list[str]:
         elif (warning := _unpinned(report)) is not None:
             lines.append(warning)
     return lines
+
+
+def _integrator_line(report: VerifyReport) -> str:
+    """Format 2: which integrator keys its checkpoints and voids were checked against."""
+    counted = (
+        f"{report.integrator_checkpoints_checked} integrator checkpoint(s) and "
+        f"{report.voids_checked} void(s) checked"
+    )
+    if not report.signatures_checked:
+        return f"{counted}; their signatures NOT checked (no trusted keys were given)"
+    if not report.integrator_keys:
+        return (
+            f"{counted} against NO integrator key: set GATEWAY_INTEGRATOR_PUBLIC_KEYS to the "
+            "integrator's public key"
+        )
+    keys = ", ".join(f"{k.key_id} ({k.public_key})" for k in report.integrator_keys)
+    return f"{counted} against {len(report.integrator_keys)} integrator key(s): {keys}"
 
 
 def _print_report(report: VerifyReport, fmt: str) -> None:
