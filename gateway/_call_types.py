@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from audit import EventDraft, EventKind
-from gateway.errors import GatewayError, UpstreamError, UpstreamRejected
+from gateway.errors import ConfigurationError, GatewayError, UpstreamError, UpstreamRejected
 from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import Provider, ProviderReply, RequestNotHonoured
 
@@ -31,6 +31,7 @@ __all__ = [
     "cancel_reason",
     "failed",
     "replied",
+    "unannounced",
 ]
 
 
@@ -170,9 +171,27 @@ def answer_alerted(data: Mapping[str, Any]) -> bool:
     return bool(data.get("alerts"))
 
 
-def replied(intended: Intended, reply: ProviderReply) -> Sent:
-    assert intended.wire is not None and intended.seq is not None  # nothing sent without it
+def replied(provider: Provider, call: CallLabels, intended: Intended, reply: ProviderReply) -> Sent:
+    """The reply as the call's outcome; a reply to a request whose intent was never committed
+    is refused (:func:`unannounced`)."""
+    if intended.wire is None or intended.seq is None:
+        raise unannounced(provider.name, call.request_id)
     return Sent(wire=intended.wire, intent_seq=intended.seq, reply=reply)
+
+
+def unannounced(provider: str, request_id: str) -> ConfigurationError:
+    """A provider answered without first handing the gateway the bytes it sent (``on_wire``):
+    the request went out unrecorded (invariant 1), so its answer is not used. An explicit
+    check, not an ``assert``: ``python -O`` would remove that, and the answer would be
+    returned with no REQUEST before it."""
+    error = ConfigurationError(
+        f"the {provider} provider sent the request without handing its bytes to the gateway "
+        "first (on_wire), so it was not recorded before it went out; its answer is not used.",
+        hint="A provider must call on_wire with the exact body bytes before it sends "
+        "(gateway.providers.base.Provider).",
+    )
+    error.request_id = request_id
+    return error
 
 
 def failed(provider: Provider, call: CallLabels, intended: Intended, exc: Exception) -> Sent:

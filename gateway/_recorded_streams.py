@@ -18,6 +18,7 @@ from gateway._call_types import (
     Terminal,
     cancel_reason,
     failed,
+    unannounced,
 )
 from gateway.errors import AuditError
 from gateway.providers._stream import MessageAssembler
@@ -62,6 +63,8 @@ def record_stream(
     reason = "closed"
     try:
         for item in source:
+            if not intended.committed:  # nothing reaches the caller from an unrecorded request
+                raise unannounced(provider.name, call.request_id)
             if type(item) is dict:
                 partial.observe(item)
                 yield item
@@ -114,6 +117,8 @@ async def arecord_stream(
     reason = "closed"
     try:
         async for item in source:
+            if not intended.committed:
+                raise unannounced(provider.name, call.request_id)
             if type(item) is dict:
                 partial.observe(item)
                 yield item

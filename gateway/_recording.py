@@ -335,7 +335,7 @@ class Recorder:
             raise  # the intent or an attempt could not be recorded: stopped, fail closed
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)
-        return replied(intended, reply)
+        return replied(provider, call, intended, reply)
 
     async def acall(
         self,
@@ -366,7 +366,7 @@ class Recorder:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)
-        return replied(intended, reply)
+        return replied(provider, call, intended, reply)
 
     # A stream: the same mirrored shape (gateway._recorded_streams). Events go to the caller as
     # they come; the terminal outcome is claimed once (Terminal), by the reply, the failure,
