@@ -32,6 +32,7 @@ from audit.canonical import canonical_bytes
 from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
 from gateway._call_records import CallRecords
+from gateway._call_types import unannounced
 from gateway._inputs import (
     EXPERIMENT_CALLER,
     check_caller,
@@ -257,9 +258,10 @@ class RequestPipeline:
         policy's system prompt and tools included), through the provider's counting endpoint.
 
         Nothing is generated, but the request's content goes to the provider, so a
-        TOKEN_COUNT event (``model_call: false``, the planned body as its ``request_body``)
-        is committed before it is sent, as an intent is; the count is returned, not recorded
-        (an estimate, not evidence). A request the policy refuses is recorded REJECTED."""
+        TOKEN_COUNT event (``model_call: false``, the exact bytes sent to count as its
+        ``request_body``) is committed before they are sent, from the provider's ``on_wire``
+        as an intent is; the count is returned, not recorded (an estimate, not evidence). A
+        request the policy refuses is recorded REJECTED."""
         prepared = self.prepare(
             task, prompt=prompt, messages=messages, caller=caller, counting=True
         )
@@ -276,19 +278,31 @@ class RequestPipeline:
         files = attachments(plan.body.get("messages"))
         if files:
             data["attachments"] = files
-        self.recorder.append(
-            prepared.labels.draft(
-                EventKind.TOKEN_COUNT,
-                data,
-                payloads=stored_payloads("request_body", provider.wire_bytes(plan.body)),
-                policy_canonical=self.policy_bytes(prepared.policy),
+        policy_canonical = self.policy_bytes(prepared.policy)
+        recorded: list[bytes] = []
+
+        def on_wire(wire: bytes) -> None:
+            # What the counting endpoint is sent is a part of the planned body (its input
+            # fields), so it is recorded from the request the provider built, not planned.
+            self.recorder.append(
+                prepared.labels.draft(
+                    EventKind.TOKEN_COUNT,
+                    data,
+                    payloads=stored_payloads("request_body", wire),
+                    policy_canonical=policy_canonical,
+                )
             )
-        )
+            recorded.append(wire)
+
         try:
-            counted = provider.count_tokens(plan.body, api_version=plan.api_version)
+            counted = provider.count_tokens(
+                plan.body, api_version=plan.api_version, on_wire=on_wire
+            )
         except UpstreamError as exc:
             exc.request_id = prepared.request_id
             raise
+        if not recorded:
+            raise unannounced(provider.name, prepared.request_id)
         log.info("tokens_counted", task=plan.task, request_id=prepared.request_id)
         return counted
 

@@ -259,6 +259,18 @@ def sending(opening: AbstractContextManager[T], on_wire: OnWire | None) -> Itera
         yield opened
 
 
+def calling(call: Callable[[], T], on_wire: OnWire | None) -> T:
+    """:func:`sending` for an SDK call that sends and returns its parsed answer at once
+    (``messages.count_tokens``): ``on_wire`` is told the bytes before they are sent."""
+
+    @contextmanager
+    def now() -> Iterator[T]:
+        yield call()
+
+    with sending(now(), on_wire) as answer:
+        return answer
+
+
 @asynccontextmanager
 async def asending(
     opening: AbstractAsyncContextManager[T], on_wire: OnWire | None

@@ -10,7 +10,8 @@ The body is sent exactly: fields ``messages.create()`` knows go as arguments, th
 its exact body bytes go to ``on_wire`` (the recorder commits the intent with them) from the
 httpx request hook, just before they are written, and the reply names the bytes the successful
 attempt sent. ``wire_bytes(body)`` gives the same bytes without sending (gateway.providers.
-_capture), for records of requests that are not sent this way.
+_capture), for an intent committed before the call. A token count's bytes go to its own
+``on_wire`` the same way.
 
 Retries are the gateway's (the SDK's are off): ``on_attempt_failed`` sees every failed attempt,
 including the last, *before* any wait; if it raises, nothing more is sent and its exception
@@ -125,14 +126,20 @@ class AnthropicProvider:
         """``None``: a Claude model id names one fixed model."""
         return None
 
-    def count_tokens(self, body: Mapping[str, Any], *, api_version: str) -> int:
+    def count_tokens(
+        self, body: Mapping[str, Any], *, api_version: str, on_wire: OnWire | None = None
+    ) -> int:
         """The input tokens ``POST /v1/messages/count_tokens`` counts for ``body`` (its input
-        fields only: :func:`_sdk.count_body`). One attempt: a pre-flight check is cheap to
-        repeat, and nothing is recorded per attempt."""
+        fields only: :func:`_sdk.count_body`); ``on_wire`` is told the exact bytes of that
+        request before they are sent, as ``send``'s is. One attempt: a pre-flight check is
+        cheap to repeat, and nothing is recorded per attempt."""
         headers = {"anthropic-version": api_version, "Authorization": f"Bearer {self._api_key}"}
         try:
-            counted = self._client.messages.count_tokens(
-                **_sdk.count_body(body), extra_headers=headers, timeout=self._timeout
+            counted = _sdk.calling(
+                lambda: self._client.messages.count_tokens(
+                    **_sdk.count_body(body), extra_headers=headers, timeout=self._timeout
+                ),
+                on_wire,
             )
         except _sdk.UPSTREAM_FAILURES as exc:
             failure = _sdk.classify(exc, secrets=(self._api_key,))

@@ -119,10 +119,10 @@ class Provider(Protocol):
     awaitable); nothing goes out before it returns, and if it raises nothing is sent and its
     exception propagates as itself. The recorder commits the intent there, so what is
     recorded is what the request carries, built once. ``wire_bytes(body)`` gives the same
-    bytes without sending (for records of requests that are not sent this way, such as a
-    token count's). ``model_version`` is
-    what fixes the model beyond its id (a local model's weights digest), or ``None`` when the
-    id already names a fixed model. ``send``/``asend`` call ``on_attempt_failed`` for every
+    bytes without sending (for an intent committed before the call, by
+    :meth:`gateway._recording.Recorder.begin`). ``model_version`` is what fixes the model
+    beyond its id (a local model's weights digest), or ``None`` when the id already names a
+    fixed model. ``send``/``asend`` call ``on_attempt_failed`` for every
     failed attempt before any retry (``asend`` awaits it when it returns an awaitable); if
     it raises, nothing more is sent and its exception propagates. A final failure raises
     :class:`gateway.errors.UpstreamError` (or an ``InputError`` for a body the provider
@@ -138,7 +138,8 @@ class Provider(Protocol):
 
     ``count_tokens(body)`` is the number of input tokens the provider counts for ``body`` (a
     planned request; fields that do not change the input, such as ``max_tokens``, are left
-    out of what it sends to count). It generates nothing and is tried once; a failure raises
+    out of what it sends to count); ``on_wire`` is told the exact bytes it sends to count, as
+    ``send``'s is. It generates nothing and is tried once; a failure raises
     :class:`gateway.errors.UpstreamError`.
     """
 
@@ -188,7 +189,9 @@ class Provider(Protocol):
         on_wire: OnWire | AsyncOnWire | None = None,
     ) -> AsyncIterator[StreamItem]: ...
 
-    def count_tokens(self, body: Mapping[str, Any], *, api_version: str) -> int: ...
+    def count_tokens(
+        self, body: Mapping[str, Any], *, api_version: str, on_wire: OnWire | None = None
+    ) -> int: ...
 
     def close(self) -> None: ...
 

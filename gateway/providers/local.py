@@ -120,9 +120,14 @@ class LocalProvider:
     def wire_bytes(self, body: Mapping[str, Any]) -> bytes:
         return canonical_bytes(dict(body))
 
-    def count_tokens(self, body: Mapping[str, Any], *, api_version: str) -> int:
+    def count_tokens(
+        self, body: Mapping[str, Any], *, api_version: str, on_wire: OnWire | None = None
+    ) -> int:
         """The prompt's tokens as the model reads them (system and messages, tool results
-        included), by its own tokenizer: the ``usage.input_tokens`` an answer would report."""
+        included), by its own tokenizer: the ``usage.input_tokens`` an answer would report.
+        The whole body is what it reads, so that is what ``on_wire`` is told."""
+        if on_wire is not None:
+            on_wire(self.wire_bytes(body))
         return len(tokenize(parse_request(body).prompt))
 
     def send(

@@ -48,13 +48,17 @@ def test_a_count_is_recorded_as_a_disclosure_not_a_call(
     assert "input_tokens" not in event.data  # an estimate, not evidence
 
 
-def test_the_recorded_body_is_the_one_a_call_of_the_same_request_records(
-    gw: Gateway, db_path: Path
+def test_the_recorded_body_is_what_was_sent_to_count_not_what_a_call_sends(
+    gw: Gateway, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     count_tokens(gw, "compliance_review", PROMPT)
     gw.complete("compliance_review", PROMPT)
     digests = {e.kind: e.payload_digests.get("request_body") for e in events(db_path)}
-    assert digests[EventKind.TOKEN_COUNT] == digests[EventKind.REQUEST]  # stored once
+    # The count is sent the input fields only, so its record is another body than the call's
+    # (tests/gateway/test_token_count_wire.py: byte for byte what the endpoint received).
+    assert digests[EventKind.TOKEN_COUNT] != digests[EventKind.REQUEST]
+    count_sent, call_sent = fake_api.requests
+    assert count_sent.body != call_sent.body
 
 
 def test_a_count_the_policy_refuses_is_recorded_rejected_and_nothing_is_sent(
