@@ -55,6 +55,21 @@ def unlinked(conn: Connection, era: int, seqs: list[int]) -> set[int]:
     return set(wanted) - {int(s) for s in linked}
 
 
+def unlinked_requests(conn: Connection, era: int, request_ids: list[str]) -> set[str]:
+    """Which of ``request_ids`` have a format-2 event the integrator has not linked yet:
+    one query for them all (audit list asks once a page, not once a row)."""
+    if not request_ids:
+        return set()
+    found = conn.execute(
+        text(
+            "SELECT DISTINCT e.request_id FROM events e WHERE e.request_id = ANY(:ids) "
+            "AND e.seq >= :era AND NOT EXISTS (SELECT 1 FROM chain c WHERE c.seq = e.seq)"
+        ),
+        {"ids": sorted(set(request_ids)), "era": era},
+    ).scalars()
+    return {str(r) for r in found}
+
+
 def chain_link(prev: str, event_hash: str) -> str:
     """A format-2 event's link: ``sha256(prev ‖ its hash)`` over the ASCII of both."""
     return digest((prev + event_hash).encode("ascii"))

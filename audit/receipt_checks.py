@@ -34,7 +34,7 @@ from audit.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from audit.receipts import (
+from audit.receipt_files import (
     ProvenEvent,
     Receipt,
     TreeCheckpoint,
@@ -45,7 +45,7 @@ from audit.receipts import (
     load_receipt,
     origin,
 )
-from audit.receipts import _Frozen as _Frozen  # one model config for the file formats
+from audit.receipt_files import _Frozen as _Frozen  # one model config for the file formats
 from audit.store import AuditStore
 from audit.timestamp import TimeStampCheck, check_time_stamps
 

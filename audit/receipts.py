@@ -10,7 +10,11 @@
 ``merkle_nodes``), derived from the log and extended from the highest stored leaf before each
 proof, so a proof or a tree head costs O(log n) reads once the table has caught up (the
 events appended since the last proof are hashed once). The stored rows are not trusted:
-every inclusion proof a receipt carries is checked against the root before it is signed.
+every inclusion proof a receipt carries is checked against the root its checkpoint's note
+signs before the receipt is written, and the receipt then against the check a reader runs;
+a stored tree that covers more leaves than the log has events is refused. On a format-2 log
+no stored node decides a root either: receipts and tree heads take theirs from the
+integrator's signed checkpoints (audit.integrated_receipts).
 Where the table cannot be written (a read-only database or role) the hash column is streamed
 instead, in flat memory (O(n) reads). ``verify --from/--to`` always streams the log: it is
 the check that the log still holds the trees the checkpoints signed.
@@ -34,17 +38,11 @@ other event.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Iterable
-from typing import Any, Final, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
-from audit._bounded import UnreadableJSON
-from audit._bounded import loads as bounded_loads
 from audit._log_tree import (
     LEAF_PAGE,
     log_leaves,
@@ -52,8 +50,9 @@ from audit._log_tree import (
     stored_consistency_proof,
     tree_hashes,
 )
+from audit._merkle_store import MerkleState
 from audit.chain import link_hash
-from audit.errors import CheckpointError, NotFound
+from audit.errors import NotFound
 from audit.merkle import (
     ProofError,
     TreeHead,
@@ -61,6 +60,25 @@ from audit.merkle import (
     inclusion_path,
     verify_consistency,
     verify_inclusion,
+)
+from audit.models import StoredEvent
+from audit.receipt_files import (
+    CHECKPOINT_FORMAT,
+    MAX_FILE,
+    ORIGIN_PREFIX,
+    RECEIPT_FORMAT,
+    Consistency,
+    ProvenEvent,
+    Receipt,
+    ReceiptError,
+    TreeCheckpoint,
+    _b64,
+    checked_checkpoint,
+    dumps,
+    load_checkpoint,
+    load_receipt,
+    origin,
+    sign_checkpoint,
 )
 from audit.signed_note import (
     EM_DASH,
@@ -71,9 +89,7 @@ from audit.signed_note import (
     sign_note,
     verifier_key,
 )
-from audit.signing import TrustedKeys, UnusableKey
 from audit.store import AuditStore
-from audit.timestamp import TimeStamp
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -97,7 +113,10 @@ __all__ = [
     "note_key_id",
     "open_note",
     "origin",
+    "proven_events",
     "rebuild_tree",
+    "request_events",
+    "self_checked",
     "sign_checkpoint",
     "sign_note",
     "signed_head",
@@ -106,183 +125,25 @@ __all__ = [
     "verifier_key",
 ]
 
-CHECKPOINT_FORMAT: Final = "compliance-gateway tree checkpoint v1"
-RECEIPT_FORMAT: Final = "compliance-gateway receipt v1"
-ORIGIN_PREFIX = "compliance-gateway.audit/"
-MAX_FILE = 64 * 1024 * 1024  # a receipt of a request with very many events
-
-
-class ReceiptError(CheckpointError):
-    """A receipt or tree checkpoint that cannot be read or made (not one that fails its
-    check: that is a report with reasons)."""
-
-
-class _Frozen(BaseModel):  # also audit.receipt_checks' reports
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def origin(store_id: str) -> str:
-    return ORIGIN_PREFIX + store_id
-
-
-# -- tree checkpoints --------------------------------------------------------------------------
-
-
-class Consistency(_Frozen):
-    from_size: int = Field(ge=0)
-    proof: tuple[str, ...]  # base64 hashes, RFC 9162 §2.1.4 order
-
-    def hashes(self) -> list[bytes]:
-        return [_unb64(p) for p in self.proof]
-
-
-class TreeCheckpoint(_Frozen):
-    """A signed tree head: the note is the evidence; the other fields repeat what it says."""
-
-    format: Literal["compliance-gateway tree checkpoint v1"] = (
-        "compliance-gateway tree checkpoint v1"
-    )
-    origin: str
-    tree_size: int = Field(ge=0)
-    root: str  # base64, as in the note
-    public_key: str  # hex of the raw Ed25519 key that signed it (which the reader must trust)
-    note: str
-    # RFC 3161 tokens over the note's text (audit.timestamp); left out of the file when none
-    timestamps: tuple[TimeStamp, ...] = ()
-    # The proof that this tree extends an earlier one (signed_head's proof_from), so that a
-    # witness without the database can check it; checked against the two roots, not trusted.
-    consistency: Consistency | None = None
-
-    @property
-    def head(self) -> TreeHead:
-        return TreeHead(self.tree_size, base64.b64decode(self.root))
-
-
-def sign_checkpoint(store_id: str, head: TreeHead, seed: bytes) -> TreeCheckpoint:
-    name = origin(store_id)
-    root = base64.b64encode(head.root).decode("ascii")
-    public = public_raw_of(Ed25519PrivateKey.from_private_bytes(seed).public_key())
-    return TreeCheckpoint(
-        origin=name,
-        tree_size=head.size,
-        root=root,
-        public_key=public.hex(),
-        note=sign_note(f"{name}\n{head.size}\n{root}\n", name, seed),
-    )
-
-
-def _raw_keys(public_keys: Iterable[str]) -> list[bytes]:
-    try:
-        return [bytes.fromhex(key.public_key) for key in TrustedKeys.of(public_keys)]
-    except UnusableKey as exc:
-        raise ReceiptError(f"a trusted public key is not usable: {exc}") from None
-
-
-def checked_checkpoint(cp: TreeCheckpoint, trusted: Iterable[str]) -> TreeHead:
-    """The tree head ``cp`` signs, once its note verifies under a ``trusted`` key (hex) that is
-    the file's ``public_key``, and says what the file's fields say; :class:`ProofError`
-    otherwise."""
-    text, signer = open_note(cp.note, cp.origin, _raw_keys(trusted))
-    if signer.hex() != cp.public_key.lower():
-        # Reports name the file's public_key as the signer: it must be the key that signed.
-        raise ProofError(
-            f"the file's public_key {cp.public_key[:16]}… is not the key that signed its note "
-            f"({signer.hex()[:16]}…): the file was altered"
-        )
-    lines = text[:-1].split("\n")
-    if len(lines) < 3 or lines[0] != cp.origin:
-        raise ProofError("the checkpoint note is not a tree checkpoint of this origin")
-    size_text, root_text = lines[1], lines[2]
-    # ASCII digits only: isdigit() also takes "²" (int() then raises) and other scripts' digits.
-    plain = size_text.isascii() and size_text.isdigit()
-    if not plain or (size_text != "0" and size_text.startswith("0")):
-        raise ProofError(f"the checkpoint's tree size {size_text[:40]!r} is not a number")
-    try:
-        root = base64.b64decode(root_text, validate=True)
-    except (binascii.Error, ValueError):
-        root = b""
-    if len(root) != 32:
-        raise ProofError("the checkpoint's root is not a base64 SHA-256 hash")
-    if int(size_text) != cp.tree_size or root_text != cp.root:
-        raise ProofError(
-            "the file's tree_size or root differs from its signed note: the file was altered"
-        )
-    return TreeHead(cp.tree_size, root)
-
-
-# -- receipts ----------------------------------------------------------------------------------
-
-
-class ProvenEvent(_Frozen):
-    seq: int = Field(ge=1)
-    kind: str
-    prev_hash: str
-    hash: str
-    body: str  # the hashed bytes as UTF-8 text
-    inclusion_proof: tuple[str, ...]  # base64 hashes, leaf to root
-
-
-class Receipt(_Frozen):
-    format: Literal["compliance-gateway receipt v1"] = RECEIPT_FORMAT
-    request_id: str
-    checkpoint: TreeCheckpoint
-    events: tuple[ProvenEvent, ...]
-
-
-def dumps(value: Receipt | TreeCheckpoint) -> str:
-    data = value.model_dump(mode="json")
-    cp = data["checkpoint"] if isinstance(value, Receipt) else data
-    for optional in ("timestamps", "consistency"):  # absent: the shape older readers accept
-        if not cp[optional]:
-            del cp[optional]
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-
-def _load(text: str, what: str) -> dict[str, Any]:
-    if len(text) > MAX_FILE:
-        raise ReceiptError(f"the {what} is over {MAX_FILE // 2**20} MB.")
-    try:
-        value = bounded_loads(text.encode("utf-8"))
-    except (UnreadableJSON, ValueError) as exc:
-        raise ReceiptError(f"the {what} is not JSON ({exc}).") from None
-    if not isinstance(value, dict):
-        raise ReceiptError(f"the {what} is not a JSON object.")
-    return value
-
-
-def load_receipt(text: str) -> Receipt:
-    try:
-        return Receipt.model_validate(_load(text, "receipt"))
-    except ValidationError as exc:
-        raise ReceiptError(
-            f"the file is not a gateway receipt ({exc.error_count()} problem(s), first: "
-            f"{exc.errors()[0]['msg']} at {'.'.join(map(str, exc.errors()[0]['loc']))}).",
-            hint="Pass the file written by `gateway audit prove`.",
-        ) from None
-
-
-def load_checkpoint(text: str) -> TreeCheckpoint:
-    """A tree checkpoint file, or the checkpoint inside a receipt."""
-    value = _load(text, "checkpoint")
-    if value.get("format") == RECEIPT_FORMAT:
-        return load_receipt(text).checkpoint
-    try:
-        return TreeCheckpoint.model_validate(value)
-    except ValidationError as exc:
-        raise ReceiptError(
-            f"the file is not a gateway tree checkpoint ({exc.errors()[0]['msg']}).",
-            hint="Pass a file written by `gateway audit tree-head` or `gateway audit prove`.",
-        ) from None
-
 
 def signed_head(
-    store: AuditStore, seed: bytes, proof_from: TreeCheckpoint | None = None
+    store: AuditStore,
+    seed: bytes,
+    proof_from: TreeCheckpoint | None = None,
+    *,
+    head: TreeHead | None = None,
 ) -> TreeCheckpoint:
-    """Sign the tree head of the whole log as it is now. With ``proof_from`` (an earlier
-    head signed by the same key), only if the stored tree proves the new head extends it;
-    the consistency proof is then carried in the file for readers without the database."""
-    size = store.head()[0]
-    head = _head(store, size)
+    """Sign the tree head of the whole log as it is now (format 1: the stored tree's root at
+    the log's head), or ``head`` (format 2: the tree head an integrator checkpoint signed,
+    audit.integrated_receipts, so no stored node decides the root). With ``proof_from`` (an
+    earlier head signed by the same key), only if the stored tree proves the new head
+    extends it; the consistency proof is then carried in the file for readers without the
+    database."""
+    if head is None:
+        _refuse_format_2(store, "a tree head")
+        size = store.head()[0]
+        head = _head(store, size)
+    size = head.size
     if proof_from is None:
         return sign_checkpoint(store.store_id, head, seed)
     public = public_raw_of(Ed25519PrivateKey.from_private_bytes(seed).public_key()).hex()
@@ -315,13 +176,60 @@ def signed_head(
     return cp.model_copy(update={"consistency": carried})
 
 
+def _refuse_format_2(store: AuditStore, what: str) -> None:
+    """A format-2 log's roots are the integrator's to sign: signing one read from the stored
+    tree would let whoever can write ``merkle_nodes`` (the integrator role) choose it."""
+    if store.sequenced_from is not None:
+        raise ReceiptError(
+            f"this log is in format 2: {what} is proven against the integrator's signed "
+            "checkpoints, not signed from the stored tree.",
+            hint="Use audit.integrated_receipts (`gateway audit prove` and `tree-head` do).",
+        )
+
+
 def _head(store: AuditStore, size: int) -> TreeHead:
+    _not_ahead(store, size)
     return TreeHead(size, tree_hashes(store, size, roots_at=(size,)).roots[size])
+
+
+def _not_ahead(store: AuditStore, size: int) -> None:
+    """The stored tree must not cover more leaves than the log holds events: nodes there are
+    planted ahead of their leaves, or left from a log that was truncated (stale), and a root
+    or proof read from them would not be this log's."""
+    try:
+        stored = MerkleState(store._backend).stored_size()
+    except SQLAlchemyError:  # a role that may not read the table: proofs stream the log
+        return
+    log_size = store.head()[0]
+    if stored > max(size, log_size):
+        raise ReceiptError(
+            f"the stored Merkle tree covers {stored} leaves but the log holds {log_size} "
+            "events: its nodes were planted ahead of the log, or the log was truncated; "
+            "nothing is signed from it.",
+            hint="Run `gateway audit verify`, then `gateway audit tree-head --rebuild` as the "
+            "tables' owner.",
+        )
 
 
 def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
     """Inclusion proofs of every event of ``request_id`` against a checkpoint of the whole
-    log, signed now with the checkpoint key ``seed``: O(log n) reads of the stored tree."""
+    log, signed now with the checkpoint key ``seed``: O(log n) reads of the stored tree.
+    Format 1 only (format 2: audit.integrated_receipts)."""
+    _refuse_format_2(store, "a receipt")
+    events = request_events(store, request_id)
+    size = store.head()[0]
+    head = _head(store, size)
+    checkpoint = sign_checkpoint(store.store_id, head, seed)
+    receipt = Receipt(
+        request_id=request_id,
+        checkpoint=checkpoint,
+        events=proven_events(store, events, checkpoint, [checkpoint.public_key]),
+    )
+    return self_checked(receipt)
+
+
+def request_events(store: AuditStore, request_id: str) -> list[StoredEvent]:
+    """The request's events, each hashing to its stored hash (nothing altered is proven)."""
     events = store.events_for_request(request_id)
     if not events:
         raise NotFound(f"there is no request {request_id!r} in the audit log.")
@@ -332,23 +240,38 @@ def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
                 "was altered, and no receipt is signed for it.",
                 hint="Run `gateway audit verify`.",
             )
-    size = store.head()[0]
-    paths = {e.seq: inclusion_path(e.seq - 1, size) for e in events}
-    found = tree_hashes(store, size, {r for p in paths.values() for r in p}, roots_at=(size,))
-    root = found.roots[size]
-    for event in events:  # the stored tree is not trusted: nothing unproven is signed
+    return events
+
+
+def proven_events(
+    store: AuditStore,
+    events: list[StoredEvent],
+    checkpoint: TreeCheckpoint,
+    trusted: Iterable[str],
+) -> tuple[ProvenEvent, ...]:
+    """Each event with its inclusion proof from the stored tree, checked against the root
+    ``checkpoint``'s note signs (under a ``trusted`` key): the stored tree is not trusted,
+    so a planted, altered or stale node is refused here, never written into a receipt that
+    fails its check later."""
+    try:
+        head = checked_checkpoint(checkpoint, trusted)
+    except ProofError as exc:
+        raise ReceiptError(f"the checkpoint to prove against does not check out: {exc}.") from None
+    paths = {e.seq: inclusion_path(e.seq - 1, head.size) for e in events}
+    found = tree_hashes(store, head.size, {r for p in paths.values() for r in p})
+    for event in events:
         try:
             proof = [found.hashes[r] for r in paths[event.seq]]
-            verify_inclusion(event_leaf(event.hash), event.seq - 1, size, proof, root)
+            verify_inclusion(event_leaf(event.hash), event.seq - 1, head.size, proof, head.root)
         except (ProofError, ValueError):
             raise ReceiptError(
                 f"the stored Merkle tree gives event seq {event.seq} a proof that does not "
-                f"lead to the root of the tree of {size} events: a stored node was altered, "
-                "and no receipt is signed.",
-                hint="Run `gateway audit tree-head --rebuild` to recompute it from the log.",
+                f"lead to the signed root of the tree of {head.size} events: a stored node "
+                "was altered or planted, and no receipt is written.",
+                hint="Run `gateway audit tree-head --rebuild` as the tables' owner to "
+                "recompute it from the log.",
             ) from None
-    checkpoint = sign_checkpoint(store.store_id, TreeHead(size, root), seed)
-    proven = tuple(
+    return tuple(
         ProvenEvent(
             seq=e.seq,
             kind=e.kind.value,
@@ -359,15 +282,18 @@ def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
         )
         for e in events
     )
-    return Receipt(request_id=request_id, checkpoint=checkpoint, events=proven)
 
 
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
+def self_checked(receipt: Receipt) -> Receipt:
+    """``receipt``, once it passes the offline check a reader will run, with the key that
+    signed it: a receipt that would be refused later is refused now."""
+    from audit.receipt_checks import check_receipt  # it imports this module
 
-
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return b""
+    report = check_receipt(dumps(receipt), [receipt.checkpoint.public_key])
+    if not report.ok:
+        raise ReceiptError(
+            f"the receipt made for request {receipt.request_id!r} does not pass its own "
+            f"check ({report.problems[0]}); nothing is written.",
+            hint="Run `gateway audit verify`.",
+        )
+    return receipt

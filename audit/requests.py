@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from audit._sequenced import unlinked_requests
 from audit.export import EventFilter
 from audit.models import EventKind, StoredEvent
 from audit.store import AuditStore
@@ -50,6 +51,7 @@ USAGE_COLUMNS = {
     "cache_creation_input_tokens": "cache_write_tokens",
     "cache_read_input_tokens": "cache_read_tokens",
 }
+PENDING_PAGE = 1_000  # request ids asked about in one query
 FLAGGED = "flagged"  # a RESPONSE whose answer failed its output check (data ok = false)
 
 
@@ -78,6 +80,9 @@ class RequestSummary(BaseModel):
     # gateway fills this in from its model catalog (gateway._usage.priced); None where no
     # usage was recorded or the model has no sourced price, never a guessed 0.
     cost_usd: float | None = None
+    # Format 2: an event of the request is committed and signed but not yet linked by the
+    # integrator (no receipt until its next checkpoint covers it).
+    pending_integration: bool = False
 
 
 @dataclass
@@ -167,4 +172,24 @@ def list_requests(
     selected = [
         a.summary() for a in accs.values() if filters.kind is None or filters.kind.value in a.kinds
     ]
-    return selected[-limit:] if limit else selected
+    return _marked_pending(store, selected[-limit:] if limit else selected)
+
+
+def _pending(store: AuditStore, request_ids: list[str]) -> set[str]:
+    if store.sequenced_from is None:
+        return set()
+    with store._backend.reader.connect() as conn:
+        return unlinked_requests(conn, store.sequenced_from, request_ids)
+
+
+def _marked_pending(store: AuditStore, rows: list[RequestSummary]) -> list[RequestSummary]:
+    """``rows`` with ``pending_integration`` set, one query a page of rows."""
+    marked: list[RequestSummary] = []
+    for at in range(0, len(rows), PENDING_PAGE):
+        page = rows[at : at + PENDING_PAGE]
+        pending = _pending(store, [r.request_id for r in page])
+        marked += [
+            r.model_copy(update={"pending_integration": True}) if r.request_id in pending else r
+            for r in page
+        ]
+    return marked

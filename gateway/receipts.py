@@ -1,6 +1,6 @@
 """Receipts and tree checkpoints as the gateway's callers see them (audit.receipts).
 
-    receipt = prove(settings, "req-1")                  # signed with GATEWAY_CHECKPOINT_KEY
+    receipt = prove(settings, "req-1")      # GATEWAY_CHECKPOINT_KEY's, or the integrator's
     Path("receipt.json").write_text(receipt_text(receipt))
     report = check_receipt(Path("receipt.json"), [public_key_hex])       # no database
     report = check_consistency(settings, Path("old.json"), Path("new.json"), [])
@@ -18,6 +18,11 @@ from pathlib import Path
 from audit import checkpoint as checkpoints
 from audit.cosignature import Witness, WitnessCheck
 from audit.errors import CheckpointError
+from audit.integrated_receipts import (
+    integrated_head,
+    make_integrated_receipt,
+    rebuild_integrated_tree,
+)
 from audit.receipt_checks import ConsistencyReport, ReceiptReport
 from audit.receipt_checks import check_consistency as _check_consistency
 from audit.receipt_checks import check_receipt as _check_receipt
@@ -35,6 +40,7 @@ from audit.store import AuditStore
 from audit.timestamp import TimeStampCheck
 from gateway._audit_errors import translated
 from gateway._inputs import read_text_file
+from gateway._record_keys import integrator_keys
 from gateway.errors import ConfigurationError, InputError
 from gateway.settings import Settings
 from gateway.timestamping import tsa_roots
@@ -75,15 +81,33 @@ def _open(settings: Settings) -> AuditStore:
 
 
 def prove(settings: Settings, request_id: str) -> Receipt:
-    """Inclusion proofs of every event of ``request_id`` against a checkpoint of the whole
-    log as it is now, signed with ``GATEWAY_CHECKPOINT_KEY``."""
-    key = _signing_key(settings)
+    """Inclusion proofs of every event of ``request_id``: on a format-1 log against a
+    checkpoint of the whole log as it is now, signed with ``GATEWAY_CHECKPOINT_KEY``; on a
+    format-2 log against the newest integrator checkpoint that covers them, as the
+    integrator signed it (``GATEWAY_INTEGRATOR_PUBLIC_KEYS`` says whose key to trust)."""
     store = _open(settings)
     try:
+        if store.sequenced_from is not None:
+            keys = _integrator_keys(settings)
+            with translated():
+                return make_integrated_receipt(store, request_id, keys)
+        key = _signing_key(settings)
         with translated():
             return make_receipt(store, request_id, key)
     finally:
         store.close()
+
+
+def _integrator_keys(settings: Settings) -> list[str]:
+    keys = integrator_keys(settings)
+    if keys is None:
+        raise ConfigurationError(
+            "this audit log is in format 2 and no integrator public key is configured: its "
+            "receipts and tree heads are proven against the integrator's signed checkpoints.",
+            hint="Set GATEWAY_INTEGRATOR_PUBLIC_KEYS to the public half of the integrator's "
+            "key (`gateway audit integrate --key`).",
+        )
+    return [k.public_key for k in keys]
 
 
 def tree_head(
@@ -92,7 +116,9 @@ def tree_head(
     """The log's Merkle tree head now, signed: keep it, and check later checkpoints extend
     it (:func:`check_consistency`). ``rebuild`` first recomputes the stored tree from the
     log (its table's owner only, on PostgreSQL). ``proof_from`` (an earlier head file or
-    receipt): sign only if the new head extends it, and carry the consistency proof."""
+    receipt): sign only if the new head extends it, and carry the consistency proof. On a
+    format-2 log the head signed is the newest integrator checkpoint's, never a root read
+    from the stored tree."""
     key = _signing_key(settings)
     earlier = None
     if proof_from is not None:
@@ -101,6 +127,13 @@ def tree_head(
             earlier = load_checkpoint(text)
     store = _open(settings)
     try:
+        if store.sequenced_from is not None:
+            keys = _integrator_keys(settings)
+            with translated():
+                head = integrated_head(store, keys)
+                if rebuild:
+                    rebuild_integrated_tree(store, head.size)
+                return signed_head(store, key, earlier, head=head)
         with translated():
             if rebuild:
                 rebuild_tree(store)

@@ -91,7 +91,9 @@ def audit_list(
 ) -> None:
     """One row per request: status (completed, flagged, failed, cancelled, rejected, cache
     hit, integrity alert, incomplete, ...), model, tokens, latency and estimated cost
-    (priced from the model catalog; "-" where no usage was recorded or no price is sourced)."""
+    (priced from the model catalog; "-" where no usage was recorded or no price is sourced).
+    On a format-2 log, * marks a request with an event not yet linked by the integrator
+    ("pending_integration" in JSON)."""
     # Experiment samples are not production records: left out unless asked for.
     excluded = None if include_experiments else EXPERIMENT_CALLER
     selection = EventFilter(**filters, exclude_caller=excluded)
@@ -114,6 +116,7 @@ def audit_list(
         )
         for r in rows:
             seqs = str(r.first_seq) if r.first_seq == r.last_seq else f"{r.first_seq}-{r.last_seq}"
+            seqs += PENDING_MARK if r.pending_integration else ""
             click.echo(
                 f"{seqs:>13}  {r.started_at:%Y-%m-%d %H:%M:%S}  {_cell(r.status, 15)}  "
                 f"{_cell(r.task, 22)}  {_cell(r.label, 22)}  {_cell(r.caller, 18)}  "
@@ -121,6 +124,8 @@ def audit_list(
                 f"{_latency(r.latency_ms):>9}  {_request_cost(r.cost_usd):>10}  "
                 f"{shown(r.request_id)}"
             )
+        if any(r.pending_integration for r in rows):
+            click.echo(PENDING_LEGEND)
         if len(rows) < total:
             click.echo(f"{len(rows)} of {total} (use --limit N or --all)")
         elif not rows:
@@ -128,6 +133,14 @@ def audit_list(
             click.echo(known_tasks_line(settings_of(ctx)), err=True)
         if left_out:
             click.echo(experiments_left_out_line(left_out))
+
+
+# Format 2: a request with an event committed and signed but not yet linked by the integrator.
+PENDING_MARK = "*"
+PENDING_LEGEND = (
+    f"{PENDING_MARK} pending integration: not yet linked by `gateway audit integrate`; no "
+    "receipt until its next checkpoint (`gateway audit show ID` marks the events)"
+)
 
 
 def experiments_left_out_line(count: int) -> str:

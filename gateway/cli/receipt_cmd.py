@@ -77,8 +77,11 @@ def _witness_lines(checks: Sequence[WitnessCheck], label: str = "") -> None:
 @click.pass_context
 def prove_command(ctx: click.Context, request_id: str, output: Path | None) -> None:
     """Write a receipt: each event of REQUEST_ID with its inclusion proof against a
-    checkpoint of the whole log (C2SP signed note, GATEWAY_CHECKPOINT_KEY). Anyone with the
-    public key can check it offline with `gateway audit check-receipt`."""
+    checkpoint of the whole log (C2SP signed note, GATEWAY_CHECKPOINT_KEY). On a format-2
+    log, against the newest checkpoint the integrator signed that covers them (trusted:
+    GATEWAY_INTEGRATOR_PUBLIC_KEYS); a request not yet covered is refused until `gateway
+    audit integrate` checkpoints it. Anyone with the signer's public key can check the
+    receipt offline with `gateway audit check-receipt`."""
     receipt = prove(settings_of(ctx), request_id)
     with open_output(output) as out:
         out.write(receipt_text(receipt))
@@ -111,7 +114,9 @@ def tree_head_command(
     ctx: click.Context, output: Path | None, rebuild: bool, proof_from: Path | None
 ) -> None:
     """Write the log's Merkle tree head now, signed (GATEWAY_CHECKPOINT_KEY): keep it, and
-    check a later one extends it with `gateway audit verify --from OLD --to NEW`."""
+    check a later one extends it with `gateway audit verify --from OLD --to NEW`. On a
+    format-2 log, the head of the newest integrator checkpoint (its signed root, checked
+    under GATEWAY_INTEGRATOR_PUBLIC_KEYS)."""
     head = tree_head(settings_of(ctx), rebuild=rebuild, proof_from=proof_from)
     with open_output(output) as out:
         out.write(checkpoint_text(head))
@@ -125,8 +130,9 @@ def tree_head_command(
     multiple=True,
     required=True,
     metavar="KEY",
-    help="The checkpoint key's public half: 64 hex characters (or base64), or a file of "
-    "such keys, one a line. Only these are trusted. Repeatable.",
+    help="The checkpoint key's public half (a format-2 log's receipt: the integrator's): "
+    "64 hex characters (or base64), or a file of such keys, one a line. Only these are "
+    "trusted. Repeatable.",
 )
 @_WITNESS_KEY
 @TSA_CERT
