@@ -123,6 +123,9 @@ class Integrator:
         self._stall: tuple[float, int, int] | None = None  # (since, at seq, void up to)
         self._cleared = 0  # seqs up to here have waited out their grace: void them page by page
         self._last_checkpoint = 0.0
+        # The largest size up to the linked head a checkpoint is stored for (None: not read
+        # yet), so an idle pass signs a head no checkpoint covers (linked by a run that died).
+        self._signed: int | None = None
         self._tree = MerkleState(self._backend)
         # The right edge of the tree of the linked prefix, from the event hashes this
         # integrator links: the roots it signs come from here, never from merkle_nodes.
@@ -153,7 +156,8 @@ class Integrator:
         if not links:
             if reserved <= head:
                 self._stall = None
-                return Step(head=head)
+                signed, said = self._sign_uncovered(head, prev)
+                return Step(head=head, checkpoint=signed, warnings=said)
             return self._hole(head, rows[0][0] - 1 if rows else reserved, reserved)
         self._stall = None
         try:
@@ -305,6 +309,21 @@ class Integrator:
         edge.extend_from_log(self._backend.reader, size)
         return edge.root()
 
+    def _sign_uncovered(self, head: int, link: str) -> tuple[int | None, tuple[str, ...]]:
+        """Nothing to link: sign the linked head if no stored checkpoint covers it, or a
+        receipt for its last events would wait for the next event to arrive."""
+        if head < self._era or (self._signed or 0) >= head:
+            return None, ()
+        # Not above the head: a row planted far ahead must not pass for this head's.
+        with self._backend.reader.connect() as conn:
+            top = conn.execute(
+                text("SELECT max(size) FROM chain_checkpoints WHERE size <= :h"), {"h": head}
+            ).scalar()
+        self._signed = int(top or 0)
+        if self._signed >= head:
+            return None, ()
+        return self._checkpoint(head, link)
+
     def _checkpoint(self, size: int, chain_head: str) -> tuple[int | None, tuple[str, ...]]:
         root = self.root(size)
         warnings = self._extend_stored_tree(size, root)
@@ -321,6 +340,7 @@ class Integrator:
         with self._backend.writer.begin() as conn:
             written = conn.execute(statement, [row]).rowcount
         self._last_checkpoint = time.monotonic()
+        self._signed = max(self._signed or 0, size)  # by this integrator or the one that won
         return (size if written else None), warnings
 
     def _extend_stored_tree(self, size: int, root: bytes) -> tuple[str, ...]:
