@@ -10,6 +10,12 @@ head it found (``upto_seq``) and its own EXPORT event records that head, how man
 match and a digest of their hashes (``rows_digest``) before anything is written. In JSONL the
 last record carries that EXPORT event, signed, under ``export_head``: a slice that lost or
 gained a record, or lost its end, no longer matches it (``gateway audit verify --export``).
+
+A format-2 log (audit._sequenced): the EXPORT event also records the log's ``store_id``
+(which a format-2 signature names), ``sequenced_from`` (its first format-2 seq) and
+``linked_seq`` (the integrator's head then), the export covers the settled head, and each
+JSONL record of a format-2 seq carries its link and, at an integrator checkpoint's size,
+that checkpoint (audit._export_chain).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
+from audit._export_chain import settled_head, with_links
 from audit.models import EXPORT_COLUMNS, SIGNED_EXPORT_COLUMNS, EventDraft, EventKind, StoredEvent
 from audit.store import AuditStore
 
@@ -83,7 +90,14 @@ def export_events(
     """
     filters = filters or EventFilter()
     where = filters.model_dump()
-    upto, _ = store.head()
+    era = store.sequenced_from
+    reader = store._backend.reader
+    sequenced: dict[str, Any] = {}
+    if era is None:
+        upto, _ = store.head()
+    else:  # format 2: up to the settled head, which the second read sees unchanged
+        upto, linked = settled_head(reader, era)
+        sequenced = {"store_id": store.store_id, "sequenced_from": era, "linked_seq": linked}
     count = 0
 
     def counted(events: Iterable[StoredEvent]) -> Iterable[str]:
@@ -104,6 +118,7 @@ def export_events(
                 "upto_seq": upto,
                 "events": count,
                 "rows_digest": digest,
+                **sequenced,
             },
         )
     )
@@ -112,7 +127,14 @@ def export_events(
         writer.writeheader()
     written = size = 0
     held: dict[str, Any] | None = None  # JSONL: the last record waits for the head
-    for event in store.iter_events(**where, before_seq=upto + 1):
+    events = store.iter_events(**where, before_seq=upto + 1)
+    # Format 2, JSONL: each record with its link (and checkpoint); CSV keeps its columns.
+    linked_events = (
+        with_links(reader, era, events)
+        if era is not None and writer is None
+        else ((event, {}) for event in events)
+    )
+    for event, chained in linked_events:
         record = event.export_row(signed=True)
         if writer is not None:
             writer.writerow(record)
@@ -120,11 +142,15 @@ def export_events(
             if held is not None:
                 out.write(json.dumps(held, ensure_ascii=False) + "\n")
             extra = annotate(event) if annotate is not None else None
+            record = {**record, **chained} if chained else record
             held = {**record, **extra} if extra else record
         written += 1
         size += len(event.body)
     if writer is None:
-        head = store.event(recorded.seq).export_row(signed=True)
+        appended = store.event(recorded.seq)
+        head = appended.export_row(signed=True)
+        if era is not None:  # its link, if the integrator has made it already
+            head = {**head, **next(with_links(reader, era, [appended]))[1]}
         held = {**held, HEAD_KEY: head} if held is not None else {HEAD_KEY: head}
         out.write(json.dumps(held, ensure_ascii=False) + "\n")
     return ExportSummary(

@@ -17,6 +17,11 @@ hashes). For every record this checks:
   records and its digest is theirs, so a record dropped, added, changed or cut from the end
   fails.
 
+An export of a format-2 log (its EXPORT event names ``sequenced_from`` and ``store_id``)
+has its format-2 part checked as gateway._export_sequenced says: each record on its own
+(``hash = sha256(body)``, a signature naming the store id), its link, and the integrator
+checkpoints it carries, against the integrator's public keys.
+
 A content annotation (``--with-content``) is not part of any hashed body; it is checked by
 the exporting gateway's read path before it is written, not here.
 """
@@ -32,10 +37,12 @@ from pydantic import BaseModel, ConfigDict
 
 from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
+from audit._sequenced import chain_link
 from audit.chain import MIRRORED, link_hash, parse_body
 from audit.export import HEAD_KEY
 from audit.models import SIGNED_EXPORT_COLUMNS, EventKind
 from audit.signing import TrustedKeys
+from gateway._export_sequenced import Era, SequencedChecks
 
 __all__ = ["ExportDefect", "ExportVerifyReport", "verify_export"]
 
@@ -65,11 +72,26 @@ class ExportVerifyReport(BaseModel):
     filters: dict[str, Any]
     trusted_keys: tuple[str, ...]  # key ids
     defects: tuple[ExportDefect, ...]
+    # A format-2 log: its first format-2 seq and store id (from the EXPORT event), the
+    # integrator keys trusted (key ids), and what was checked with them; records without a
+    # link were pending integration when exported.
+    sequenced_from: int | None = None
+    store_id: str | None = None
+    integrator_keys: tuple[str, ...] = ()
+    integrator_checkpoints_checked: int = 0
+    checkpoint_roots_checked: int = 0
+    voids_checked: int = 0
+    pending_integration: int = 0
 
 
 class _Walk:
-    def __init__(self, keys: TrustedKeys) -> None:
+    def __init__(
+        self, keys: TrustedKeys, integrators: TrustedKeys, era: Era, *, unfiltered: bool
+    ) -> None:
         self.keys = keys
+        self.sequenced = SequencedChecks(
+            era, keys, integrators, unfiltered=unfiltered, defect=self.defect
+        )
         self.defects: list[ExportDefect] = []
         self.digest = hashlib.sha256()  # audit.export.rows_digest, kept as the walk goes
         self.count = 0
@@ -105,16 +127,7 @@ class _Walk:
             self.defect(
                 line, seq, "column_mismatch", f"{what}column(s) {', '.join(wrong)} differ from body"
             )
-        problem = self.keys.check(record.get("key_id"), record.get("signature"), stored)
-        if problem is not None:
-            kind = (
-                "unsigned"
-                if record.get("signature") is None
-                else "untrusted_signer"
-                if not self.keys.knows(record.get("key_id"))
-                else "bad_signature"
-            )
-            self.defect(line, seq, kind, f"{what}{problem}")
+        self.sequenced.signature(line, record, seq, what)
         return parsed
 
     def row(self, line: int, record: dict[str, Any]) -> None:
@@ -122,13 +135,20 @@ class _Walk:
         seq = record.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool):
             return
+        follows = self.last is not None and seq == self.last + 1
         if self.last is not None:
             if seq <= self.last:
                 self.defect(line, seq, "sequence", f"seq {seq} does not follow seq {self.last}")
-            elif seq == self.last + 1 and record.get("prev_hash") != self.last_hash:
+            elif (
+                follows
+                and not self.sequenced.sequenced(seq)  # its link is checked instead
+                and record.get("prev_hash") != self.last_hash
+            ):
                 self.defect(line, seq, "broken_link", f"prev_hash is not seq {self.last}'s hash")
             elif seq > self.last + 1:
                 self.gaps += 1
+        if self.last is None or seq > self.last:
+            self.sequenced.row(line, seq, record, follows)
         self.first = seq if self.first is None else self.first
         self.last, self.last_hash = seq, record.get("hash")
         self.count += 1
@@ -151,11 +171,39 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             yield number, value if isinstance(value, dict) else "not a JSON object"
 
 
-def verify_export(path: Path, keys: TrustedKeys) -> ExportVerifyReport:
+def _last_head(path: Path) -> dict[str, Any]:
+    """The data of the EXPORT event on the file's last line ({} if none can be read): what
+    the walk needs before the first record (a format-2 log's era and store id; the
+    filters). Read again, and checked, when the walk reaches it."""
+    last = b""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                last = raw
+    if not last or len(last) > MAX_LINE:
+        return {}
+    try:
+        record = bounded_loads(last)
+    except UnreadableJSON:
+        return {}
+    head = record.get(HEAD_KEY) if isinstance(record, dict) else None
+    body = head.get("body") if isinstance(head, dict) else None
+    parsed = parse_body(body.encode("utf-8")) if isinstance(body, str) else None
+    data = parsed.get("data") if isinstance(parsed, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def verify_export(
+    path: Path, keys: TrustedKeys, integrators: TrustedKeys | None = None
+) -> ExportVerifyReport:
     """Check an exported JSONL slice against ``keys`` (the public keys trusted to have written
-    its events and its EXPORT event); see the module docstring for what is checked.
-    ``OSError`` if the file cannot be read."""
-    walk = _Walk(keys)
+    its events and its EXPORT event) and ``integrators`` (the format-2 integrator's, trusted
+    on voids and integrator checkpoints only); see the module docstring for what is
+    checked. ``OSError`` if the file cannot be read."""
+    integrators = integrators or TrustedKeys()
+    data = _last_head(path)
+    era = Era.of_data(data)
+    walk = _Walk(keys, integrators, era, unfiltered=not data.get("filters"))
     head: dict[str, Any] | None = None
     head_line = 0
     for number, record in _records(path):
@@ -181,6 +229,13 @@ def verify_export(path: Path, keys: TrustedKeys) -> ExportVerifyReport:
         filters=export.get("filters") or {},
         trusted_keys=tuple(k.key_id for k in keys),
         defects=tuple(walk.defects),
+        sequenced_from=era.sequenced_from,
+        store_id=era.store_id,
+        integrator_keys=tuple(k.key_id for k in integrators),
+        integrator_checkpoints_checked=walk.sequenced.checkpoints,
+        checkpoint_roots_checked=walk.sequenced.roots,
+        voids_checked=walk.sequenced.voids,
+        pending_integration=walk.sequenced.pending,
     )
 
 
@@ -217,8 +272,20 @@ def _check_head(walk: _Walk, head: dict[str, Any] | None, line: int) -> dict[str
             walk.defect(
                 line, seq, "gap", f"an unfiltered export must hold seq 1 to {upto} without a gap"
             )
-        if seq == upto + 1 and walk.last == upto and head.get("prev_hash") != walk.last_hash:
+        if (
+            seq == upto + 1
+            and not walk.sequenced.sequenced(seq)  # a format-2 EXPORT event has no prev_hash
+            and walk.last == upto
+            and head.get("prev_hash") != walk.last_hash
+        ):
             walk.defect(line, seq, "broken_link", f"the EXPORT event does not link to seq {upto}")
+    link = head.get("link")
+    if walk.sequenced.sequenced(seq) and link is not None:
+        prev = head.get("link_prev")
+        if not isinstance(prev, str) or link != chain_link(prev, str(head.get("hash"))):
+            walk.defect(
+                line, seq, "hash_mismatch", "export_head: its link is not sha256(link_prev ‖ hash)"
+            )
     return {
         "seq": seq,
         "upto_seq": upto,

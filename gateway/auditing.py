@@ -110,10 +110,13 @@ APPROVER_KEY_HINT = (
 )
 
 
-def verify_export(path: Path, public_keys: Sequence[str]) -> ExportVerifyReport:
+def verify_export(
+    path: Path, public_keys: Sequence[str], integrator_public_keys: Sequence[str] = ()
+) -> ExportVerifyReport:
     """Verify an exported JSONL slice offline (no database): every record's hash, columns,
     links and record signature under ``public_keys`` (hex), and that the signed EXPORT event
-    at its end counts exactly these records (gateway/_export_verify.py)."""
+    at its end counts exactly these records (gateway/_export_verify.py); a format-2 log's
+    voids and integrator checkpoints under ``integrator_public_keys``."""
     if not public_keys:
         raise InputError(
             "verifying an export needs the public key(s) of the gateway that wrote it.",
@@ -121,10 +124,11 @@ def verify_export(path: Path, public_keys: Sequence[str]) -> ExportVerifyReport:
         )
     try:
         keys = TrustedKeys.of(public_keys)
+        integrators = TrustedKeys.of(integrator_public_keys)
     except UnusableKey as exc:
         raise InputError(f"a public key is not usable: {exc}") from None
     try:
-        return _verify_export(path, keys)
+        return _verify_export(path, keys, integrators)
     except OSError as exc:
         raise InputError(f"cannot read the export {str(path)!r}: {exc.strerror}.") from None
 

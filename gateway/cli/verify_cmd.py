@@ -164,6 +164,14 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
     help="Verify this JSONL export offline instead of the database (needs --public-key).",
 )
 @click.option(
+    "--integrator-public-key",
+    "integrator_key_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="With --export: a file of the format-2 integrator's public keys (hex, one a line), "
+    "trusted on voids and integrator checkpoints only. Repeatable.",
+)
+@click.option(
     "--since-verified",
     "since_verified",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -215,6 +223,7 @@ def _verify(
     allow_unsigned_before: int | None,
     unsafe_accept_unpinned_checkpoint: bool,
     export_file: Path | None,
+    integrator_key_files: tuple[Path, ...],
     since_verified: Path | None,
     write_verified: Path | None,
     jobs: int | None,
@@ -230,12 +239,20 @@ def _verify(
             or write_verified is not None
             or jobs is not None
         ):
-            raise click.UsageError("--export takes only --public-key and --format.")
-        exported = verify_export(export_file, keys)
+            raise click.UsageError(
+                "--export takes only --public-key, --integrator-public-key and --format."
+            )
+        integrators = [key for path in integrator_key_files for key in read_public_keys(path)]
+        exported = verify_export(export_file, keys, integrators)
         _print_export_report(exported, fmt)
         if not exported.ok:
             raise CheckFailed()
         return
+    if integrator_key_files:
+        raise click.UsageError(
+            "--integrator-public-key is for --export; a database verify trusts "
+            "GATEWAY_INTEGRATOR_PUBLIC_KEYS."
+        )
     settings = settings_of(ctx)
     if write_verified is not None and settings.checkpoint_key is None:
         # Said before the walk, which may take an hour, not after it.
@@ -299,6 +316,17 @@ def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
         + ", ".join(shown(k) for k in report.trusted_keys)
         + " (offline: only --public-key keys are trusted)"
     )
+    if report.sequenced_from is not None:
+        integrators = ", ".join(shown(k) for k in report.integrator_keys) or (
+            "NO integrator key: pass --integrator-public-key FILE"
+        )
+        click.echo(
+            f"format 2 from seq {report.sequenced_from} (log {shown(report.store_id or '-')}): "
+            f"{report.pending_integration} event(s) pending integration when exported; "
+            f"{report.integrator_checkpoints_checked} integrator checkpoint(s) "
+            f"({report.checkpoint_roots_checked} root(s) recomputed) and "
+            f"{report.voids_checked} void(s) checked against {integrators}"
+        )
 
 
 @click.command("checkpoint")
