@@ -24,6 +24,7 @@ from gateway._log import log
 from gateway.errors import GatewayError
 from gateway.server import _routes
 from gateway.server._access import AccessLog
+from gateway.server._drain import DrainCancel, quiet_uvicorn_cancel_line
 from gateway.server._errors import ApiError, ErrorAnswer, answer_for, error_body
 from gateway.server._lifecycle import ServerState
 from gateway.settings import Settings
@@ -85,7 +86,9 @@ ROUTES = [
 
 
 def create_app(settings: Settings) -> Starlette:
-    middleware = [Middleware(AccessLog)]
+    # DrainCancel inside the access log: a request cancelled at the drain deadline is
+    # answered, and logged with that answer, instead of its CancelledError reaching uvicorn.
+    middleware = [Middleware(AccessLog), Middleware(DrainCancel)]
     tracing = None
     if settings.server_otel:
         from gateway.server._otel import TraceMessages, Tracing
@@ -96,6 +99,7 @@ def create_app(settings: Settings) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         state = await ServerState.open(settings)
+        quiet_uvicorn_cancel_line()  # the state says it, once, when it closes
         try:
             yield {"server": state}
         finally:

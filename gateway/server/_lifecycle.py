@@ -49,6 +49,10 @@ class ServerState:
     catalog: Catalog
     started_at: datetime
     inflight: set[asyncio.Task[Any]] = field(default_factory=set)
+    # Every HTTP request's task while it runs, and how many the shutdown cancelled
+    # (gateway.server._drain).
+    serving: set[asyncio.Task[Any]] = field(default_factory=set)
+    cancelled_at_shutdown: int = 0
     _refresher: asyncio.Task[None] | None = None
 
     @classmethod
@@ -109,7 +113,9 @@ class ServerState:
         # By now uvicorn has waited for the connections and cancelled what was left; what
         # is still tracked is a call recording its outcome (a cancelled stream closing its
         # upstream and writing CANCELLED): the gateway must stay open until it has.
-        pending = set(self.inflight)
+        # A request uvicorn cancelled at the drain deadline is still answering (its 503):
+        # waited for too, so that the count below is whole.
+        pending = self.inflight | self.serving
         if pending:
             log.info("server_draining", inflight=len(pending))
             _done, late = await asyncio.wait(pending, timeout=self.settings.server_shutdown_grace_s)
@@ -117,6 +123,15 @@ class ServerState:
                 task.cancel()
             if late:
                 await asyncio.wait(late, timeout=5.0)
+        if self.cancelled_at_shutdown:
+            # The one line of a shutdown that cut requests off (uvicorn's own is dropped).
+            log.warning(
+                "server_requests_cancelled",
+                cancelled=self.cancelled_at_shutdown,
+                reason="still running at the end of the drain time",
+                drain_s=self.settings.server_shutdown_grace_s,
+                recorded="CANCELLED",
+            )
         try:
             await self.gateway.aclose()
         finally:

@@ -122,6 +122,10 @@ async def messages(request: Request) -> Response:
                 )
     except TimeoutError:
         raise _timed_out(state, told) from None
+    except asyncio.CancelledError:
+        if told:  # the shutdown's answer names the CANCELLED record (gateway.server._drain)
+            request.state.request_id = told[0]
+        raise
     note_answer(request, result)
     return JSONResponse(message_body(result), headers=result_headers(result))
 

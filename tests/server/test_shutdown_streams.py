@@ -75,6 +75,11 @@ def run_sigterm_mid_stream(tmp_path: Path, *, grace_s: str, stream_s: float) -> 
         for request_id, how in ended:
             assert (per_request[request_id][-1] == "response") == (how == "done"), (how, outcomes)
         assert any(e.get("event") == "server_stopped" for e in server.log_events())
+        stderr = server.log_path.read_text()
+        assert "Traceback" not in stderr, stderr  # a stream cut off at shutdown is one line
+        cancelled = sum(1 for how in outcomes.elements() if how == "cancelled")
+        said = [e for e in server.log_events() if e.get("event") == "server_requests_cancelled"]
+        assert [e["cancelled"] for e in said] == ([cancelled] if cancelled else []), said
         done = server.verify()
         assert done.returncode == 0, done.stdout + done.stderr
 
@@ -121,5 +126,7 @@ def test_sigterm_waits_for_streams_whose_intent_is_still_being_written(tmp_path:
         # were cancelled before writing anything: nothing was sent, nothing is owed.
         assert 1 <= len(per_request) <= STREAMS
         assert all(kinds == ["request", "cancelled"] for kinds in per_request.values()), per_request
+        stderr = server.log_path.read_text()
+        assert "Traceback" not in stderr, stderr
         done = server.verify()
         assert done.returncode == 0, done.stdout + done.stderr
