@@ -37,12 +37,11 @@ from pydantic import BaseModel, ConfigDict
 
 from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
-from audit._sequenced import chain_link
 from audit.chain import MIRRORED, link_hash, parse_body
 from audit.export import HEAD_KEY
 from audit.models import SIGNED_EXPORT_COLUMNS, EventKind
 from audit.signing import TrustedKeys
-from gateway._export_sequenced import Era, SequencedChecks
+from gateway._export_sequenced import Era, SequencedChecks, link_of
 
 __all__ = ["ExportDefect", "ExportVerifyReport", "verify_export"]
 
@@ -116,7 +115,7 @@ class _Walk:
             self.defect(line, seq, "bad_record", f"{what}body, prev_hash and hash must be text")
             return {}
         body = body_text.encode("utf-8")
-        if link_hash(prev, body) != stored:
+        if not prev.isascii() or link_hash(prev, body) != stored:  # no hash is non-ASCII
             self.defect(line, seq, "hash_mismatch", f"{what}hash is not sha256(prev_hash || body)")
         parsed = parse_body(body)
         if isinstance(parsed, str):
@@ -282,7 +281,7 @@ def _check_head(walk: _Walk, head: dict[str, Any] | None, line: int) -> dict[str
     link = head.get("link")
     if walk.sequenced.sequenced(seq) and link is not None:
         prev = head.get("link_prev")
-        if not isinstance(prev, str) or link != chain_link(prev, str(head.get("hash"))):
+        if not isinstance(prev, str) or link != link_of(prev, str(head.get("hash"))):
             walk.defect(
                 line, seq, "hash_mismatch", "export_head: its link is not sha256(link_prev ‖ hash)"
             )

@@ -172,6 +172,9 @@ def _tamper(rows: Rows, how: str) -> None:
         at(rows, linked)["integrator_checkpoint"] = carried
     elif how == "prev-hash":  # a format-2 record dressed as a format-1 one
         at(rows, 8)["prev_hash"] = at(rows, 7)["hash"]
+    elif how == "not-ascii":  # untrusted text: a defect, never a crash
+        at(rows, 2)["prev_hash"] = "sha256:é"
+        at(rows, 4)["link_prev"] = "sha256:é"
 
 
 @pytest.mark.parametrize(
@@ -185,6 +188,8 @@ def _tamper(rows: Rows, how: str) -> None:
         ("checkpoint-by-a-record-key", (None, "checkpoint"), "signed by a record key"),
         ("checkpoint-root", (None, "checkpoint"), "not the Merkle root of the exported"),
         ("prev-hash", (8, "hash_mismatch"), "a format-2 event carries a prev_hash"),
+        ("not-ascii", (2, "hash_mismatch"), "hash is not sha256(prev_hash || body)"),
+        ("not-ascii", (4, "hash_mismatch"), "its link is not sha256(link_prev ‖ hash)"),
     ],
 )
 def test_one_tampered_record_in_the_export_is_refused_with_its_reason(
