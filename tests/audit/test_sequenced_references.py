@@ -21,7 +21,15 @@ from audit import AuditStore, EventDraft, EventKind
 from audit.canonical import canonical_bytes
 from audit.migrate import upgrade
 from audit.models import DefectKind
-from tests.audit.test_sequenced_security import WRITER, forge, integrate, kinds, role, verify
+from tests.audit.test_sequenced_security import (
+    WRITER,
+    forge,
+    integrate,
+    kinds,
+    role,
+    trust,
+    verify,
+)
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
@@ -159,10 +167,12 @@ def test_replay_events_name_their_intent_and_the_original_request(log: Log) -> N
     assert "is an event of request 'r1', not 'r0'" in report.defects[1].detail
 
 
-def test_a_replay_and_a_request_begun_in_format_1_end_in_format_2(pg_url: str) -> None:
-    """Open intents are carried from the format-1 walk into the format-2 one: a REPLAY
-    outcome, an attempt of a replay, and a RESPONSE whose intents were written before the
-    switch are no defects (the lookups alone would call the replay's a bad reference)."""
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_replay_and_a_request_begun_in_format_1_end_in_format_2(pg_url: str, jobs: int) -> None:
+    """Open intents are carried from the format-1 walk into the format-2 one (from the
+    one-process walk and from the range walk's workers alike): a REPLAY outcome, an attempt
+    of a replay, and a RESPONSE whose intents were written before the switch are no
+    defects (the lookups alone would call the replay's a bad reference)."""
     upgrade(pg_url)
     with AuditStore.open(pg_url, signer=WRITER) as store:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="r0", request_hash=H0))
@@ -185,6 +195,7 @@ def test_a_replay_and_a_request_begun_in_format_1_end_in_format_2(pg_url: str) -
         )  # fmt: skip
         store.append(EventDraft(kind=EventKind.RESPONSE, request_id="r1", request_hash=H1))
     integrate(pg_url)
-    report = verify(pg_url)
+    with AuditStore.open(pg_url) as store:
+        report = store.verify(trust=trust(), jobs=jobs)
     assert report.sequenced_from == 5
     assert report.ok, report.defects
