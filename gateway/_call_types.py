@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ __all__ = [
     "Intended",
     "Intent",
     "Sent",
+    "ServedMeanwhile",
     "StreamOutcomes",
     "Terminal",
     "answer_alerted",
@@ -85,18 +86,35 @@ class Intended:
     """One call's intent, committed once with the exact bytes about to be sent: by
     :meth:`Recorder.begin` before the call, or by the provider itself just before it sends
     (``on_wire``), so that the request is built once. ``wire`` and ``seq`` are set once it
-    is committed; a call that ends before then sent nothing and has no outcome to record."""
+    is committed; a call that ends before then sent nothing and has no outcome to record.
 
-    __slots__ = ("intent", "seq", "wire")
+    ``served_meanwhile``, when given, runs just before the commit, in the same audit hop: a
+    replay miss looked up again under its lock, so that the lookup costs no hop and no
+    second build of its own. What it returns (a hit) stops the call there, nothing sent:
+    :class:`ServedMeanwhile` carries it out of the provider to the caller."""
 
-    def __init__(self, intent: Intent) -> None:
+    __slots__ = ("intent", "seq", "served_meanwhile", "wire")
+
+    def __init__(
+        self, intent: Intent, *, served_meanwhile: Callable[[], object | None] | None = None
+    ) -> None:
         self.intent = intent
+        self.served_meanwhile = served_meanwhile
         self.wire: bytes | None = None
         self.seq: int | None = None
 
     @property
     def committed(self) -> bool:
         return self.seq is not None
+
+
+class ServedMeanwhile(Exception):
+    """A replay miss found its answer recorded when it looked again, just before its intent
+    would have been committed: nothing was sent, and ``served`` is the hit to return."""
+
+    def __init__(self, served: object) -> None:
+        self.served = served
+        super().__init__("answered from the log before the request was sent")
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from gateway._call_types import (
     Intended,
     Intent,
     Sent,
+    ServedMeanwhile,
     StreamOutcomes,
     Terminal,
     answer_alerted,
@@ -71,6 +72,7 @@ __all__ = [
     "Intent",
     "Recorder",
     "Sent",
+    "ServedMeanwhile",
     "StreamOutcomes",
     "Terminal",
     "answer_alerted",
@@ -232,6 +234,10 @@ class Recorder:
         bytes, announced again, change nothing (the outcome says whether they were the same)."""
         if intended.committed:
             return
+        if intended.served_meanwhile is not None:
+            served = intended.served_meanwhile()
+            if served is not None:
+                raise ServedMeanwhile(served)  # through the provider as itself: not sent
         intent = intended.intent
         appended = self.append(
             call.draft(
@@ -331,7 +337,7 @@ class Recorder:
                 timeout_s=timeout_s,
                 on_wire=self.on_wire_for(call, intended),
             )
-        except AuditError:
+        except (AuditError, ServedMeanwhile):
             raise  # the intent or an attempt could not be recorded: stopped, fail closed
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)
@@ -362,7 +368,7 @@ class Recorder:
                 timeout_s=timeout_s,
                 on_wire=self.aon_wire_for(call, intended),
             )
-        except AuditError:
+        except (AuditError, ServedMeanwhile):
             raise
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)

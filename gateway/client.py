@@ -30,7 +30,14 @@ from typing import Any, Self
 
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
 from gateway._pipeline import Prepared, Refusal, RequestPipeline
-from gateway._recording import Intended, Recorder, Sent, Terminal, cancel_reason
+from gateway._recording import (
+    Intended,
+    Recorder,
+    Sent,
+    ServedMeanwhile,
+    Terminal,
+    cancel_reason,
+)
 from gateway._streams import AsyncStream, Opened, Outcomes, Stream
 from gateway.approvals import check_approvals, trusted_approvers
 from gateway.catalog import Catalog
@@ -150,6 +157,15 @@ class _Core:
         if (hit := self._hit(prepared)) is not None:
             return hit
         intended = self.begin(prepared) if commit else self.intended(prepared)
+        return _Step(prepared, intended=intended)
+
+    def sending_unless_served(self, prepared: Prepared) -> _Step:
+        """A replay miss to send under its lock, looked up again in the hop that commits its
+        intent as the provider sends (an answer found there is raised as ServedMeanwhile):
+        the request is built once, and the lookup makes no hop of its own."""
+        intended = Intended(
+            self.pipeline.intent(prepared), served_meanwhile=lambda: self._hit(prepared)
+        )
         return _Step(prepared, intended=intended)
 
     def _hit(self, prepared: Prepared) -> _Step | None:
@@ -425,7 +441,13 @@ class AsyncGateway(_Client):
         )
         if step.pending:
             async with self._locks.hold(step.prepared.request_hash):
-                return await self._complete(await self._look_or_begin(step.prepared))
+                try:
+                    return await self._complete(self._core.sending_unless_served(step.prepared))
+                except ServedMeanwhile as found:
+                    served = found.served
+                    if not isinstance(served, _Step) or served.cached is None:
+                        raise
+                    return served.cached
         return await self._complete(step)
 
     async def _start(
