@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import ValidationError
 from sqlalchemy import text
 
-from audit import checkpoint as signed_heads
 from audit._merkle_store import MerkleState
 from audit.errors import CheckpointError
 from audit.merkle import ProofError, TreeHead
+from audit.models import Checkpoint
 from audit.receipt_files import (
     Receipt,
     ReceiptError,
@@ -72,7 +73,8 @@ def _keys(trusted: Iterable[str]) -> list[str]:
 def _opened(store_id: str, size: int, stored: str, keys: list[str]) -> TreeCheckpoint:
     """The signed note of one ``chain_checkpoints`` row as a receipt's checkpoint, once it
     checks out under a trusted integrator key; :class:`ProofError` or CheckpointError."""
-    signed = signed_heads.loads(stored)  # its JSON signature, by the key it names
+    # The note is the evidence (checked below); the JSON around it only carries it.
+    signed = Checkpoint.model_validate_json(stored)
     if signed.note is None or signed.root is None or signed.public_key is None:
         raise ProofError("it carries no signed tree head")
     if signed.tree_size != size or signed.seq != size:
@@ -109,9 +111,11 @@ def integrator_checkpoint(
             ),
             {"need": covering, "top": top, "n": CANDIDATES},
         ).all()
-        newest = conn.execute(
-            text("SELECT max(size) FROM chain_checkpoints WHERE size <= :top"), {"top": top}
-        ).scalar_one_or_none()
+        newest = None
+        if not rows:
+            newest = conn.execute(
+                text("SELECT max(size) FROM chain_checkpoints WHERE size <= :top"), {"top": top}
+            ).scalar_one_or_none()
     if not rows:
         raise IntegrationPending(
             f"seq {covering} is not yet covered by a signed integrator checkpoint (the newest "
@@ -122,8 +126,11 @@ def integrator_checkpoint(
     for size, stored in rows:
         try:
             return _opened(store.store_id, int(size), str(stored), keys)
-        except (ProofError, CheckpointError, ValueError) as exc:
-            reason = exc.message if isinstance(exc, CheckpointError) else str(exc)
+        except (ProofError, CheckpointError, ValidationError, ValueError) as exc:
+            if isinstance(exc, ValidationError):
+                reason = "it is not a gateway checkpoint"
+            else:
+                reason = exc.message if isinstance(exc, CheckpointError) else str(exc)
             refused.append(f"size {size}: {reason}")
     raise ReceiptError(
         f"no integrator checkpoint covering seq {covering} checks out under the trusted "

@@ -55,6 +55,7 @@ from audit.chain import link_hash
 from audit.errors import NotFound
 from audit.merkle import (
     ProofError,
+    Scan,
     TreeHead,
     event_leaf,
     inclusion_path,
@@ -192,16 +193,15 @@ def _head(store: AuditStore, size: int) -> TreeHead:
     return TreeHead(size, tree_hashes(store, size, roots_at=(size,)).roots[size])
 
 
-def _not_ahead(store: AuditStore, size: int) -> None:
-    """The stored tree must not cover more leaves than the log holds events: nodes there are
-    planted ahead of their leaves, or left from a log that was truncated (stale), and a root
-    or proof read from them would not be this log's."""
+def _not_ahead(store: AuditStore, log_size: int) -> None:
+    """The stored tree must not cover more leaves than the log (of ``log_size`` events)
+    holds: nodes there are planted ahead of their leaves, or left from a log that was
+    truncated (stale), and a root or proof read from them would not be this log's."""
     try:
         stored = MerkleState(store._backend).stored_size()
     except SQLAlchemyError:  # a role that may not read the table: proofs stream the log
         return
-    log_size = store.head()[0]
-    if stored > max(size, log_size):
+    if stored > log_size:
         raise ReceiptError(
             f"the stored Merkle tree covers {stored} leaves but the log holds {log_size} "
             "events: its nodes were planted ahead of the log, or the log was truncated; "
@@ -218,14 +218,12 @@ def make_receipt(store: AuditStore, request_id: str, seed: bytes) -> Receipt:
     _refuse_format_2(store, "a receipt")
     events = request_events(store, request_id)
     size = store.head()[0]
-    head = _head(store, size)
-    checkpoint = sign_checkpoint(store.store_id, head, seed)
-    receipt = Receipt(
-        request_id=request_id,
-        checkpoint=checkpoint,
-        events=proven_events(store, events, checkpoint, [checkpoint.public_key]),
-    )
-    return self_checked(receipt)
+    _not_ahead(store, size)
+    wanted = {r for e in events for r in inclusion_path(e.seq - 1, size)}
+    found = tree_hashes(store, size, wanted, roots_at=(size,))  # one read: proofs and root
+    checkpoint = sign_checkpoint(store.store_id, TreeHead(size, found.roots[size]), seed)
+    proven = proven_events(store, events, checkpoint, [checkpoint.public_key], found)
+    return self_checked(Receipt(request_id=request_id, checkpoint=checkpoint, events=proven))
 
 
 def request_events(store: AuditStore, request_id: str) -> list[StoredEvent]:
@@ -248,17 +246,19 @@ def proven_events(
     events: list[StoredEvent],
     checkpoint: TreeCheckpoint,
     trusted: Iterable[str],
+    found: Scan | None = None,
 ) -> tuple[ProvenEvent, ...]:
-    """Each event with its inclusion proof from the stored tree, checked against the root
-    ``checkpoint``'s note signs (under a ``trusted`` key): the stored tree is not trusted,
-    so a planted, altered or stale node is refused here, never written into a receipt that
-    fails its check later."""
+    """Each event with its inclusion proof from the stored tree (``found``: hashes already
+    read, else read now), checked against the root ``checkpoint``'s note signs (under a
+    ``trusted`` key): the stored tree is not trusted, so a planted, altered or stale node is
+    refused here, never written into a receipt that fails its check later."""
     try:
         head = checked_checkpoint(checkpoint, trusted)
     except ProofError as exc:
         raise ReceiptError(f"the checkpoint to prove against does not check out: {exc}.") from None
     paths = {e.seq: inclusion_path(e.seq - 1, head.size) for e in events}
-    found = tree_hashes(store, head.size, {r for p in paths.values() for r in p})
+    if found is None or found.size != head.size:
+        found = tree_hashes(store, head.size, {r for p in paths.values() for r in p})
     for event in events:
         try:
             proof = [found.hashes[r] for r in paths[event.seq]]

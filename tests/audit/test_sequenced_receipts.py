@@ -314,11 +314,14 @@ def test_a_checkpoint_row_written_without_the_integrator_key_is_passed_over(
             "INSERT INTO chain_checkpoints VALUES (6, %s, %s, now(), %s)",
             (tree_head(leaves).root.hex(), link, cp.dumps(forged)),
         )
+        conn.execute(  # and one that is not a checkpoint at all
+            "INSERT INTO chain_checkpoints VALUES (5, %s, %s, now(), 'garbage')", ("00", link)
+        )
     with AuditStore.open(pg_url) as store:
         with pytest.raises(ReceiptError, match="size 6: the checkpoint is signed by no trusted"):
             make_integrated_receipt(store, "late", [INTEGRATOR.public_key])  # only 6 covers 6
         receipt = make_integrated_receipt(store, "req-1", [INTEGRATOR.public_key])
-    assert receipt.checkpoint.tree_size == 4  # the integrator's, not the forged one of 6
+    assert receipt.checkpoint.tree_size == 4  # the integrator's: not 6 (forged) nor 5 (garbage)
     assert receipt.checkpoint.public_key == INTEGRATOR.public_key
 
 
@@ -361,3 +364,19 @@ def test_audit_list_asks_about_pending_events_once_a_page_not_once_a_row(pg_url:
         rows = list_requests(store, EventFilter(), limit=None)
     assert len(rows) == 32 and len(asked) == 1
     assert [r.request_id for r in rows if r.pending_integration] == ["late-0", "late-1"]
+
+
+def test_a_format_2_tree_head_is_the_integrator_checkpoints_and_needs_its_key(
+    pg_url: str, tmp_path: Path
+) -> None:
+    begin(pg_url, requests=2)
+    integrate(pg_url)
+    append(pg_url, ["late"])  # seqs 5 and 6, pending: no integrator has vouched for them
+    keys = {"GATEWAY_CHECKPOINT_KEY": CHECKPOINT_KEY}
+    head = tmp_path / "head.json"
+    signed = gateway(pg_url, "audit", "tree-head", "-o", str(head), **keys)
+    assert signed.returncode == 0, signed.stderr
+    written = json.loads(head.read_text())
+    assert (written["tree_size"], written["root"]) == (4, true_root(pg_url, 4))
+    keyless = gateway(pg_url, "audit", "tree-head", GATEWAY_INTEGRATOR_PUBLIC_KEYS="", **keys)
+    assert keyless.returncode == 2 and "GATEWAY_INTEGRATOR_PUBLIC_KEYS" in _one_line(keyless)
