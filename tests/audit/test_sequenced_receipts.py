@@ -351,9 +351,9 @@ def test_audit_list_marks_a_request_pending_integration_in_text_and_json(pg_url:
 
 
 def test_audit_list_asks_about_pending_events_once_a_page_not_once_a_row(pg_url: str) -> None:
-    begin(pg_url, requests=30)
+    begin(pg_url, requests=999, events=1)
     integrate(pg_url)
-    append(pg_url, ["late-0", "late-1"])
+    append(pg_url, ["late-0", "late-1"], events=1)  # rows 1,000 and 1,001: two pages
     asked: list[str] = []
     with AuditStore.open(pg_url) as store:
         event.listen(
@@ -362,7 +362,7 @@ def test_audit_list_asks_about_pending_events_once_a_page_not_once_a_row(pg_url:
             lambda *a: asked.append(a[2]) if "FROM chain" in a[2] else None,
         )
         rows = list_requests(store, EventFilter(), limit=None)
-    assert len(rows) == 32 and len(asked) == 1
+    assert len(rows) == 1_001 and len(asked) == 2
     assert [r.request_id for r in rows if r.pending_integration] == ["late-0", "late-1"]
 
 
