@@ -25,6 +25,7 @@ __all__ = [
     "Intended",
     "Intent",
     "Sent",
+    "Served",
     "ServedMeanwhile",
     "StreamOutcomes",
     "Terminal",
@@ -82,6 +83,11 @@ class Intent:
     policy_canonical: bytes | None = None  # the content's canonical bytes, when known
 
 
+# A replay hit: its Result (gateway.result, not imported here: the recorder knows no
+# results) and the recorded message it serves.
+Served = tuple[object, Mapping[str, Any]]
+
+
 class Intended:
     """One call's intent, committed once with the exact bytes about to be sent: by
     :meth:`Recorder.begin` before the call, or by the provider itself just before it sends
@@ -96,7 +102,7 @@ class Intended:
     __slots__ = ("intent", "seq", "served_meanwhile", "wire")
 
     def __init__(
-        self, intent: Intent, *, served_meanwhile: Callable[[], object | None] | None = None
+        self, intent: Intent, *, served_meanwhile: Callable[[], Served | None] | None = None
     ) -> None:
         self.intent = intent
         self.served_meanwhile = served_meanwhile
@@ -110,10 +116,11 @@ class Intended:
 
 class ServedMeanwhile(Exception):
     """A replay miss found its answer recorded when it looked again, just before its intent
-    would have been committed: nothing was sent, and ``served`` is the hit to return."""
+    would have been committed: nothing was sent; ``result`` is the hit's Result to return,
+    ``message`` the recorded message (a stream streams it as events)."""
 
-    def __init__(self, served: object) -> None:
-        self.served = served
+    def __init__(self, served: Served) -> None:
+        self.result, self.message = served
         super().__init__("answered from the log before the request was sent")
 
 

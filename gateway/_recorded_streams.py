@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from gateway._call_types import (
     CallLabels,
     Intended,
+    ServedMeanwhile,
     StreamOutcomes,
     Terminal,
     cancel_reason,
@@ -72,8 +73,8 @@ def record_stream(
                 outcomes.completed(item)
                 return
         raise _NoReply(provider.name)
-    except AuditError:
-        terminal.claim()  # an attempt could not be recorded: stopped, fail closed
+    except (AuditError, ServedMeanwhile):
+        terminal.claim()  # an attempt could not be recorded (fail closed), or nothing was sent
         raise
     except Exception as exc:  # every failure after the intent gets an outcome
         if not terminal.claim():
@@ -126,7 +127,7 @@ async def arecord_stream(
                 await recorder.threads.submit(outcomes.completed, item)
                 return
         raise _NoReply(provider.name)
-    except AuditError:
+    except (AuditError, ServedMeanwhile):
         terminal.claim()
         raise
     except Exception as exc:  # every failure after the intent gets an outcome

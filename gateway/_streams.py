@@ -22,7 +22,7 @@ from contextlib import AsyncExitStack, ExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gateway._recording import Sent
+from gateway._recording import Sent, ServedMeanwhile
 from gateway.providers._stream import MessageAssembler, message_events
 from gateway.providers.base import ProviderReply
 from gateway.result import Result
@@ -184,6 +184,12 @@ class AsyncStream(_StreamBase):
                     self._first = await self._source.__anext__()
                 except StopAsyncIteration:
                     self._first = None
+                except ServedMeanwhile as found:  # recorded while it waited for its lock
+                    if not isinstance(found.result, Result):
+                        raise
+                    self._source = None
+                    self._cached = found.result
+                    self._replayed = message_events(found.message)
         except BaseException:
             await self._finish()
             raise

@@ -150,21 +150,19 @@ class _Core:
             return self._hit(prepared) or _Step(prepared)
         return _Step(prepared, intended=self.intended(prepared))
 
-    def look_or_begin(self, prepared: Prepared, *, commit: bool = False) -> _Step:
-        """Under the request's lock: an answer recorded meanwhile, or go on to send.
-        ``commit``: commit the intent now, in this hop, from the provider's ``wire_bytes``
-        (an asyncio caller saves a hop that way; the request is then built twice)."""
+    def look_or_begin(self, prepared: Prepared) -> _Step:
+        """Under the request's lock: an answer recorded meanwhile, or go on to send."""
         if (hit := self._hit(prepared)) is not None:
             return hit
-        intended = self.begin(prepared) if commit else self.intended(prepared)
-        return _Step(prepared, intended=intended)
+        return _Step(prepared, intended=self.intended(prepared))
 
     def sending_unless_served(self, prepared: Prepared) -> _Step:
         """A replay miss to send under its lock, looked up again in the hop that commits its
         intent as the provider sends (an answer found there is raised as ServedMeanwhile):
         the request is built once, and the lookup makes no hop of its own."""
         intended = Intended(
-            self.pipeline.intent(prepared), served_meanwhile=lambda: self._hit(prepared)
+            self.pipeline.intent(prepared),
+            served_meanwhile=lambda: self.pipeline.cached_hit(prepared),
         )
         return _Step(prepared, intended=intended)
 
@@ -177,14 +175,6 @@ class _Core:
 
     def intended(self, prepared: Prepared) -> Intended:
         return Intended(self.pipeline.intent(prepared))
-
-    def begin(self, prepared: Prepared) -> Intended:
-        return self.recorder.begin(
-            prepared.labels,
-            self.provider(prepared),
-            prepared.body,
-            self.pipeline.intent(prepared),
-        )
 
     def call(self, prepared: Prepared, intended: Intended) -> Sent:
         return self.recorder.call(
@@ -444,10 +434,9 @@ class AsyncGateway(_Client):
                 try:
                     return await self._complete(self._core.sending_unless_served(step.prepared))
                 except ServedMeanwhile as found:
-                    served = found.served
-                    if not isinstance(served, _Step) or served.cached is None:
+                    if not isinstance(found.result, Result):
                         raise
-                    return served.cached
+                    return found.result
         return await self._complete(step)
 
     async def _start(
@@ -485,11 +474,6 @@ class AsyncGateway(_Client):
         if told is not None:
             told(admitted.request_id)
         return core.planned(admitted)
-
-    async def _look_or_begin(self, prepared: Prepared) -> _Step:
-        """Under the request's lock, in one hop: a hit, or the intent committed (the hop the
-        provider would make for it is saved; see :meth:`_Core.look_or_begin`)."""
-        return await self._step(functools.partial(self._core.look_or_begin, commit=True), prepared)
 
     async def _step(
         self, stage: Callable[..., _Step], *args: Any, told: Callable[[str], object] | None = None
@@ -556,9 +540,9 @@ class AsyncGateway(_Client):
             step = await self._start(
                 task, prompt, messages, caller, overrides, True, timeout, told=on_request_id
             )
-            if step.pending:
+            if step.pending:  # a hit found under the lock: the stream's ServedMeanwhile
                 await stack.enter_async_context(self._locks.hold(step.prepared.request_hash))
-                step = await self._look_or_begin(step.prepared)
+                step = core.sending_unless_served(step.prepared)
             return core.opened(step, asynchronous=True)
 
         return AsyncStream(open_stream)

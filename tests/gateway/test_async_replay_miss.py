@@ -69,3 +69,36 @@ def test_a_miss_answered_while_it_waited_for_its_lock_sends_nothing(
     assert kinds.count(EventKind.REQUEST) == 1
     assert kinds.count(EventKind.CACHE_HIT) == 2
     assert kinds.count(EventKind.CANCELLED) == 0
+
+
+def test_streamed_misses_answered_while_they_waited_stream_the_recorded_answer(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.set_default(lambda _request: Reply.stream("held answer", deltas=4, delay=0.1))
+
+    async def one(gw: AsyncGateway) -> tuple[str, bool]:
+        async with gw.stream("compliance_review", PROMPT) as stream:
+            deltas = [
+                event["delta"].get("text", "")
+                async for event in stream
+                if event["type"] == "content_block_delta"
+            ]
+            text = "".join(deltas)
+        return text, stream.result.cached
+
+    async def run() -> list[tuple[str, bool]]:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            return list(await asyncio.gather(*(one(gw) for _ in range(3))))
+
+    ended = asyncio.run(run())
+    assert sorted(cached for _text, cached in ended) == [False, True, True]
+    assert {text for text, _cached in ended} == {"held answer"}
+    (sent,) = fake_api.requests
+    with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
+        events = list(store.iter_events())
+        kinds = [e.kind for e in events]
+        assert kinds.count(EventKind.REQUEST) == 1
+        assert kinds.count(EventKind.CACHE_HIT) == 2
+        assert kinds.count(EventKind.CANCELLED) == kinds.count(EventKind.FAILED) == 0
+        (request,) = [e for e in events if e.kind == EventKind.REQUEST]
+        assert store.payload(request.payload_digests["request_body"]) == sent.body
