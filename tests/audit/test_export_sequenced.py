@@ -9,6 +9,7 @@ all linked and checkpointed; then two events still pending integration.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from datetime import UTC, datetime
@@ -138,11 +139,15 @@ def test_a_filtered_export_verifies_and_its_links_are_checked(
     assert code == 1 and found(report)[0][:2] == (4, "hash_mismatch")
 
 
-def _forged_checkpoint(rows: Rows, seq: int, key: str, root: bytes) -> dict[str, Any]:
-    head = rows[-1]["export_head"]
-    store_id = json.loads(head["body"])["data"]["store_id"]
-    signed = cp.sign(store_id, seq, at(rows, seq)["link"], datetime.now(UTC), bytes.fromhex(key),
-                     root=root)  # fmt: skip
+def _store_id(rows: Rows) -> str:
+    return str(json.loads(rows[-1]["export_head"]["body"])["data"]["store_id"])
+
+
+def _forged_checkpoint(
+    rows: Rows, seq: int, key: str, root: bytes, store_id: str | None = None
+) -> dict[str, Any]:
+    signed = cp.sign(store_id or _store_id(rows), seq, at(rows, seq)["link"], datetime.now(UTC),
+                     bytes.fromhex(key), root=root)  # fmt: skip
     return json.loads(cp.dumps(signed))
 
 
@@ -172,6 +177,25 @@ def _tamper(rows: Rows, how: str) -> None:
         at(rows, linked)["integrator_checkpoint"] = carried
     elif how == "prev-hash":  # a format-2 record dressed as a format-1 one
         at(rows, 8)["prev_hash"] = at(rows, 7)["hash"]
+    elif how == "checkpoint-of-another-log":  # the same integrator key serves two logs
+        carried = at(rows, linked)["integrator_checkpoint"]
+        root = base64.b64decode(carried["root"])
+        forged = _forged_checkpoint(rows, linked, INTEGRATOR_KEY, root, store_id="other-log")
+        at(rows, linked)["integrator_checkpoint"] = forged
+    elif how == "checkpoint-moved":  # to the record before its size
+        at(rows, linked - 1)["integrator_checkpoint"] = at(rows, linked).pop(
+            "integrator_checkpoint"
+        )
+    elif how == "checkpoint-on-pending":
+        at(rows, linked + 1)["integrator_checkpoint"] = at(rows, linked).pop(
+            "integrator_checkpoint"
+        )
+    elif how == "integrator-signed-answer":  # re-signed by the integrator key, store id right
+        row = at(rows, 7)
+        row["signature"] = INTEGRATOR.sign(row["hash"], sequenced=True, store_id=_store_id(rows))
+        row["key_id"] = INTEGRATOR.key_id
+    elif how == "link-not-text":
+        at(rows, 5)["link"] = 5
     elif how == "not-ascii":  # untrusted text: a defect, never a crash
         at(rows, 2)["prev_hash"] = "sha256:é"
         at(rows, 4)["link_prev"] = "sha256:é"
@@ -188,6 +212,12 @@ def _tamper(rows: Rows, how: str) -> None:
         ("checkpoint-by-a-record-key", (None, "checkpoint"), "signed by a record key"),
         ("checkpoint-root", (None, "checkpoint"), "not the Merkle root of the exported"),
         ("prev-hash", (8, "hash_mismatch"), "a format-2 event carries a prev_hash"),
+        ("link-dropped", (5, "broken_link"), "it is linked after a seq that is not"),
+        ("checkpoint-of-another-log", (None, "checkpoint"), "checkpoint is of another log"),
+        ("checkpoint-moved", (None, "checkpoint"), "checkpoint names another head"),
+        ("checkpoint-on-pending", (10, "checkpoint"), "an integrator checkpoint on an unlinked"),
+        ("integrator-signed-answer", (7, "untrusted_signer"), "may sign only voids"),
+        ("link-not-text", (5, "bad_record"), "link_prev and link must be text"),
         ("not-ascii", (2, "hash_mismatch"), "hash is not sha256(prev_hash || body)"),
         ("not-ascii", (4, "hash_mismatch"), "its link is not sha256(link_prev ‖ hash)"),
     ],
