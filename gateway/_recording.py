@@ -9,9 +9,9 @@
 
 ``send`` is ``call`` on a fresh :class:`Intended`: the provider builds the request once and,
 just before it sends, hands the exact body bytes to the recorder (``on_wire``), which commits
-the intent with them; then each failed attempt is recorded. A caller that commits the intent
-in the same worker-thread hop as other audit work calls ``begin`` first (the provider's
-``wire_bytes``, a second build) and ``call`` after. ``asend``/``acall`` are the asyncio twins
+the intent with them; then each failed attempt is recorded. Other audit work that belongs
+in the same worker-thread hop (a replay miss looking again under its lock) runs there, just
+before the commit (``Intended.served_meanwhile``). ``asend``/``acall`` are the asyncio twins
 (the intent committed in a worker thread while the loop waits).
 
 ``stream``/``astream`` are ``call`` for a streamed answer: they forward each event as it
@@ -217,17 +217,6 @@ class Recorder:
         return translated()
 
     # -- one call: intent, attempts, reply or typed failure ---------------------------------
-
-    def begin(
-        self, call: CallLabels, provider: Provider, body: Mapping[str, Any], intent: Intent
-    ) -> Intended:
-        """Commit the intent now, with the bytes ``provider.wire_bytes`` gives (the provider
-        builds them again to send). For a caller that commits the intent in the same
-        worker-thread hop as other audit work; otherwise :meth:`call` commits it from the
-        request the provider actually built."""
-        intended = Intended(intent)
-        self.commit(call, intended, provider.wire_bytes(body))
-        return intended
 
     def commit(self, call: CallLabels, intended: Intended, wire: bytes) -> None:
         """Commit ``intended`` with ``wire``, the exact body about to be sent; a retry's

@@ -10,8 +10,7 @@ The body is sent exactly: fields ``messages.create()`` knows go as arguments, th
 its exact body bytes go to ``on_wire`` (the recorder commits the intent with them) from the
 httpx request hook, just before they are written, and the reply names the bytes the successful
 attempt sent. ``wire_bytes(body)`` gives the same bytes without sending (gateway.providers.
-_capture), for an intent committed before the call. A token count's bytes go to its own
-``on_wire`` the same way.
+_capture). A token count's bytes go to its own ``on_wire`` the same way.
 
 Retries are the gateway's (the SDK's are off): ``on_attempt_failed`` sees every failed attempt,
 including the last, *before* any wait; if it raises, nothing more is sent and its exception

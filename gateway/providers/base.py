@@ -119,14 +119,13 @@ class Provider(Protocol):
     awaitable); nothing goes out before it returns, and if it raises nothing is sent and its
     exception propagates as itself. The recorder commits the intent there, so what is
     recorded is what the request carries, built once. ``wire_bytes(body)`` gives the same
-    bytes without sending (for an intent committed before the call, by
-    :meth:`gateway._recording.Recorder.begin`). ``model_version`` is what fixes the model
-    beyond its id (a local model's weights digest), or ``None`` when the id already names a
-    fixed model. ``send``/``asend`` call ``on_attempt_failed`` for every
-    failed attempt before any retry (``asend`` awaits it when it returns an awaitable); if
-    it raises, nothing more is sent and its exception propagates. A final failure raises
-    :class:`gateway.errors.UpstreamError` (or an ``InputError`` for a body the provider
-    cannot honour).
+    bytes without sending (a request's bytes known before, or without, a send).
+    ``model_version`` is what fixes the model beyond its id (a local model's weights digest),
+    or ``None`` when the id already names a fixed model. ``send``/``asend`` call
+    ``on_attempt_failed`` for every failed attempt before any retry (``asend`` awaits it
+    when it returns an awaitable); if it raises, nothing more is sent and its exception
+    propagates. A final failure raises :class:`gateway.errors.UpstreamError` (or an
+    ``InputError`` for a body the provider cannot honour).
 
     ``stream``/``astream`` send a body with ``"stream": true`` and yield each event as it
     arrives, then the :class:`ProviderReply` (its ``response`` the assembled message, its
