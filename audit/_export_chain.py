@@ -36,9 +36,10 @@ BATCH = 1000  # records whose links and checkpoints are read in one query each
 
 def settled_head(reader: Engine, era: int) -> tuple[int, int]:
     """(settled head, linked head) of a format-2 log: every seq up to the settled head has
-    its row (event or void) for good; the linked head is the integrator's."""
+    its row (event or void) for good; the linked head is where the integrator's contiguous
+    links end."""
     with reader.connect() as conn:
-        linked = int(conn.execute(text("SELECT coalesce(max(seq), 0) FROM chain")).scalar_one())
+        linked = _linked_head(conn, era)
         start = max(linked, era - 1)
         if start == 0 and not _has(conn, 1):
             return 0, linked
@@ -54,9 +55,30 @@ def settled_head(reader: Engine, era: int) -> tuple[int, int]:
     return (int(found) if found is not None else start), linked
 
 
-def _has(conn: Connection, seq: int) -> bool:
-    row = conn.execute(text("SELECT 1 FROM events WHERE seq = :s"), {"s": seq}).first()
-    return row is not None
+def _linked_head(conn: Connection, era: int) -> int:
+    """The end of the run of links from the integrator's latest checkpoint on (a few
+    seconds' worth), not the highest ``chain`` row: a row planted far above the prefix
+    (verify's ``outside_chain``) would make an export claim links it cannot carry."""
+    base = conn.execute(text("SELECT coalesce(max(size), 0) FROM chain_checkpoints")).scalar_one()
+    base = max(int(base), era - 1)
+    if not _has(conn, base + 1, linked=True):
+        return base
+    end = conn.execute(
+        text(
+            "SELECT min(c.seq) FROM chain c WHERE c.seq > :b AND NOT EXISTS "
+            "(SELECT 1 FROM chain n WHERE n.seq = c.seq + 1)"
+        ),
+        {"b": base},
+    ).scalar_one()
+    return int(end)
+
+
+def _has(conn: Connection, seq: int, *, linked: bool = False) -> bool:
+    """Whether seq has an event (``linked``: a link)."""
+    query = (
+        "SELECT 1 FROM chain WHERE seq = :s" if linked else "SELECT 1 FROM events WHERE seq = :s"
+    )
+    return conn.execute(text(query), {"s": seq}).first() is not None
 
 
 def with_links(

@@ -31,7 +31,9 @@ from tests.audit.test_sequenced_security import (
     WRITER,
     WRITER_KEY,
     integrate,
+    role,
 )
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
 
@@ -297,3 +299,20 @@ def test_an_export_covers_the_settled_head_so_a_hole_filled_meanwhile_changes_no
     code, report = verify(path, *keys)
     assert code == 0, found(report)
     assert report["last_seq"] == 11
+
+
+def test_a_chain_row_planted_far_ahead_does_not_make_the_export_claim_links(
+    log: str, keys: tuple[Path, Path], tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """A row in `chain` far above the linked prefix (the integrator role's; verify names it
+    outside_chain): the export still covers the settled head and records the integrator's
+    real linked head, so its pending records are not called links that went missing."""
+    dsn = role(postgres_server, log, "export_plant", integrator=True)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO chain VALUES (1000000, 'x', 'y')")
+    path = tmp_path / "all.jsonl"
+    rows = export(log, path)
+    data = json.loads(rows[-1]["export_head"]["body"])["data"]
+    assert (data["upto_seq"], data["linked_seq"]) == (11, 9)
+    code, report = verify(path, *keys)
+    assert code == 0, found(report)
