@@ -316,3 +316,13 @@ def test_a_chain_row_planted_far_ahead_does_not_make_the_export_claim_links(
     assert (data["upto_seq"], data["linked_seq"]) == (11, 9)
     code, report = verify(path, *keys)
     assert code == 0, found(report)
+
+
+def test_an_export_with_content_of_a_format_2_log_verifies_offline(
+    log: str, keys: tuple[Path, Path], tmp_path: Path
+) -> None:
+    path = tmp_path / "content.jsonl"
+    rows = export(log, path, "--with-content")
+    assert any("content" in r for r in rows)
+    code, report = verify(path, *keys)
+    assert code == 0, found(report)
