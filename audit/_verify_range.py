@@ -29,7 +29,7 @@ from typing import IO, Any
 from audit._backend import Backend
 from audit._verify_read import ChainReader
 from audit._walk_digests import Relied, SignaturesDigest, leaf_of
-from audit.chain import EventRow, Verdict, Verifier, newest_refs, parse_body, referenced
+from audit.chain import EventRow, Parsed, Verdict, Verifier, newest_refs, parse_page, referenced
 from audit.lifecycle import FED_KINDS, NAMING_KINDS
 from audit.models import DefectKind
 from audit.signing import Trust, TrustedKeys
@@ -67,6 +67,10 @@ class _LifeStream:
             data = parsed.get("data") if kind in NAMING_KINDS else None
             self.fed.append((seq, kind, parsed.get("request_id"), parsed.get("request_hash"), data))
 
+    def feed_fields(self, seq: int, kind: Any, rid: Any, rhash: Any, data: Any) -> None:
+        """:meth:`feed` of a body read as its fields (audit._ordinary_body)."""
+        self.fed.append((seq, kind, rid, rhash, data))
+
 
 class PageChecker(Verifier):
     """A :class:`Verifier` for one page at a time whose defects are kept with the seq of the
@@ -94,7 +98,7 @@ class PageChecker(Verifier):
     def feed(
         self,
         row: EventRow,
-        parsed: dict[str, Any] | str,
+        parsed: Parsed,
         contents: Mapping[str, str | None],
         signature: Verdict | bool | None = False,
     ) -> None:
@@ -127,7 +131,7 @@ class Worker:
         rows = self._reader.read_rows(lo - 1, hi)
         if not rows:
             return None
-        parsed = [parse_body(row.body) for row in rows]
+        parsed = parse_page([row.body for row in rows])
         contents = self._reader.content_digests(referenced(parsed), newest_refs(parsed))
         checker = self._checker
         checker.start(rows[0])

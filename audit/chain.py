@@ -25,9 +25,10 @@ from sqlalchemy import Result
 
 from audit._bounded import MAX_BYTES, MAX_DEPTH, fast_loads
 from audit._bounded import loads as bounded_loads
+from audit._ordinary_body import Ordinary, StoredBody, mirrored_fields, read_ordinary
 from audit._walk_digests import Relied, SignaturesDigest, TreeBuilder, b64
 from audit.canonical import canonical_bytes, digest
-from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
+from audit.lifecycle import FED_KINDS, INTENT_KINDS, NAMING_KINDS, Lifecycle, Target
 from audit.models import Checkpoint, Defect, DefectKind, TrustedKeyInfo, VerifyReport
 from audit.models import format_time as format_time  # one definition, beside StoredEvent
 from audit.schema import EVENT_COLUMNS
@@ -59,6 +60,7 @@ def gap_detail(expected: int, seq: int) -> str:
 
 _orjson_loads = orjson.loads
 _mirrored = itemgetter(*(EVENT_COLUMNS.index(c) for c in MIRRORED))
+_ordinary_mirrored = mirrored_fields(MIRRORED)
 
 
 def as_bytes(value: object) -> bytes:
@@ -356,13 +358,15 @@ class Verifier:
     def feed(
         self,
         row: EventRow,
-        parsed: dict[str, Any] | str,
+        parsed: Parsed,
         contents: Mapping[str, str | None],
         signature: Verdict | bool | None = False,
     ) -> None:
-        """Check one row; ``parsed`` is :func:`parse_body` of its body. ``signature`` is
+        """Check one row; ``parsed`` is :func:`parse_page`'s of its body. ``signature`` is
         :func:`signature_verdict` of the row when the caller checked it already (in a pool
         of threads, audit._verify_pool); False (the default) checks it here."""
+        if isinstance(parsed, Ordinary):  # each check and its wording is the dict's, here
+            parsed = parse_body(row.body)
         seq = row.seq
         self.count += 1
         self.bytes += len(row.body)
@@ -407,7 +411,7 @@ class Verifier:
     def feed_page(
         self,
         rows: Sequence[EventRow],
-        parsed: Sequence[dict[str, Any] | str],
+        parsed: Sequence[Parsed],
         contents: Mapping[str, str | None],
     ) -> None:
         """:meth:`feed` of each row, its signature checked here. A row with nothing to report
@@ -418,14 +422,30 @@ class Verifier:
         relied_seq, relied_keys = self._relied_seq, self.relied.keys if self.relied else ()
         tree, tree_upto, sigs, sigs_upto = self.tree, self.tree_upto, self.sigs, self.sigs_upto
         cp_seq = self.checkpoint.seq if self.checkpoint is not None else 0
-        life = self.life.feed
+        life, life_fields = self.life.feed, self.life.feed_fields
+        fields: StoredBody | None
         for row, body in zip(rows, parsed, strict=True):
             seq = row.seq
             if (
                 seq != self.expected
                 or row.prev_hash != self.prev_hash
-                or seq in (cp_seq, relied_seq)  # their checks are feed's
-                or type(body) is not dict
+                or seq in (cp_seq, relied_seq)
+            ):
+                feed(row, body, contents)  # a gap, a broken link, or a checkpoint's: feed's
+                continue
+            if type(body) is Ordinary:  # audit._ordinary_body: the fields typed in C
+                fields = body.body
+                if (
+                    fields.seq != seq
+                    or link_hash(row.prev_hash, row.body) != row.hash
+                    or _mirrored(row) != _ordinary_mirrored(fields)
+                    or not same_time(seq, row.recorded_at, fields.recorded_at, body.time)
+                ):
+                    feed(row, body, contents)
+                    continue
+                refs = body.refs
+            elif (
+                type(body) is not dict
                 or body.get("seq") != seq
                 or link_hash(row.prev_hash, row.body) != row.hash
                 or _mirrored(row) != tuple(map(body.get, MIRRORED))
@@ -433,8 +453,11 @@ class Verifier:
             ):
                 feed(row, body, contents)
                 continue
+            else:
+                fields = None
+                refs = _refs(body)
             refs_ok = True
-            for ref in _refs(body):
+            for ref in refs:
                 if contents.get(ref) != ref:
                     refs_ok = False
                     break
@@ -457,7 +480,11 @@ class Verifier:
                 tree.add(row.hash)
             if sigs is not None and seq <= sigs_upto:
                 sigs.add(seq, row.key_id, row.signature)
-            life(seq, body)
+            if fields is not None:
+                if fields.kind in FED_KINDS:  # never one whose data a life reads (_DATA_READ)
+                    life_fields(seq, fields.kind, fields.request_id, fields.request_hash, None)
+            elif isinstance(body, dict):
+                life(seq, body)
             self.expected = seq + 1
             self.prev_hash = row.hash
 
@@ -639,7 +666,16 @@ def _root_seq(checkpoint: Checkpoint | None) -> int:
 
 
 # Kinds whose ``data`` verify reads (audit.lifecycle): their bodies are parsed by ``json``.
-_DATA_READ = frozenset({"cache_hit", "replay", "integrity_alert"})
+_DATA_READ = NAMING_KINDS
+# A body as verify's walk holds it: read fast (the usual), parsed to a dict, or why it is not
+# an event body.
+Parsed = Ordinary | dict[str, Any] | str
+
+
+def parse_page(bodies: Iterable[bytes]) -> list[Parsed]:
+    """Each body read for verify's walk: as the store writes them in one typed decode
+    (audit._ordinary_body), else :func:`parse_body`."""
+    return [read_ordinary(body, BODY_VERSION, _DATA_READ) or parse_body(body) for body in bodies]
 
 
 def parse_body(body: bytes) -> dict[str, Any] | str:
@@ -755,9 +791,11 @@ def _faithful(parsed: object) -> bool:
     return type(kind) is str and kind not in _DATA_READ
 
 
-def _refs(parsed: Mapping[str, Any]) -> list[str]:
+def _refs(parsed: Mapping[str, Any] | Ordinary) -> list[str]:
     """The content digests a parsed body references, payloads first (:func:`parse_body`
     keeps them under ``_refs``)."""
+    if isinstance(parsed, Ordinary):
+        return parsed.refs
     refs: list[str] | None = parsed.get("_refs")
     if refs is None:
         payloads, policy = content_refs(parsed)
@@ -765,7 +803,7 @@ def _refs(parsed: Mapping[str, Any]) -> list[str]:
     return refs
 
 
-def referenced(bodies: Iterable[dict[str, Any] | str]) -> set[str]:
+def referenced(bodies: Iterable[Parsed]) -> set[str]:
     """Content digests the parsed bodies reference (unparseable bodies reference nothing)."""
     refs: set[str] = set()
     for parsed in bodies:
@@ -775,7 +813,7 @@ def referenced(bodies: Iterable[dict[str, Any] | str]) -> set[str]:
     return refs
 
 
-def newest_refs(bodies: Sequence[dict[str, Any] | str], events: int = 4) -> list[str]:
+def newest_refs(bodies: Sequence[Parsed], events: int = 4) -> list[str]:
     """The content digests the last ``events`` parsed bodies reference (a page's newest
     payloads: audit._verify_read.ChainReader.content_digests reads the rest near them)."""
     return [

@@ -49,7 +49,7 @@ from audit.chain import (
     Verifier,
     as_bytes,
     newest_refs,
-    parse_body,
+    parse_page,
     referenced,
 )
 from audit.errors import (
@@ -651,7 +651,7 @@ class AuditStore:
         progress: Callable[[int, int], None] | None,
         total: int,
     ) -> None:
-        parsed = [parse_body(row.body) for row in page]  # once per event: the hot loop
+        parsed = parse_page([row.body for row in page])  # once per event: the hot loop
         contents = reader.content_digests(referenced(parsed), newest_refs(parsed))
         feed = verifier.feed
         if pending is None:
