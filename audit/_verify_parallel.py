@@ -136,7 +136,7 @@ class _Process:
 
     def __init__(self, setup: Setup) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "audit._verify_range_worker"],
+            [sys.executable, "-P", "-m", "audit._verify_range_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": _package_root()},

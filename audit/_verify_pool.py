@@ -70,7 +70,7 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
 class _Worker:
     def __init__(self, trust: Trust) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "audit._verify_worker"],
+            [sys.executable, "-P", "-m", "audit._verify_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": _package_root()},

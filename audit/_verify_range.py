@@ -113,7 +113,8 @@ def _upto(value: int) -> float:
 class Worker:
     def __init__(self, setup: Setup) -> None:
         self._backend = Backend.connect(setup["url"], "os")
-        self._reader = ChainReader(self._backend, upto=0, page=setup["page"])
+        signatures = setup["keys"] is not None or setup["sigs_upto"] != 0
+        self._reader = ChainReader(self._backend, upto=0, page=setup["page"], signatures=signatures)
         trust = None
         if setup["keys"] is not None:
             trust = Trust(TrustedKeys.of(setup["keys"]), setup["allow_unsigned_before"])

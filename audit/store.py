@@ -546,7 +546,11 @@ class AuditStore:
             census = format_1_census(self._backend, census, era)
         total = census.highest
         page_rows = page_rows or PAGE
-        reader = ChainReader(self._backend, upto=census.highest, page=page_rows)
+        # Links only (no signature checked, none folded) reads no signature column.
+        signatures = trust is not None or relied is not None or measure_head
+        reader = ChainReader(
+            self._backend, upto=census.highest, page=page_rows, signatures=signatures
+        )
         verifier = Verifier(
             checkpoint,
             trust,
