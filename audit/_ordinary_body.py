@@ -7,9 +7,9 @@ Verify reads every body of the log, and of a body it needs only the fields it ch
 mirrored columns, ``seq``, ``recorded_at``, the content digests. msgspec decodes a body into
 a struct of exactly the fields the store writes, checking every type in C, and skips
 ``data`` as raw JSON text (its syntax checked, no objects built): about a sixth of the cost
-of parsing to a dict and checking types in Python (audit.chain._parse_ordinary).
+of parsing to a dict and checking types in Python (audit._body_parse._parse_ordinary).
 
-It decides nothing on its own. It accepts only a body that :func:`audit.chain.parse_body`
+It decides nothing on its own. It accepts only a body that :func:`audit._body_parse.parse_body`
 parses to the same values on every field verify reads, and returns None for any other
 (then parse_body decides, and verify's general path says what is wrong):
 
@@ -20,7 +20,7 @@ parses to the same values on every field verify reads, and returns None for any 
   conservatively, brackets in strings too), so the whole body is within ``MAX_DEPTH``,
   valid UTF-8 (msgspec checks only the JSON syntax of text it skips), and no integer longer
   than ``json`` converts;
-- not a kind whose ``data`` verify reads (those take ``json``: audit.chain._DATA_READ);
+- not a kind whose ``data`` verify reads (those take ``json``: audit._body_parse._DATA_READ);
 - ``recorded_at`` in the fixed-width form the store writes, read as one instant.
 
 tests/audit/test_fast_verify.py holds it to parse_body on odd values in every field.
@@ -93,7 +93,7 @@ def read_ordinary(body: bytes, version: int, data_read: frozenset[str]) -> Ordin
     if len(text) != 27 or text[-1] != "Z" or text[10] != "T":
         return None
     try:
-        when = datetime.fromisoformat(text)  # as audit.chain._parse_ordinary reads it
+        when = datetime.fromisoformat(text)  # as audit._body_parse._parse_ordinary reads it
     except ValueError:
         return None
     refs = list(parsed.payloads.values())

@@ -6,7 +6,7 @@ Of verify's checks on a row, only the link to the previous row, the folds (Merkl
 signature-column digest), the checkpoints and each request's life need the rows before it;
 the rest (hash, body, columns, time, content digests, record signature) do not. So a worker
 reads a page of rows itself, by seq range, and makes every check on it that it can: the
-same :class:`audit.chain.Verifier` code the one-process walk runs, with the link and gap
+same :class:`audit._verifier.Verifier` code the one-process walk runs, with the link and gap
 checks made inside the page (its first row is the parent's to link). It answers with a
 :data:`PageResult`: the page's defects in the order they were found (each with the seq of
 the row being checked, so the parent can put its own between them as the one-process walk
@@ -27,9 +27,11 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from audit._backend import Backend
+from audit._body_parse import Parsed, newest_refs, parse_page, referenced
+from audit._verifier import Verdict, Verifier
 from audit._verify_read import ChainReader
 from audit._walk_digests import Relied, SignaturesDigest, leaf_of
-from audit.chain import EventRow, Parsed, Verdict, Verifier, newest_refs, parse_page, referenced
+from audit.chain import EventRow
 from audit.lifecycle import FED_KINDS, NAMING_KINDS
 from audit.models import DefectKind
 from audit.signing import Trust, TrustedKeys

@@ -15,18 +15,18 @@ from hypothesis import strategies as st
 
 import audit.store as store_module
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit._bounded import loads as bounded_loads
-from audit._ordinary_body import read_ordinary
-from audit.chain import (
+from audit._body_parse import (
     _DATA_READ,
     BODY_VERSION,
-    MIRRORED,
     _parse_any,
     _parse_ordinary,
     content_refs,
     parse_body,
     parse_time,
 )
+from audit._bounded import loads as bounded_loads
+from audit._ordinary_body import read_ordinary
+from audit.chain import MIRRORED
 from audit.signing import Signer, Trust, TrustedKeys
 
 
