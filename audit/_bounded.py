@@ -84,7 +84,7 @@ def fast_loads(data: bytes, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_
     Not a drop-in: orjson refuses some text ``json`` accepts (``NaN``, ``1e400``, a lone
     surrogate escape) and reads an integer beyond 64 bits as a float. A caller uses it only
     where it checks that neither can matter, and falls back to :func:`loads` (as
-    audit.chain.parse_body does); :class:`UnreadableJSON` for anything refused.
+    audit._body_parse.parse_body does); :class:`UnreadableJSON` for anything refused.
     """
     if len(data) > max_bytes:
         raise UnreadableJSON(f"{len(data)} bytes, more than the {max_bytes} a reader accepts")

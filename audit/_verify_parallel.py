@@ -10,7 +10,7 @@ Each worker (audit._verify_range) reads its own pages by seq range and makes the
 need no other row; the parent keeps what needs the rows before: the link and seq continuity
 between pages, the Merkle tree and signature-column folds, the checkpoints, and each
 request's life (:class:`audit.lifecycle.Lifecycle`, fed the four body fields it reads). The
-parent's own :class:`audit.chain.Verifier` absorbs each page, so the report is the one the
+parent's own :class:`audit._verifier.Verifier` absorbs each page, so the report is the one the
 one-process walk makes: its defects are put in the order that walk finds them (per row:
 gap and link, hash, the relied-on checkpoint, signature and body, the checkpoint), and
 capped and sorted per page the same way.
@@ -33,9 +33,10 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Self
 
+from audit._verifier import CHECKPOINT_REWRITTEN, LINK_BROKEN, Verifier, gap_detail
 from audit._verify_pool import _package_root, cores
 from audit._verify_range import EVERY, PageResult, Setup
-from audit.chain import CHECKPOINT_REWRITTEN, LINK_BROKEN, Census, Verifier, gap_detail
+from audit.chain import Census
 from audit.errors import DatabaseUnavailable
 from audit.models import DefectKind
 
@@ -136,7 +137,7 @@ class _Process:
 
     def __init__(self, setup: Setup) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "audit._verify_range_worker"],
+            [sys.executable, "-P", "-m", "audit._verify_range_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": _package_root()},

@@ -3,7 +3,7 @@
     with SignaturePool(trust) as pool:
         pending = pool.submit(page)          # the page's signatures, checked elsewhere
         ...                                  # parse bodies, read content meanwhile
-        verdicts = pending.result()          # one per row: audit.chain.signature_verdict
+        verdicts = pending.result()          # one per row: audit._verifier.signature_verdict
 
 An Ed25519 check (~60 µs here) costs several times what everything else verify does with a
 row, and the checks are independent of each other, unlike the links. Threads do not help:
@@ -31,7 +31,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import IO, Any, Self
 
-from audit.chain import EventRow, Verdict, signature_verdict
+from audit._verifier import Verdict, signature_verdict
+from audit.chain import EventRow
 from audit.models import DefectKind
 from audit.signing import Trust, TrustedKeys
 
@@ -70,7 +71,7 @@ def serve(inp: IO[bytes], out: IO[bytes]) -> None:
 class _Worker:
     def __init__(self, trust: Trust) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "audit._verify_worker"],
+            [sys.executable, "-P", "-m", "audit._verify_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": _package_root()},

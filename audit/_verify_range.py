@@ -6,7 +6,7 @@ Of verify's checks on a row, only the link to the previous row, the folds (Merkl
 signature-column digest), the checkpoints and each request's life need the rows before it;
 the rest (hash, body, columns, time, content digests, record signature) do not. So a worker
 reads a page of rows itself, by seq range, and makes every check on it that it can: the
-same :class:`audit.chain.Verifier` code the one-process walk runs, with the link and gap
+same :class:`audit._verifier.Verifier` code the one-process walk runs, with the link and gap
 checks made inside the page (its first row is the parent's to link). It answers with a
 :data:`PageResult`: the page's defects in the order they were found (each with the seq of
 the row being checked, so the parent can put its own between them as the one-process walk
@@ -27,9 +27,11 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from audit._backend import Backend
+from audit._body_parse import Parsed, newest_refs, parse_page, referenced
+from audit._verifier import Verdict, Verifier
 from audit._verify_read import ChainReader
 from audit._walk_digests import Relied, SignaturesDigest, leaf_of
-from audit.chain import EventRow, Verdict, Verifier, newest_refs, parse_body, referenced
+from audit.chain import EventRow
 from audit.lifecycle import FED_KINDS, NAMING_KINDS
 from audit.models import DefectKind
 from audit.signing import Trust, TrustedKeys
@@ -67,6 +69,10 @@ class _LifeStream:
             data = parsed.get("data") if kind in NAMING_KINDS else None
             self.fed.append((seq, kind, parsed.get("request_id"), parsed.get("request_hash"), data))
 
+    def feed_fields(self, seq: int, kind: Any, rid: Any, rhash: Any, data: Any) -> None:
+        """:meth:`feed` of a body read as its fields (audit._ordinary_body)."""
+        self.fed.append((seq, kind, rid, rhash, data))
+
 
 class PageChecker(Verifier):
     """A :class:`Verifier` for one page at a time whose defects are kept with the seq of the
@@ -94,7 +100,7 @@ class PageChecker(Verifier):
     def feed(
         self,
         row: EventRow,
-        parsed: dict[str, Any] | str,
+        parsed: Parsed,
         contents: Mapping[str, str | None],
         signature: Verdict | bool | None = False,
     ) -> None:
@@ -109,7 +115,8 @@ def _upto(value: int) -> float:
 class Worker:
     def __init__(self, setup: Setup) -> None:
         self._backend = Backend.connect(setup["url"], "os")
-        self._reader = ChainReader(self._backend, upto=0, page=setup["page"])
+        signatures = setup["keys"] is not None or setup["sigs_upto"] != 0
+        self._reader = ChainReader(self._backend, upto=0, page=setup["page"], signatures=signatures)
         trust = None
         if setup["keys"] is not None:
             trust = Trust(TrustedKeys.of(setup["keys"]), setup["allow_unsigned_before"])
@@ -127,7 +134,7 @@ class Worker:
         rows = self._reader.read_rows(lo - 1, hi)
         if not rows:
             return None
-        parsed = [parse_body(row.body) for row in rows]
+        parsed = parse_page([row.body for row in rows])
         contents = self._reader.content_digests(referenced(parsed), newest_refs(parsed))
         checker = self._checker
         checker.start(rows[0])

@@ -29,6 +29,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from audit import checkpoint as cp
 from audit._append import Appender, Prepared, interrupted, item_specific, prepare
 from audit._backend import Backend, db_reason
+from audit._body_parse import newest_refs, parse_page, referenced
 from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
 from audit._fork import on_fork_child
@@ -36,6 +37,7 @@ from audit._group import GroupCommitter
 from audit._sequenced import LOG_FORMATS, begin_sequenced, sequenced_from, unlinked
 from audit._sequenced_append import SequencedAppender
 from audit._sequenced_verify import DEFAULT_STALLED_AFTER_S, format_1_census, verify_sequenced
+from audit._verifier import Verifier
 from audit._verify_parallel import RangeWalk, absorb, setup_of, walk_jobs
 from audit._verify_pool import POOL_FROM, Pending, SignaturePool, SignatureResult
 from audit._verify_read import ChainReader
@@ -46,11 +48,7 @@ from audit.chain import (
     MAX_DEFECTS,
     Census,
     EventRow,
-    Verifier,
     as_bytes,
-    newest_refs,
-    parse_body,
-    referenced,
 )
 from audit.errors import (
     CheckpointError,
@@ -546,7 +544,11 @@ class AuditStore:
             census = format_1_census(self._backend, census, era)
         total = census.highest
         page_rows = page_rows or PAGE
-        reader = ChainReader(self._backend, upto=census.highest, page=page_rows)
+        # Links only (no signature checked, none folded) reads no signature column.
+        signatures = trust is not None or relied is not None or measure_head
+        reader = ChainReader(
+            self._backend, upto=census.highest, page=page_rows, signatures=signatures
+        )
         verifier = Verifier(
             checkpoint,
             trust,
@@ -654,7 +656,7 @@ class AuditStore:
         progress: Callable[[int, int], None] | None,
         total: int,
     ) -> None:
-        parsed = [parse_body(row.body) for row in page]  # once per event: the hot loop
+        parsed = parse_page([row.body for row in page])  # once per event: the hot loop
         contents = reader.content_digests(referenced(parsed), newest_refs(parsed))
         feed = verifier.feed
         if pending is None:

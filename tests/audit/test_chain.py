@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit._verifier import Verifier
 from audit.canonical import canonical_bytes
 from audit.chain import (
     GENESIS,
     EventRow,
-    Verifier,
     event_body,
     format_time,
     link_hash,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,8 @@ from hypothesis import strategies as st
 
 import audit.store as store_module
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit._bounded import loads as bounded_loads
-from audit.chain import (
+from audit._body_parse import (
+    _DATA_READ,
     BODY_VERSION,
     _parse_any,
     _parse_ordinary,
@@ -23,6 +24,9 @@ from audit.chain import (
     parse_body,
     parse_time,
 )
+from audit._bounded import loads as bounded_loads
+from audit._ordinary_body import read_ordinary
+from audit.chain import MIRRORED
 from audit.signing import Signer, Trust, TrustedKeys
 
 
@@ -105,6 +109,106 @@ def test_the_ordinary_body_path_gives_what_the_general_path_gives(fields: dict[s
         assert isinstance(general, dict)
         assert ordinary == general
         assert [type(v) for v in ordinary.values()] == [type(v) for v in general.values()]
+
+
+STORED = {
+    "caller": '"svc"', "data": '{"n":1}', "durability": '"os"', "event_id": '"e1"',
+    "kind": '"response"', "payloads": '{"request_body":"sha256:00"}',
+    "policy_fingerprint": '"sha256:ab"', "policy_ref": '"sha256:ff"',
+    "recorded_at": '"2026-11-30T12:00:00.123456Z"', "request_hash": '"sha256:cd"',
+    "request_id": '"r"', "seq": "7", "task": '"t"', "v": "1",
+}  # fmt: skip
+DEEP = "[" * 127 + "]" * 127
+TYPED_ODD = st.one_of(
+    ODD_VALUES,
+    st.sampled_from(
+        [
+            '{"a":' + DEEP + "}", '{"a":' + "[" * 120 + "]" * 120 + "}",
+            "{" + '"a":{' * 130 + "}" * 131,
+            '{"n":' + "9" * 5000 + "}", '{"n":1e400}', '{"s":"\\ud800"}', '{"n":NaN}',
+            '"2026-02-30T12:00:00.123456Z"', '"2026-11-30T12:00:00.123456+"', '"cache_hit"',
+            '"replay"', '{"a":1}', "{}", '"sha256:ee"', '"x\\u0000y"', '"caf\\u00e9"',
+        ]
+    ),
+)  # fmt: skip
+
+
+def _stored_body(fields: dict[str, str], repeated: Sequence[str] = ()) -> bytes:
+    members = [f'"{k}":{v}' for k, v in {**STORED, **fields}.items()]
+    members += [f'"{k}":{fields.get(k, STORED[k])}' for k in repeated]  # a key given twice
+    return ("{" + ",".join(members) + "}").encode("utf-8", "surrogatepass")
+
+
+def _same_reading(body: bytes) -> None:
+    """Whatever audit._ordinary_body reads of ``body``, the general path parses the same on
+    every field verify reads (or the typed read stepped aside)."""
+    typed = read_ordinary(body, BODY_VERSION, _DATA_READ)
+    if typed is None:
+        return
+    general = _parse_any(body)
+    assert isinstance(general, dict), general
+    reference = _json_only(body)
+    assert isinstance(reference, dict), reference
+    general.pop("data"), reference.pop("data")  # not read for these kinds (general's own rule)
+    assert general == {**reference, "_refs": general["_refs"]}
+    read = typed.body
+    for name in (*MIRRORED, "seq", "recorded_at", "v"):
+        assert getattr(read, name) == general.get(name)
+        assert type(getattr(read, name)) is type(general.get(name))
+    assert typed.time == general["_time"]
+    assert typed.refs == general["_refs"]
+    assert general["kind"] not in _DATA_READ
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from([*STORED, "extra", "_time", "_refs"]), TYPED_ODD, max_size=2),
+    st.lists(st.sampled_from(sorted(STORED)), max_size=2),
+)
+def test_the_typed_read_gives_what_the_general_path_gives(
+    fields: dict[str, str], repeated: list[str]
+) -> None:
+    """audit._ordinary_body reads a body in one typed decode, or steps aside (None); what it
+    reads is what the general path parses, so no verdict can differ: odd values in every
+    field, data too deep, an integer json refuses, duplicated keys (the last counts),
+    fields the store does not write."""
+    _same_reading(_stored_body(fields, repeated))
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.dictionaries(st.text(max_size=3), JSON_VALUES, max_size=3),
+    st.booleans(),
+    st.integers(min_value=0, max_value=200),
+    st.binary(min_size=1, max_size=2),
+)
+def test_the_typed_read_of_data_gives_what_json_gives(
+    data: dict[str, Any], ascii_only: bool, where: int, planted: bytes
+) -> None:
+    """``data`` is skipped as raw text by the typed read: any text there, valid JSON or one
+    with stray bytes planted in it, is read only when json reads the body too."""
+    text = json.dumps(data, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    _same_reading(_stored_body({"data": "{}"}).replace(b'"data":{}', b'"data":' + text))
+    at = where % (len(text) + 1)
+    mangled = text[:at] + planted + text[at:]
+    _same_reading(_stored_body({"data": "{}"}).replace(b'"data":{}', b'"data":' + mangled))
+
+
+def test_the_typed_read_takes_the_bodies_the_store_writes() -> None:
+    """Else the fast path would be dead code and verify as slow as before."""
+    body = ("{" + ",".join(f'"{k}":{v}' for k, v in STORED.items()) + "}").encode()
+    typed = read_ordinary(body, BODY_VERSION, _DATA_READ)
+    assert typed is not None
+    assert typed.refs == ["sha256:00", "sha256:ff"]
 
 
 @settings(max_examples=200, deadline=None)

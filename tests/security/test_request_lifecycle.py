@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit.chain import Verifier
+from audit._verifier import Verifier
 from audit.signing import Signer
 
 H = "sha256:" + "a" * 64
