@@ -127,6 +127,7 @@ class ServerState:
             # The one line of a shutdown that cut requests off (uvicorn's own is dropped).
             log.warning(
                 "server_requests_cancelled",
+                pid=os.getpid(),
                 cancelled=self.cancelled_at_shutdown,
                 reason="still running at the end of the drain time",
                 drain_s=self.settings.server_shutdown_grace_s,
