@@ -40,6 +40,8 @@ def check_event(
     if link_hash(event.prev_hash, event.body) != event.hash:
         problems.append(f"seq {seq}: its hash does not match its body")
     era = store.sequenced_from
+    if era is None and event.prev_hash == SEQUENCED_PREV:
+        era = store.follow_era()  # the log may have begun format 2 since the store opened
     if era is not None and seq >= era and event.prev_hash == SEQUENCED_PREV:
         # A format-2 event links nowhere itself (audit._sequenced): the integrator links it,
         # and verify checks those links. Its own hash and its signature are checked here.

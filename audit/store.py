@@ -27,15 +27,15 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from audit import checkpoint as cp
-from audit._append import Appender, Prepared, interrupted, item_specific, prepare
+from audit._append import Prepared, interrupted, item_specific, prepare
 from audit._backend import Backend, db_reason
 from audit._body_parse import newest_refs, parse_page, referenced
 from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
+from audit._era_writer import EraWriter
 from audit._fork import on_fork_child
 from audit._group import GroupCommitter
 from audit._sequenced import LOG_FORMATS, begin_sequenced, sequenced_from, unlinked
-from audit._sequenced_append import SequencedAppender
 from audit._sequenced_verify import DEFAULT_STALLED_AFTER_S, format_1_census, verify_sequenced
 from audit._verifier import Verifier
 from audit._verify_parallel import RangeWalk, absorb, setup_of, walk_jobs
@@ -80,6 +80,7 @@ READ_PAGE = 1000  # rows of the other reads (list, export, a request's events)
 # The one data key of an event read back from a body that cannot be parsed (damaged, or
 # nested deeper than a reader accepts): its value says why.
 UNREADABLE = "_unreadable"
+INSUFFICIENT_PRIVILEGE = "42501"  # audit_begin_sequenced() from a role that may not begin it
 EVENTS = Event.__table__  # selected whole: EventRow.from_result checks the column names
 
 
@@ -116,6 +117,23 @@ def missing_database(url: str) -> DatabaseUnavailable | None:
     )
 
 
+def _begin_format_2(backend: Backend) -> int:
+    """Begin format 2 (once: a log already in it returns its era), or say in one line that
+    this database role may not: only the tables' owner or the application role can."""
+    try:
+        with backend.writer.begin() as conn:
+            return begin_sequenced(conn)
+    except SQLAlchemyError as exc:
+        if getattr(getattr(exc, "orig", None), "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
+            raise
+        raise LogFormatUnsupported(
+            "this database role may not begin audit log format 2 (only the tables' owner "
+            "or the application role can).",
+            hint="Begin it as the application role (a gateway, or `gateway audit integrate`, "
+            "with GATEWAY_AUDIT_FORMAT=2), or unset GATEWAY_AUDIT_FORMAT for this role.",
+        ) from exc
+
+
 class AuditStore:
     def __init__(
         self,
@@ -127,22 +145,18 @@ class AuditStore:
     ) -> None:
         self._backend = backend
         self.store_id = store_id
-        # Once a log is in format 2 every writer appends in format 2 (audit._sequenced).
-        self.sequenced_from = sequenced_from
-        self._appender: Appender | SequencedAppender = (
-            Appender(backend, signer)
-            if sequenced_from is None
-            else SequencedAppender(backend, store_id, signer)
-        )
+        # Once a log is in format 2 every writer appends in format 2 (audit._sequenced), a
+        # store opened before the switch too, from its first refused append on.
+        self._writer = EraWriter(backend, store_id, signer, era=sequenced_from)
         self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
-            self._appender.commit, retry_alone=item_specific, interrupted=interrupted
+            self._writer.commit, retry_alone=item_specific, interrupted=interrupted
         )
         on_fork_child(self, AuditStore._after_fork_in_child)
 
     def _after_fork_in_child(self) -> None:
         # Order matters: the writer's connection is set aside before its pool is replaced,
         # and the caches are emptied before the child's first connection is opened.
-        self._appender.after_fork()
+        self._writer.after_fork()
         self._backend.after_fork()
         self._committer.after_fork()
 
@@ -164,8 +178,10 @@ class AuditStore:
         are written unsigned. ``create``: a SQLite file that does not exist is created and
         migrated (the default); with ``create=False`` it is :class:`DatabaseUnavailable`
         ("no audit database at PATH") and nothing is created, as read-only commands need.
-        ``log_format=2`` (PostgreSQL only) begins format 2 if the log has not (docs/scaling.md);
-        a log already in format 2 is appended to in format 2 whatever ``log_format`` says.
+        ``log_format=2`` (PostgreSQL only) begins format 2 if the log has not (docs/scaling.md;
+        :class:`LogFormatUnsupported` for a role that may not); a log already in format 2 is
+        appended to in format 2 whatever ``log_format`` says, and a store opened before the
+        log began format 2 follows it at its first refused append (audit._era_writer).
         """
         if log_format not in LOG_FORMATS:
             raise LogFormatUnsupported(f"audit log format {log_format!r} does not exist.")
@@ -189,8 +205,7 @@ class AuditStore:
                 ).scalar_one()
                 era = sequenced_from(conn)
             if era is None and log_format == 2:
-                with backend.writer.begin() as conn:
-                    era = begin_sequenced(conn)
+                era = _begin_format_2(backend)
         except SQLAlchemyError as exc:
             backend.dispose()
             raise _unavailable(exc) from exc
@@ -215,7 +230,7 @@ class AuditStore:
             create_schema(conn)
 
     def close(self) -> None:
-        self._appender.close()
+        self._writer.close()
         self._backend.dispose()
 
     def __enter__(self) -> Self:
@@ -236,7 +251,20 @@ class AuditStore:
     @property
     def signer(self) -> Signer | None:
         """The record key this store signs its appends with (None: it writes them unsigned)."""
-        return self._appender.signer
+        return self._writer.signer
+
+    @property
+    def sequenced_from(self) -> int | None:
+        """The log's first format-2 seq as this store knows it (None: format 1)."""
+        return self._writer.era
+
+    def follow_era(self) -> int | None:
+        """Re-read the log's format: a store opened in format 1 whose log has begun format 2
+        since switches to the format-2 writer. The first format-2 seq, or None."""
+        try:
+            return self._writer.follow()
+        except SQLAlchemyError as exc:
+            raise _unavailable(exc) from exc
 
     @property
     def group_commits(self) -> int:
@@ -246,13 +274,13 @@ class AuditStore:
     # -- appending ----------------------------------------------------------------------------
 
     def append(self, draft: EventDraft) -> Appended:
-        return self._committer.submit(prepare(draft, self._appender.known))
+        return self._committer.submit(prepare(draft, self._writer.known))
 
     def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
         """Append several events atomically in one transaction (imports, benchmarks)."""
-        known = self._appender.known
+        known = self._writer.known
         prepared = [prepare(d, known) for d in drafts]
-        return self._appender.commit(prepared) if prepared else []
+        return self._writer.commit(prepared) if prepared else []
 
     # -- reading ------------------------------------------------------------------------------
 

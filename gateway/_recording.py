@@ -102,7 +102,9 @@ class Recorder:
         with ``create=False`` a missing SQLite file is :class:`AuditUnavailable`).
 
         Every event it appends is signed with the record key (``record_signer``), and the
-        read path trusts that key and the configured trusted keys, nothing else.
+        read path trusts that key and the configured trusted keys, nothing else. With
+        ``settings.audit_format`` 2 the store begins format 2 if the log has not
+        (docs/audit.md, log format 2).
         """
         if not create:
             with translated():
@@ -113,7 +115,11 @@ class Recorder:
         trusted = trusted_record_keys(settings, signer)
         with translated():
             store = AuditStore.open(
-                settings.database_url, durability=settings.durability, signer=signer, create=create
+                settings.database_url,
+                durability=settings.durability,
+                signer=signer,
+                create=create,
+                log_format=settings.audit_format,  # 2 begins format 2 (once) on PostgreSQL
             )
         return cls(store, signature=signature_check(trusted, store.store_id))
 
