@@ -7,6 +7,7 @@ integrate --once` (the real command) then links every call, and verify passes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -24,8 +25,9 @@ from audit.errors import LogFormatUnsupported
 from audit.migrate import upgrade
 from audit.roles import grant
 from audit.signing import Signer, Trust, TrustedKeys
+from gateway import AsyncGateway, Settings
 from tests.fakes.messages_api import FakeMessagesAPI
-from tests.gateway.conftest import MakeGateway
+from tests.gateway.conftest import API_KEY, MakeGateway
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
@@ -193,6 +195,42 @@ def test_a_gateway_opened_before_the_switch_serves_an_answer_recorded_in_format_
         EventKind.RESPONSE.value,
         EventKind.CACHE_HIT.value,
     ]
+
+
+def test_async_gateways_begin_format_2_and_follow_it_with_8_tasks_at_once(
+    policy_dir: Path, pg_url: str, fake_api: FakeMessagesAPI
+) -> None:
+    upgrade(pg_url)
+
+    def settings(audit_format: int) -> Settings:
+        return Settings(
+            policy_dir=policy_dir,
+            database_url=pg_url,
+            record_key=RECORD_KEY,
+            audit_format=audit_format,
+            anthropic_api_key=API_KEY,
+            anthropic_base_url=fake_api.base_url,
+            default_caller="tests",
+            durability="os",
+        )
+
+    async def run() -> list[str]:
+        async with AsyncGateway(settings(1)) as old:
+            before = await old.complete("quant_strategy", "Idea before", caller="research")
+            assert _era(pg_url) is None
+            async with AsyncGateway(settings(2)) as new:
+                assert _era(pg_url) == 3
+                calls = [
+                    gw.complete("quant_strategy", f"Idea {n}", caller="research")
+                    for n, gw in enumerate([old] * 8 + [new] * 2)
+                ]
+                results = await asyncio.gather(*calls)
+        return [before.request_id, *(r.request_id for r in results)]
+
+    ids = asyncio.run(run())
+    rows = _each_event_once_and_verified(pg_url)
+    assert len(rows) == 2 * len(ids) == 22
+    assert all((r[3] == "") == (r[0] >= 3) for r in rows)  # format 2 after the first call
 
 
 def test_a_role_that_may_not_begin_format_2_is_told_so_in_one_line(
