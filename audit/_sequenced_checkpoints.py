@@ -1,6 +1,6 @@
 """Verify's check of the format-2 integrator's checkpoints, as its walk reaches each size.
 
-    checks = CheckpointChecks(trust, latest_size, defect)
+    checks = CheckpointChecks(trust, latest_size, defect, held=file_checkpoint)
     checks.load(conn, after, upto)          # the checkpoints of a page's seqs
     checks.at(seq, link, root)              # the walk linked ``seq``: root is its tree's
     checks.finish(conn, after)              # any left are of seqs the walk never linked
@@ -11,6 +11,13 @@ computed at its size and the RFC 6962 root of events 1..size that the walk folde
 events' own hashes (audit._frontier), and be signed by an integrator key: never a record
 key, so no gateway host can sign a tree head. A checkpoint above the walk's linked head
 names links or events that are gone: the log was truncated.
+
+``held`` is the checkpoint file an auditor kept outside the database (`audit verify
+--checkpoint FILE`, of a format-2 seq: :func:`split_checkpoint`): the link the walk computed
+at its seq must be the file's ``hash`` and the root it folded of events 1..seq the file's
+``root``. A rewritten event at or below it changes both (its leaf, and every link from it
+on), a log that forked from this one has other links, and a truncated one never reaches the
+seq. Its signature was checked, and its signer pinned, before the walk (gateway.auditing).
 """
 
 from __future__ import annotations
@@ -22,19 +29,44 @@ from sqlalchemy import Connection, text
 
 from audit import checkpoint as cp
 from audit.errors import CheckpointError
-from audit.models import DefectKind
+from audit.models import Checkpoint, DefectKind
 from audit.signing import Trust
 
 Report = Callable[[int | None, DefectKind, str], None]
 
 
+HELD_REWRITTEN = "the link at this seq differs from the checkpoint's: log rewritten or forked"
+
+
+def split_checkpoint(
+    checkpoint: Checkpoint | None, era: int | None
+) -> tuple[Checkpoint | None, Checkpoint | None]:
+    """(the format-1 walk's checkpoint, the format-2 walk's): a checkpoint of a seq before
+    ``era`` (the first format-2 seq) names an event's hash, which the format-1 walk checks;
+    one at or after it names a link (a format-2 `audit checkpoint`), which only the
+    format-2 walk computes."""
+    if checkpoint is None or era is None or checkpoint.seq < era:
+        return checkpoint, None
+    return None, checkpoint
+
+
 class CheckpointChecks:
-    def __init__(self, trust: Trust | None, latest: int, defect: Report) -> None:
+    def __init__(
+        self,
+        trust: Trust | None,
+        latest: int,
+        defect: Report,
+        *,
+        held: Checkpoint | None = None,
+    ) -> None:
         self._trust = trust
         self._latest = latest  # the snapshot's latest checkpoint size (0: none)
         self._defect = defect
         self._due: dict[int, Any] = {}
         self.checked = 0
+        self.held = held  # the auditor's checkpoint file, of a format-2 seq
+        self.held_seen = False
+        self.held_root_checked = False
 
     def load(self, conn: Connection, after: int, upto: int) -> None:
         """The checkpoints of sizes ``after < size <= upto`` (and not above the latest)."""
@@ -53,6 +85,8 @@ class CheckpointChecks:
     def at(self, seq: int, link: str, root: bytes | None) -> None:
         """The walk linked ``seq`` (``link``); ``root``: its tree's, None if it could not be
         folded (a defect already says why)."""
+        if self.held is not None and seq == self.held.seq:
+            self._held_at(seq, link, root)
         row = self._due.pop(seq, None)
         if row is None:
             return
@@ -84,6 +118,30 @@ class CheckpointChecks:
             )
         else:
             self._signer(seq, signed.public_key)
+
+    def _held_at(self, seq: int, link: str, root: bytes | None) -> None:
+        held = self.held
+        assert held is not None
+        self.held_seen = True
+        if link != held.hash:
+            self._defect(seq, DefectKind.CHECKPOINT, HELD_REWRITTEN)
+            return
+        if held.root is None:  # a version 1 file: its link fixes every hash under it
+            return
+        self.held_root_checked = True
+        if root is None:
+            self._defect(
+                seq,
+                DefectKind.CHECKPOINT,
+                f"the Merkle root of events 1..{seq} cannot be recomputed (a defect below "
+                "it says why), so the checkpoint's root is not confirmed",
+            )
+        elif cp.b64(root) != held.root:
+            self._defect(
+                seq,
+                DefectKind.CHECKPOINT,
+                f"the Merkle root of events 1..{seq} is not the checkpoint's: log rewritten",
+            )
 
     def _signer(self, seq: int, public_key: str | None) -> None:
         trust = self._trust
@@ -117,6 +175,17 @@ class CheckpointChecks:
                 detail = f"the integrator's checkpoint names seq {size}, which is not linked"
             self._defect(size, DefectKind.CHECKPOINT, detail)
         self._due.clear()
+        held = self.held
+        if held is not None and not self.held_seen:
+            if held.seq > linked_head:
+                detail = (
+                    f"the linked chain ends at seq {linked_head} but the checkpoint names seq "
+                    f"{held.seq}: events or links were removed (truncation or rollback)"
+                )
+                self._defect(linked_head + 1, DefectKind.CHECKPOINT, detail)
+            else:
+                detail = f"the event at seq {held.seq} named by the checkpoint is not linked"
+                self._defect(held.seq, DefectKind.CHECKPOINT, detail)
 
 
 def _is_hex(value: object) -> bool:

@@ -20,7 +20,9 @@ Every integrator checkpoint must name the link at its size and the Merkle root o
 1..size, which the walk folds from the events' own hashes as it goes (audit._frontier;
 the stored tree is not read), and be signed by an integrator key
 (audit._sequenced_checkpoints). A chain row above the linked prefix, a checkpoint above it
-(truncation) and a pending tail older than ``stalled_after_s`` are defects too.
+(truncation) and a pending tail older than ``stalled_after_s`` are defects too. So is a
+checkpoint file of a format-2 seq (``checkpoint``: `audit verify --checkpoint FILE`) whose
+link or root the walk does not find at its seq, or a seq the linked chain no longer reaches.
 
 Signatures: an integrator key (``Trust.integrator``) is accepted on void events only, a
 record key on any event (a writer voids its own seqs after a rollback) but never on a
@@ -42,7 +44,7 @@ from audit._sequenced_checkpoints import CheckpointChecks
 from audit.canonical import digest
 from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, as_bytes, parse_body, parse_time
 from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
-from audit.models import Defect, DefectKind, EventKind, TrustedKeyInfo, VerifyReport
+from audit.models import Checkpoint, Defect, DefectKind, EventKind, TrustedKeyInfo, VerifyReport
 from audit.signing import SEQUENCED_PREV, Trust
 
 PAGE = 5000
@@ -284,16 +286,19 @@ def verify_sequenced(
     life: Lifecycle | None = None,
     stalled_after_s: float = DEFAULT_STALLED_AFTER_S,
     now: datetime | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> VerifyReport:
     """``report`` (the format-1 walk's, of seqs before ``era``) with the format-2 walk added.
     ``life``: the format-1 walk's :class:`Lifecycle` when it ends (its open intents), so a
-    format-2 outcome of a format-1 REQUEST or replay intent is judged as format 1 would."""
+    format-2 outcome of a format-1 REQUEST or replay intent is judged as format 1 would.
+    ``checkpoint``: a checkpoint file of a seq at or after ``era`` (its signature checked
+    by the caller), which the log must still hold and extend."""
     life = life if life is not None else Lifecycle()
     with backend.reader.connect() as conn:
         walk = _Walk(trust, _start(conn, era), era, _edge(backend, era), store_id, life)
         snap = conn.execute(text(_SNAPSHOT)).one()
     highest, chain_top = int(snap.highest), int(snap.chain_top)
-    walk.checks = CheckpointChecks(trust, int(snap.latest), walk.defect)
+    walk.checks = CheckpointChecks(trust, int(snap.latest), walk.defect, held=checkpoint)
     last = era - 1
     while True:
         with backend.reader.connect() as conn:
@@ -353,6 +358,11 @@ def verify_sequenced(
         "integrator_checkpoints_checked": walk.checks.checked,
         "voids_checked": walk.voids,
     }
+    if checkpoint is not None:
+        update.update(
+            checkpoint_seq=checkpoint.seq,
+            tree_root_checked=report.tree_root_checked or walk.checks.held_root_checked,
+        )
     if walk.linked_head >= era:
         update.update(head_seq=walk.linked_head, head_hash=walk.prev)
     return report.model_copy(update=update)

@@ -42,6 +42,7 @@ __all__ = [
     "integrated_head",
     "integrator_checkpoint",
     "make_integrated_receipt",
+    "newest_integrator_row",
     "rebuild_integrated_tree",
 ]
 
@@ -96,6 +97,14 @@ def integrator_checkpoint(
     """The newest integrator checkpoint of at least ``covering`` events (and not above the
     log's head) whose note checks out under a ``trusted`` integrator key (hex);
     :class:`IntegrationPending` if none covers them yet."""
+    return newest_integrator_row(store, covering, trusted)[0]
+
+
+def newest_integrator_row(
+    store: AuditStore, covering: int, trusted: Iterable[str]
+) -> tuple[TreeCheckpoint, str]:
+    """:func:`integrator_checkpoint`, with the ``chain_checkpoints`` row's JSON it was read
+    from (which also names the link at its size, outside the note)."""
     keys = _keys(trusted)
     if store.sequenced_from is None:
         raise ReceiptError(
@@ -125,7 +134,7 @@ def integrator_checkpoint(
     refused: list[str] = []
     for size, stored in rows:
         try:
-            return _opened(store.store_id, int(size), str(stored), keys)
+            return _opened(store.store_id, int(size), str(stored), keys), str(stored)
         except (ProofError, CheckpointError, ValidationError, ValueError) as exc:
             if isinstance(exc, ValidationError):
                 reason = "it is not a gateway checkpoint"

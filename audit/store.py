@@ -36,6 +36,7 @@ from audit._era_writer import EraWriter
 from audit._fork import on_fork_child
 from audit._group import GroupCommitter
 from audit._sequenced import LOG_FORMATS, begin_sequenced, sequenced_from, unlinked
+from audit._sequenced_checkpoints import split_checkpoint
 from audit._sequenced_verify import DEFAULT_STALLED_AFTER_S, format_1_census, verify_sequenced
 from audit._verifier import Verifier
 from audit._verify_parallel import RangeWalk, absorb, setup_of, walk_jobs
@@ -567,6 +568,8 @@ class AuditStore:
             trust = Trust(TrustedKeys.of([self.signer.public_key]))
         if checkpoint is not None:
             self.check_checkpoint(checkpoint)
+        # A checkpoint of a format-2 seq names a link, which only the format-2 walk computes.
+        checkpoint, linked_checkpoint = split_checkpoint(checkpoint, self.sequenced_from)
         # Counted first, and the walk stops at the highest seq counted, so appends made while
         # verify runs are neither walked nor miscounted.
         census = self._census()
@@ -591,7 +594,7 @@ class AuditStore:
         if workers > 1:
             self._verify_ranges(verifier, census, workers, page_rows, progress)
             verifier.account(census)
-            return self._with_sequenced(verifier, trust, stalled_after_s)
+            return self._with_sequenced(verifier, trust, stalled_after_s, linked_checkpoint)
         after = relied.seq if relied is not None else 0
         # Signatures are checked by worker processes a page ahead of the walk (a large log);
         # those a verified checkpoint stands for are not sent.
@@ -623,10 +626,14 @@ class AuditStore:
             if pool is not None:
                 pool.close()
         verifier.account(census)
-        return self._with_sequenced(verifier, trust, stalled_after_s)
+        return self._with_sequenced(verifier, trust, stalled_after_s, linked_checkpoint)
 
     def _with_sequenced(
-        self, verifier: Verifier, trust: Trust | None, stalled_after_s: float
+        self,
+        verifier: Verifier,
+        trust: Trust | None,
+        stalled_after_s: float,
+        checkpoint: Checkpoint | None = None,
     ) -> VerifyReport:
         """A format-2 log: the format-1 walk's report with the format-2 walk's added (which
         carries on the format-1 walk's lifecycle state: its open intents)."""
@@ -642,6 +649,7 @@ class AuditStore:
             store_id=self.store_id,
             life=verifier.life,
             stalled_after_s=stalled_after_s,
+            checkpoint=checkpoint,
         )
 
     def check_checkpoint(self, checkpoint: Checkpoint) -> None:
@@ -723,19 +731,16 @@ class AuditStore:
 
     # -- reviewer reads, recorded -------------------------------------------------------------
 
-    def checkpoint(self, key: bytes | None) -> Checkpoint:
+    def checkpoint(self, key: bytes | None, integrator_keys: Iterable[str] = ()) -> Checkpoint:
         """Record a CHECKPOINT event, then sign the head that event created.
 
-        Format 1 only: a format-2 event's hash is its body's, not a link, so a head signed
-        here would name no chain and `verify --checkpoint` would call it a truncation."""
+        On a format-2 log a format-2 event's hash is its body's, not a link: the head signed
+        is the newest integrator checkpoint that checks out under ``integrator_keys`` (hex),
+        its link and root, not this event's (audit._sequenced_head)."""
         if self.sequenced_from is not None:
-            raise LogFormatUnsupported(
-                "`audit checkpoint` signs a format-1 head; this log is in format 2 from seq "
-                f"{self.sequenced_from}, whose heads the integrator signs.",
-                hint="Use the checkpoints `gateway audit integrate` writes (chain_checkpoints, "
-                "checked by `gateway audit verify`), or `gateway audit tree-head` for a signed "
-                "tree head.",
-            )
+            from audit._sequenced_head import integrated_checkpoint  # it imports this module
+
+            return integrated_checkpoint(self, key, integrator_keys)
         public = cp.public_key(key) if key is not None else None  # a bad key writes nothing
         appended = self.append(
             EventDraft(

@@ -511,8 +511,10 @@ class Auditing:
                 "no checkpoint signing key is configured.", hint=checkpoints.KEY_HINT
             )
         store = self._writing()
+        # A format-2 log's head is the integrator's newest checkpoint, checked under its key.
+        integrators = [k.public_key for k in integrator_keys(self._settings) or ()]
         with translated():
-            return store.checkpoint(key)
+            return store.checkpoint(key, integrators)
 
     def verified_checkpoint(self, report: VerifyReport, rests_on: Path | None = None) -> Checkpoint:
         """Sign, with ``GATEWAY_CHECKPOINT_KEY``, that ``report`` (a :meth:`verify` with

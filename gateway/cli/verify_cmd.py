@@ -136,7 +136,8 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
     "--checkpoint",
     "checkpoint_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Also prove the log still contains and extends this checkpoint.",
+    help="Also prove the log still contains and extends this checkpoint (format 2: the link "
+    "and Merkle root at its seq).",
 )
 @click.option(
     "--public-key",
@@ -335,7 +336,9 @@ def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
 @click.pass_context
 def checkpoint_command(ctx: click.Context, output: Path | None, unsigned: bool) -> None:
     """Record a checkpoint and write the signed head (GATEWAY_CHECKPOINT_KEY); says its seq,
-    head hash, signer key id and where it wrote (on stderr: stdout may be the file)."""
+    head hash, signer key id and where it wrote (on stderr: stdout may be the file). On a
+    format-2 log the head is the integrator's newest checkpoint (checked under
+    GATEWAY_INTEGRATOR_PUBLIC_KEYS): its size, link and root, signed again."""
     with Auditing.open(settings_of(ctx)) as auditing:
         head = auditing.checkpoint(unsigned=unsigned)
     with open_output(output) as out:
