@@ -22,6 +22,7 @@ from audit import AuditStore, EventDraft, EventKind
 from audit import checkpoint as cp
 from audit._sequenced import chain_link
 from audit.canonical import digest
+from audit.errors import CheckpointError
 from audit.migrate import upgrade
 from audit.models import Checkpoint, DefectKind, VerifyReport
 from tests.audit.conftest import Raw
@@ -299,3 +300,31 @@ def test_a_checkpoint_file_signed_by_another_key_is_refused(log: str, tmp_path: 
     path.write_text(cp.dumps(forged))
     done = gateway(log, "audit", "verify", "--checkpoint", str(path))
     assert done.returncode == 2 and "another key" in done.stderr, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("tamper", "says"),
+    [
+        pytest.param(
+            "UPDATE chain SET hash = 'sha256:' || repeat('0', 64) WHERE seq = 6",
+            "names a link the chain does not hold at seq 6",
+            id="link-not-in-chain",
+        ),
+        pytest.param(
+            "UPDATE chain_checkpoints SET checkpoint = replace(checkpoint, chain_head, "
+            "'sha256:' || repeat('0', 64)) WHERE size = 6",
+            "signature does not match its contents",
+            id="link-outside-the-note-altered",
+        ),
+    ],
+)
+def test_an_integrator_head_whose_link_does_not_check_out_is_not_countersigned(
+    log: str, owner: Raw, tamper: str, says: str
+) -> None:
+    """The note a checkpoint is picked by covers its root, not its link: the link is taken
+    only from a row whose JSON signature holds and that the chain holds too."""
+    owner.execute(tamper)
+    with pytest.raises(CheckpointError, match=says):
+        checkpoint(log)
+    with AuditStore.open(log) as store:
+        assert store.head()[0] == 6  # nothing recorded
