@@ -16,10 +16,11 @@ parses to the same values on every field verify reads, and returns None for any 
 - the fields the store writes, each present once or more (the last one counts, as in
   ``json``), no other; every type exact (an ``int`` field refuses ``true`` and ``1.0``);
 - nothing either parser refuses or reads differently: no lone surrogate, no NaN, no float
-  in a field; ``data`` an object nested at most ``MAX_DEPTH - 2`` levels (counted
-  conservatively, brackets in strings too), so the whole body is within ``MAX_DEPTH``,
-  valid UTF-8 (msgspec checks only the JSON syntax of text it skips), and no integer longer
-  than ``json`` converts;
+  in a field; ``data`` an object; the whole body nested at most ``MAX_DEPTH`` levels
+  (counted conservatively, brackets in strings too), valid UTF-8 (msgspec checks only the
+  JSON syntax of text it skips) and with no integer longer than ``json`` converts. These
+  three are checked on the whole body, not on the ``data`` kept: a key given twice keeps its
+  last value, and an earlier ``data`` was skipped unread (a review found it);
 - not a kind whose ``data`` verify reads (those take ``json``: audit._body_parse._DATA_READ);
 - ``recorded_at`` in the fixed-width form the store writes, read as one instant.
 
@@ -65,7 +66,6 @@ class Ordinary(NamedTuple):
 
 
 _decode = msgspec.json.Decoder(StoredBody).decode
-_DATA_DEPTH = MAX_DEPTH - 2  # the body's own object, and payloads' beside data
 _MAX_DIGITS = sys.get_int_max_str_digits() or 1 << 62  # 0: no limit
 _LONG_NUMBER = re.compile(rb"[0-9]{%d}" % (min(_MAX_DIGITS, 1 << 30) + 1))
 
@@ -83,11 +83,13 @@ def read_ordinary(body: bytes, version: int, data_read: frozenset[str]) -> Ordin
     if parsed.v != version or parsed.kind in data_read:
         return None
     data = bytes(parsed.data)
-    if data[:1] != b"{" or data.count(b"[") + data.count(b"{") > _DATA_DEPTH:
+    # The whole body, not only the data kept: a key given twice keeps the last value, and
+    # msgspec checked only the syntax of an earlier "data" it skipped.
+    if data[:1] != b"{" or body.count(b"[") + body.count(b"{") > MAX_DEPTH:
         return None
-    if not data.isascii() and not _utf8(data):
+    if not body.isascii() and not _utf8(body):
         return None  # msgspec checks only the syntax of raw text: json decodes it first
-    if len(data) > _MAX_DIGITS and _LONG_NUMBER.search(data):
+    if len(body) > _MAX_DIGITS and _LONG_NUMBER.search(body):
         return None  # an integer json refuses to convert (sys.get_int_max_str_digits)
     text = parsed.recorded_at
     if len(text) != 27 or text[-1] != "Z" or text[10] != "T":

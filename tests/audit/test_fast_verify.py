@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,8 +133,15 @@ TYPED_ODD = st.one_of(
 )  # fmt: skip
 
 
-def _stored_body(fields: dict[str, str], repeated: Sequence[str] = ()) -> bytes:
-    members = [f'"{k}":{v}' for k, v in {**STORED, **fields}.items()]
+def _stored_body(
+    fields: dict[str, str],
+    repeated: Sequence[str] = (),
+    earlier: Mapping[str, str] | None = None,
+) -> bytes:
+    """A body of the store's fields with ``fields`` put in; ``repeated`` keys given again at
+    the end, and ``earlier`` ones given first with another value (the last one counts)."""
+    members = [f'"{k}":{v}' for k, v in (earlier or {}).items()]
+    members += [f'"{k}":{v}' for k, v in {**STORED, **fields}.items()]
     members += [f'"{k}":{fields.get(k, STORED[k])}' for k in repeated]  # a key given twice
     return ("{" + ",".join(members) + "}").encode("utf-8", "surrogatepass")
 
@@ -164,15 +171,24 @@ def _same_reading(body: bytes) -> None:
 @given(
     st.dictionaries(st.sampled_from([*STORED, "extra", "_time", "_refs"]), TYPED_ODD, max_size=2),
     st.lists(st.sampled_from(sorted(STORED)), max_size=2),
+    st.dictionaries(st.sampled_from(sorted(STORED)), TYPED_ODD, max_size=2),
 )
 def test_the_typed_read_gives_what_the_general_path_gives(
-    fields: dict[str, str], repeated: list[str]
+    fields: dict[str, str], repeated: list[str], earlier: dict[str, str]
 ) -> None:
     """audit._ordinary_body reads a body in one typed decode, or steps aside (None); what it
     reads is what the general path parses, so no verdict can differ: odd values in every
-    field, data too deep, an integer json refuses, duplicated keys (the last counts),
-    fields the store does not write."""
-    _same_reading(_stored_body(fields, repeated))
+    field, data too deep, an integer json refuses, duplicated keys (the last counts, and an
+    odd value given first must not slip through unread), fields the store does not write."""
+    _same_reading(_stored_body(fields, repeated, earlier))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(STORED)), TYPED_ODD)
+def test_a_key_given_first_with_an_odd_value_is_read_as_json_reads_it(key: str, first: str) -> None:
+    """msgspec keeps a key's last value and skips an earlier ``data`` unread: the body is
+    still one json reads (or the typed read steps aside)."""
+    _same_reading(_stored_body({}, earlier={key: first}))
 
 
 JSON_VALUES = st.recursive(
