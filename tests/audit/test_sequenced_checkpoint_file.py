@@ -74,9 +74,9 @@ def checkpoint(url: str) -> Checkpoint:
         return store.checkpoint(bytes.fromhex(CHECKPOINT_KEY), [INTEGRATOR.public_key])
 
 
-def verify_against(url: str, head: Checkpoint) -> VerifyReport:
+def verify_against(url: str, head: Checkpoint, jobs: int = 1) -> VerifyReport:
     with AuditStore.open(url) as store:
-        return store.verify(checkpoint=head, trust=trust())
+        return store.verify(checkpoint=head, trust=trust(), jobs=jobs)
 
 
 @pytest.fixture
@@ -251,6 +251,31 @@ def test_a_format_1_era_checkpoint_still_verifies_after_the_switch(
     raw.close()
     cut = gateway(pg_url, "audit", "verify", "--checkpoint", str(head_file))
     assert cut.returncode == 1 and "truncation or rollback" in cut.stdout, cut.stdout
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_format_2_checkpoint_of_a_log_begun_in_format_1(pg_url: str, jobs: int) -> None:
+    """The format-2 head's link starts from the last format-1 event's hash and its root
+    covers both eras; with --jobs 2 the format-1 part is walked by worker processes (a log
+    born in format 2 has no format-1 part to share out) and the file still reaches the
+    format-2 walk."""
+    upgrade(pg_url)
+    pairs(pg_url, ["old-0", "old-1"])
+    AuditStore.open(pg_url, log_format=2).close()  # format 2 from seq 5
+    pairs(pg_url, ["new-0"])
+    integrate(pg_url)
+    head = checkpoint(pg_url)
+    assert head.seq == 6 and head.root == cp.b64(true_root(pg_url, 6))
+    pairs(pg_url, ["new-1"])
+    integrate(pg_url)
+    report = verify_against(pg_url, head, jobs)
+    assert report.ok and report.checkpoint_seq == 6 and report.tree_root_checked, report.defects
+    raw = Raw(pg_url)
+    raw.unguard()
+    raw.execute("UPDATE events SET hash = ? WHERE seq = 3", (digest(b"another event"),))
+    raw.close()
+    report = verify_against(pg_url, head, jobs)  # a format-1 leaf under a format-2 head
+    assert (6, DefectKind.CHECKPOINT) in kinds(report), report.defects
 
 
 def test_a_reviewer_can_checkpoint_a_format_2_log(
