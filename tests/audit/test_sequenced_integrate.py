@@ -282,7 +282,10 @@ def test_two_integrators_at_once_link_the_log_once(pg_url: str) -> None:
         outs.append(json.loads(out))
     print("races lost:", [o["races_lost"] for o in outs])
     assert sum(o["linked"] for o in outs) == total  # each link made once, by one of them
-    assert all(o["head"] == total for o in outs)
+    # The one that linked last ends at the head; the other may be told to stop before its
+    # next pass has seen those links (it sleeps between passes): it ends at most there.
+    assert max(o["head"] for o in outs) == total
+    assert all(o["head"] <= total for o in outs)
     with AuditStore.open(pg_url) as store:
         report = store.verify(trust=_trust(*KEYS, INTEGRATOR_KEY))
     assert report.ok, report.defects[:3]
