@@ -164,6 +164,9 @@ def test_ctrl_c_during_ask_stream_records_cancelled_and_exits_130(
         stderr=subprocess.PIPE,
         env={**_cli_env(policy_dir, db_path, fake_api), "GATEWAY_DEFAULT_CALLER": "cli"},
         text=True,
+        # As from a terminal: Ctrl-C at its default. An ignored SIGINT is inherited across
+        # exec, and Python then keeps ignoring it (as it should under nohup).
+        preexec_fn=_default_sigint,
     )
     assert child.stdout is not None
     assert child.stdout.read(4) == "one "  # the first delta arrived
@@ -172,6 +175,10 @@ def test_ctrl_c_during_ask_stream_records_cancelled_and_exits_130(
     (request_id,) = {e for e in _request_ids(db_path)}
     assert kinds(db_path, request_id) == ["request", "cancelled"]
     verified(db_path)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _request_ids(db_path: Path) -> list[str]:
