@@ -146,8 +146,11 @@ class _Process:
 
     def send(self, message: Any) -> None:
         assert self._proc.stdin is not None
-        marshal.dump(message, self._proc.stdin)
-        self._proc.stdin.flush()
+        try:
+            marshal.dump(message, self._proc.stdin)
+            self._proc.stdin.flush()
+        except OSError:  # a broken pipe: it died (killed, out of memory) before reading
+            raise self._stopped(f"it stopped (exit status {self._proc.poll()})") from None
 
     def receive(self) -> PageResult | None:
         assert self._proc.stdout is not None
@@ -156,12 +159,16 @@ class _Process:
         except (EOFError, ValueError):
             tag, value = "error", f"it stopped (exit status {self._proc.poll()})"
         if tag == "error":
-            raise DatabaseUnavailable(
-                f"a verify worker could not check its pages of the audit log: {value}",
-                hint="Check that the database is readable, or verify in one process (--jobs 1).",
-            )
+            raise self._stopped(value)
         result: PageResult | None = value
         return result
+
+    @staticmethod
+    def _stopped(reason: str) -> DatabaseUnavailable:
+        return DatabaseUnavailable(
+            f"a verify worker could not check its pages of the audit log: {reason}",
+            hint="Check that the database is readable, or verify in one process (--jobs 1).",
+        )
 
     def close(self, *, abort: bool) -> None:
         if self._proc.stdin is not None:

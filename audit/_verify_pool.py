@@ -33,6 +33,7 @@ from typing import IO, Any, Self
 
 from audit._verifier import Verdict, signature_verdict
 from audit.chain import EventRow
+from audit.errors import DatabaseUnavailable
 from audit.models import DefectKind
 from audit.signing import Trust, TrustedKeys
 
@@ -88,8 +89,15 @@ class _Worker:
 
     def _roundtrip(self, items: list[_Item]) -> _Wire:
         assert self._proc.stdout is not None
-        self._send(items)
-        answer: _Wire = marshal.load(self._proc.stdout)  # noqa: S302 - our own worker's pipe
+        try:
+            self._send(items)
+            answer: _Wire = marshal.load(self._proc.stdout)  # noqa: S302 - our own worker's pipe
+        except (OSError, EOFError, ValueError):  # it died (killed, out of memory)
+            raise DatabaseUnavailable(
+                "a verify worker checking record signatures stopped "
+                f"(exit status {self._proc.poll()})",
+                hint="Check the machine's memory and processes, and run verify again.",
+            ) from None
         return answer
 
     def submit(self, items: list[_Item]) -> Future[_Wire]:
