@@ -32,7 +32,6 @@ from __future__ import annotations
 import re
 import sys
 from datetime import datetime
-from operator import attrgetter
 from typing import NamedTuple
 
 import msgspec
@@ -110,8 +109,3 @@ def _utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def mirrored_fields(fields: tuple[str, ...]) -> attrgetter[tuple[object, ...]]:
-    """The body's values of the columns ``fields``, as one tuple (C speed)."""
-    return attrgetter(*fields)

@@ -38,11 +38,12 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from audit._backend import Backend
+from audit._body_parse import parse_body, parse_time
 from audit._frontier import Frontier, FrontierError
 from audit._sequenced import chain_link
 from audit._sequenced_checkpoints import CheckpointChecks
 from audit.canonical import digest
-from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, as_bytes, parse_body, parse_time
+from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, as_bytes
 from audit.lifecycle import INTENT_KINDS, Lifecycle, Target
 from audit.models import Checkpoint, Defect, DefectKind, EventKind, TrustedKeyInfo, VerifyReport
 from audit.signing import SEQUENCED_PREV, Trust

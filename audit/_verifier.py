@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from audit._body_parse import Parsed, _refs, parse_body
-from audit._ordinary_body import Ordinary, StoredBody, mirrored_fields
+from audit._ordinary_body import Ordinary, StoredBody
 from audit._walk_digests import Relied, SignaturesDigest, TreeBuilder, b64
 from audit.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, EventRow, _mirrored, link_hash
 from audit.lifecycle import FED_KINDS, INTENT_KINDS, Lifecycle, Target
@@ -34,7 +35,7 @@ def gap_detail(expected: int, seq: int) -> str:
     return f"seq {missing} missing before seq {seq}"
 
 
-_ordinary_mirrored = mirrored_fields(MIRRORED)
+_ordinary_mirrored = attrgetter(*MIRRORED)  # the body's values of the mirrored columns
 
 
 class Verdict(NamedTuple):

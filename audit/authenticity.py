@@ -21,7 +21,8 @@ cannot fake. Each problem is one line naming the seq and what failed.
 
 from __future__ import annotations
 
-from audit.chain import GENESIS, MIRRORED, link_hash, parse_body
+from audit._body_parse import parse_body
+from audit.chain import GENESIS, MIRRORED, link_hash
 from audit.errors import AuditStoreError
 from audit.lifecycle import TERMINAL
 from audit.models import EventKind, StoredEvent

@@ -19,15 +19,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Result
 
-# Parsing lives in audit._body_parse; these names are read from here by older callers.
-from audit._body_parse import BODY_VERSION as BODY_VERSION
-from audit._body_parse import Parsed as Parsed
-from audit._body_parse import content_refs as content_refs
-from audit._body_parse import newest_refs as newest_refs
-from audit._body_parse import parse_body as parse_body
-from audit._body_parse import parse_page as parse_page
-from audit._body_parse import parse_time as parse_time
-from audit._body_parse import referenced as referenced
+from audit._body_parse import BODY_VERSION
 from audit.canonical import canonical_bytes, digest
 from audit.models import format_time as format_time  # one definition, beside StoredEvent
 from audit.schema import EVENT_COLUMNS

@@ -35,9 +35,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from audit._body_parse import parse_body
 from audit._bounded import UnreadableJSON
 from audit._bounded import loads as bounded_loads
-from audit.chain import MIRRORED, link_hash, parse_body
+from audit.chain import MIRRORED, link_hash
 from audit.export import HEAD_KEY
 from audit.models import SIGNED_EXPORT_COLUMNS, EventKind
 from audit.signing import TrustedKeys

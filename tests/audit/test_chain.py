@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit._body_parse import parse_body, parse_time
 from audit._verifier import Verifier
 from audit.canonical import canonical_bytes
 from audit.chain import (
@@ -18,8 +19,6 @@ from audit.chain import (
     event_body,
     format_time,
     link_hash,
-    parse_body,
-    parse_time,
 )
 from audit.models import DefectKind
 

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit.chain import parse_body
+from audit._body_parse import parse_body
 
 EVENTS = 300
 
