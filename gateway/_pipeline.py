@@ -45,7 +45,6 @@ from gateway._prepared import Prepared, Refusal
 from gateway._recording import Intent, Recorder
 from gateway._replayable import outside_world
 from gateway._served import Served, ServedMemo, recorded_message
-from gateway._user_id import forwarded_user_id
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
     AuditWriteError,
@@ -55,6 +54,7 @@ from gateway.errors import (
     PolicyViolation,
     UpstreamError,
 )
+from gateway.keys import forwarded_user_id
 from gateway.policy import Plan, Policy, PolicySet, plan_request
 from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import ProviderReply

@@ -59,10 +59,10 @@ from gateway._call_types import (
     failed,
     replied,
 )
-from gateway._record_keys import record_signer, trusted_record_keys
 from gateway._recorded_streams import arecord_stream, record_stream
 from gateway._threads import AuditThreads
 from gateway.errors import AuditError, AuditWriteError, IntegrityAlert
+from gateway.keys import record_signer, trusted_record_keys
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider
 from gateway.settings import Settings
 

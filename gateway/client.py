@@ -39,9 +39,9 @@ from gateway._recording import (
     cancel_reason,
 )
 from gateway._streams import AsyncStream, Opened, Outcomes, Stream
-from gateway.approvals import check_approvals, trusted_approvers
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
+from gateway.evidence import check_approvals, trusted_approvers
 from gateway.offline import offline_policy
 from gateway.policy import Policy, PolicySet
 from gateway.providers.base import Provider

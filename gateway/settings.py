@@ -87,13 +87,13 @@ class Settings(BaseModel):
     integration_stalled_after_s: float = Field(default=600.0, gt=0)
     # `gateway policy approve`: the approver's Ed25519 key (32 bytes as hex or base64) that
     # signs a task's fingerprint. With ``require_approvals`` = N a task loads only when its
-    # exact fingerprint has N approvals by distinct approvers (gateway.approvals).
+    # exact fingerprint has N approvals by distinct approvers (gateway.evidence).
     approver_key: SecretStr | None = None
     require_approvals: int = Field(default=0, ge=0)
     # Approver key pinning: approver name -> Ed25519 public key (hex or base64), given here
     # or in a TOML/JSON file (``name = "<64 hex>"``). With either set, an approval counts only
     # when signed by its approver's pinned key; unset, any key that signs counts
-    # (gateway.approvals.trusted_approvers reads both).
+    # (gateway.evidence.trusted_approvers reads both).
     trusted_approvers: dict[str, str] | None = None
     trusted_approvers_file: Path | None = None
     # The caller recorded for a request that names none. Requests that leave the machine

@@ -1,4 +1,4 @@
-"""`gateway.auditing`: the audit log through the library, with only the gateway's errors.
+"""`gateway.evidence`: the audit log through the library, with only the gateway's errors.
 
 Every failure below starts as an ``audit`` exception; none may leave the facade as one.
 """
@@ -22,16 +22,16 @@ from gateway import (
     InputError,
     Settings,
 )
-from gateway.auditing import (
+from gateway._audit_errors import audit_failure
+from gateway.evidence import (
     Auditing,
     EventFilter,
-    audit_failure,
     checkpoint_text,
     grant_role,
-    record_signer,
     schema_status,
     upgrade_schema,
 )
+from gateway.keys import record_signer
 
 KEY = "11" * 32
 OTHER_KEY = "22" * 32
@@ -199,26 +199,44 @@ def test_every_audit_store_error_class_is_covered() -> None:
         assert isinstance(audit_failure(error), GatewayError)
 
 
-def test_the_facade_exports_are_pinned() -> None:
-    import gateway.auditing
+def test_the_evidence_facades_exports_are_pinned() -> None:
+    import gateway.evidence
 
-    assert sorted(gateway.auditing.__all__) == [
+    assert sorted(gateway.evidence.__all__) == [
+        "ApprovalStatus",
         "Auditing",
-        "Checkpoint",
+        "ConsistencyReport",
         "EventFilter",
         "EventKind",
-        "ExportFormat",
-        "ExportSummary",
-        "RequestSummary",
-        "SchemaStatus",
+        "ExportVerifyReport",
+        "ReceiptReport",
+        "Step",
         "StoredEvent",
+        "TimeStampCheck",
         "VerifyReport",
-        "audit_failure",
+        "WitnessCheck",
+        "WitnessOutcome",
+        "approval_draft",
+        "approval_status",
+        "check_approvals",
+        "check_consistency",
+        "check_receipt",
         "checkpoint_text",
         "grant_role",
+        "integrate",
+        "note_verifier_key",
+        "prove",
+        "receipt_text",
         "schema_status",
-        "translated",
+        "sign_approval",
+        "signoff_sheet",
+        "timestamp",
+        "tree_checkpoint_text",
+        "tree_head",
+        "trusted_approvers",
         "upgrade_schema",
+        "verify_export",
+        "witness",
     ]
-    for name in gateway.auditing.__all__:
-        assert hasattr(gateway.auditing, name), name
+    for name in gateway.evidence.__all__:
+        assert hasattr(gateway.evidence, name), name

@@ -10,11 +10,10 @@ from typing import Any
 import click
 
 from audit.store import missing_database
-from gateway.approvals import ApprovalStatus
-from gateway.auditing import Auditing
 from gateway.cli._policy_show import effective_text, signoff_fields
 from gateway.cli._render import shown, text_table
 from gateway.errors import AuditError
+from gateway.evidence import ApprovalStatus, Auditing
 from gateway.policy import PolicyEntry, PolicySet
 from gateway.settings import Settings
 

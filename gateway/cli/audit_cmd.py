@@ -4,7 +4,7 @@
     $ gateway audit verify --checkpoint head.json
 
 `verify` exits 0 when the log is intact and 1 on any defect, naming the first bad seq.
-Each command parses its options, calls :class:`gateway.auditing.Auditing` and renders.
+Each command parses its options, calls :class:`gateway.evidence.Auditing` and renders.
 """
 
 from __future__ import annotations
@@ -21,12 +21,6 @@ import click
 from gateway._audit_content import RecordedContent
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway._usage import GroupBy, UsageReport, UsageRow
-from gateway.auditing import (
-    Auditing,
-    EventFilter,
-    EventKind,
-    StoredEvent,
-)
 from gateway.catalog import Catalog
 from gateway.cli._context import settings_of
 from gateway.cli._render import (
@@ -39,6 +33,12 @@ from gateway.cli._render import (
 from gateway.cli.integrate_cmd import integrate_command
 from gateway.cli.verify_cmd import checkpoint_command, verify_command
 from gateway.errors import GatewayError
+from gateway.evidence import (
+    Auditing,
+    EventFilter,
+    EventKind,
+    StoredEvent,
+)
 from gateway.policy import PolicySet
 from gateway.settings import Settings
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import click
 
-from gateway.auditing import grant_role, schema_status, upgrade_schema
 from gateway.cli._context import settings_of
+from gateway.evidence import grant_role, schema_status, upgrade_schema
 
 
 @click.group("db")

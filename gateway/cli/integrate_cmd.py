@@ -4,7 +4,7 @@
     $ gateway audit integrate                 # runs until SIGTERM / Ctrl-C
     $ gateway audit integrate --once --format json
 
-Parses, calls :mod:`gateway.integrating`, renders. Without ``--once`` it runs pass after
+Parses, calls :mod:`gateway.evidence`, renders. Without ``--once`` it runs pass after
 pass, ``--interval`` seconds apart (back to back while a backlog lasts), and stops cleanly on
 SIGTERM or SIGINT (the pass in progress finishes; a final checkpoint is written).
 """
@@ -20,7 +20,7 @@ import click
 
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json
-from gateway.integrating import Step, integrate
+from gateway.evidence import Step, integrate
 
 __all__ = ["integrate_command"]
 

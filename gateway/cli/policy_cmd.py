@@ -18,14 +18,13 @@ from typing import Any
 
 import click
 
-from gateway._signoff_sheet import signoff_sheet
-from gateway.auditing import Auditing
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._policy_show import PLACEHOLDER_INPUT, show_data, show_rows, signoff_fields
 from gateway.cli._policy_signoff import approval_json, approval_text, echo_signoff, read_approvals
 from gateway.cli._render import echo_json, open_output, shown, shown_lines, text_table
+from gateway.evidence import Auditing, signoff_sheet
 from gateway.policy import (
     Finding,
     PolicyEntry,

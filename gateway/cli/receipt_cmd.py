@@ -7,7 +7,7 @@
 
 :func:`attach` adds the commands to the ``audit`` group and gives its ``verify`` the
 ``--from``/``--to`` options (a consistency proof between two checkpoints); without them
-``verify`` is unchanged. Each command parses, calls :mod:`gateway.receipts` and renders.
+``verify`` is unchanged. Each command parses, calls :mod:`gateway.evidence` and renders.
 """
 
 from __future__ import annotations
@@ -19,25 +19,25 @@ from typing import Any
 
 import click
 
-from gateway._record_keys import public_keys_given, read_public_keys
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, open_output, shown
 from gateway.cli.timestamp_cmd import TSA_CERT, timestamp_command
 from gateway.cli.witness_cmd import witness_command
-from gateway.receipts import (
+from gateway.evidence import (
     ConsistencyReport,
     ReceiptReport,
     TimeStampCheck,
     WitnessCheck,
     check_consistency,
     check_receipt,
-    checkpoint_text,
     note_verifier_key,
     prove,
     receipt_text,
+    tree_checkpoint_text,
     tree_head,
 )
+from gateway.keys import public_keys_given, read_public_keys
 
 __all__ = ["attach"]
 
@@ -119,7 +119,7 @@ def tree_head_command(
     under GATEWAY_INTEGRATOR_PUBLIC_KEYS)."""
     head = tree_head(settings_of(ctx), rebuild=rebuild, proof_from=proof_from)
     with open_output(output) as out:
-        out.write(checkpoint_text(head))
+        out.write(tree_checkpoint_text(head))
 
 
 @click.command("check-receipt")

@@ -3,7 +3,7 @@
     $ gateway audit timestamp head.json --tsa https://tsa.bank.example/tsr --tsa-cert tsa-ca.pem
     $ gateway audit check-receipt receipt.json --public-key 3b6a... --tsa-cert tsa-ca.pem
 
-Parses, calls :mod:`gateway.timestamping`, renders.
+Parses, calls :mod:`gateway.evidence`, renders.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from gateway.cli._render import echo_json, shown
-from gateway.timestamping import timestamp
+from gateway.evidence import timestamp
 
 __all__ = ["TSA_CERT", "timestamp_command"]
 

@@ -6,7 +6,7 @@
     $ gateway audit checkpoint -o head.json
 
 The audit group adds both commands (gateway.cli.audit_cmd); `verify --from/--to` is added to
-this verify by gateway.cli.receipt_cmd. Each command parses, calls gateway.auditing, renders.
+this verify by gateway.cli.receipt_cmd. Each command parses, calls gateway.evidence, renders.
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from typing import Any
 import click
 
 from audit.signing import key_id
-from gateway._export_verify import ExportVerifyReport
-from gateway.auditing import (
-    Auditing,
-    VerifyReport,
-    checkpoint_text,
-    read_public_keys,
-    verify_export,
-)
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import Progress, echo_json, open_output, shown
 from gateway.errors import ConfigurationError
+from gateway.evidence import (
+    Auditing,
+    ExportVerifyReport,
+    VerifyReport,
+    checkpoint_text,
+    verify_export,
+)
+from gateway.keys import read_public_keys
 
 PROGRESS_THRESHOLD = 20_000  # below this a verify is over before a bar is worth drawing
 

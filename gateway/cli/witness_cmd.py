@@ -6,7 +6,7 @@
     $ gateway audit check-receipt receipt.json --public-key 3b6a... \\
           --witness-key witness.bank.example/w1=9f1c...
 
-Parses, calls :mod:`gateway.witnessing`, renders; a refusal (a fork, a rollback, a bad log
+Parses, calls :mod:`gateway.evidence`, renders; a refusal (a fork, a rollback, a bad log
 signature) is one line of reason and exit 1, and nothing is written.
 """
 
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import click
 
-from gateway._record_keys import public_keys_given
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, shown
-from gateway.witnessing import WitnessOutcome, witness
+from gateway.evidence import WitnessOutcome, witness
+from gateway.keys import public_keys_given
 
 __all__ = ["witness_command"]
 

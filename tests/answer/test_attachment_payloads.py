@@ -20,8 +20,8 @@ from audit.canonical import digest
 from audit.migrate import upgrade
 from gateway import Gateway, Settings
 from gateway._attachment_payloads import restore, restored, stored_payloads
-from gateway._record_keys import record_signer
 from gateway.cli import main
+from gateway.keys import record_signer
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway.conftest import MakeGateway, events
 from tests.replay.helpers import replay

@@ -12,8 +12,8 @@ from pydantic import SecretStr
 
 from audit import EventKind
 from gateway import Gateway, Settings
-from gateway._user_id import USER_ID_PREFIX, forwarded_user_id
 from gateway.errors import PolicyLoadError
+from gateway.keys import USER_ID_PREFIX, forwarded_user_id
 from gateway.policy import plan_request
 from tests.answer.conftest import SALT, WriteTask
 from tests.fakes.messages_api import FakeMessagesAPI

@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventDraft, EventKind
 from gateway import Settings
-from gateway.auditing import record_signer
 from gateway.cli import main
+from gateway.keys import record_signer
 
 KEY = "11" * 32
 

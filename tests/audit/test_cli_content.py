@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from audit.signing import Signer
 from gateway import Settings
-from gateway.auditing import record_signer
 from gateway.cli import main
+from gateway.keys import record_signer
 
 RHASH = "sha256:" + "e" * 64
 SYSTEM = "You review transactions.\nAnswer <verdict>PASS|ESCALATE|BLOCK</verdict>."

@@ -11,9 +11,9 @@ from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventDraft, EventKind
 from gateway import Settings
-from gateway.auditing import record_signer
 from gateway.catalog import Catalog
 from gateway.cli import main
+from gateway.keys import record_signer
 
 RESPONSE_DATA = {
     "ok": True,

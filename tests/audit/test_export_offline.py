@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 from audit import AuditStore, EventDraft, EventKind
 from audit.signing import Signer
 from gateway import Settings
-from gateway.auditing import record_signer
 from gateway.cli import main
+from gateway.keys import record_signer
 
 SYSTEM = "You review transactions."
 QUESTION = "Pay EUR 9,500 to ACME"

@@ -31,8 +31,8 @@ from audit.migrate import upgrade
 from audit.models import DefectKind, VerifyReport
 from audit.roles import grant
 from audit.signing import Signer, Trust, TrustedKeys, signature_check
-from gateway._record_keys import trusted_record_keys
-from gateway.auditing import Auditing
+from gateway.evidence import Auditing
+from gateway.keys import trusted_record_keys
 from gateway.settings import Settings
 from tests.support.postgres import PostgresServer
 

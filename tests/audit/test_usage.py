@@ -14,9 +14,10 @@ from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventDraft, EventFilter, EventKind
 from gateway import Settings
-from gateway.auditing import Auditing, record_signer
 from gateway.catalog import Catalog
 from gateway.cli import main
+from gateway.evidence import Auditing
+from gateway.keys import record_signer
 
 
 def _answer(

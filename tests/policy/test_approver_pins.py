@@ -15,9 +15,9 @@ from click.testing import CliRunner, Result
 from audit import AuditStore, EventKind
 from audit.signing import Signer
 from gateway import Gateway, Settings
-from gateway.approvals import trusted_approvers
 from gateway.cli import main
 from gateway.errors import ConfigurationError, PolicyLoadError
+from gateway.evidence import trusted_approvers
 from tests.policy.conftest import VALID, WriteFolder
 
 ALICE, BOB, MALLORY = (secrets.token_hex(32) for _ in range(3))

@@ -14,11 +14,11 @@ from click.testing import CliRunner, Result
 from audit import AuditStore
 from audit.signing import Signer, signature_check
 from gateway import Gateway, Settings
-from gateway.approvals import approval_draft, approval_status, check_approvals, sign_approval
-from gateway.auditing import record_signer, trusted_record_keys
 from gateway.catalog import Catalog
 from gateway.cli import main
 from gateway.errors import PolicyLoadError
+from gateway.evidence import approval_draft, approval_status, check_approvals, sign_approval
+from gateway.keys import record_signer, trusted_record_keys
 from gateway.policy import PolicySet
 from tests.policy.conftest import SHIPPED, TODAY, VALID, WriteFolder
 

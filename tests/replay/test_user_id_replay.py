@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from gateway import Gateway, Settings
-from gateway._user_id import forwarded_user_id
+from gateway.keys import forwarded_user_id
 from gateway.replay import Outcome
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.replay.conftest import API_KEY

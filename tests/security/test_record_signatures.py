@@ -26,8 +26,9 @@ from audit.migrate import upgrade
 from audit.roles import grant
 from audit.signing import Signer
 from gateway import IntegrityAlert, Settings
-from gateway.auditing import RECORD_KEY_FILE, Auditing
 from gateway.cli import main
+from gateway.evidence import Auditing
+from gateway.keys import RECORD_KEY_FILE
 from tests.audit.conftest import Raw
 from tests.gateway.conftest import MakeGateway
 from tests.support.postgres import PostgresServer

@@ -53,20 +53,16 @@ from audit.signing import (
     signature_check,
 )
 from gateway._audit_content import PARTS, RecordedContent, recorded_content
-from gateway._audit_errors import audit_failure, translated
-from gateway._export_verify import ExportVerifyReport
-from gateway._export_verify import verify_export as _verify_export
+from gateway._audit_errors import translated
 from gateway._inputs import check_name
-
-# Re-exported: the CLI reads the record keys through this facade.
-from gateway._record_keys import RECORD_KEY_FILE as RECORD_KEY_FILE
-from gateway._record_keys import integrator_keys
-from gateway._record_keys import read_public_keys as read_public_keys
-from gateway._record_keys import record_key_path as record_key_path
-from gateway._record_keys import record_signer as record_signer
-from gateway._record_keys import trusted_record_keys as trusted_record_keys
 from gateway._usage import GroupBy, UsageReport, priced, usage_report
-from gateway.approvals import (
+from gateway.catalog import Catalog
+from gateway.errors import (
+    ConfigurationError,
+    InputError,
+    IntegrityAlert,
+)
+from gateway.evidence._approvals import (
     ApprovalStatus,
     approval_draft,
     approval_status,
@@ -74,12 +70,9 @@ from gateway.approvals import (
     sign_approval,
     trusted_approvers,
 )
-from gateway.catalog import Catalog
-from gateway.errors import (
-    ConfigurationError,
-    InputError,
-    IntegrityAlert,
-)
+from gateway.evidence._export_verify import ExportVerifyReport
+from gateway.evidence._export_verify import verify_export as _verify_export
+from gateway.keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.policy import PolicySet
 from gateway.settings import Settings
 
@@ -94,11 +87,9 @@ __all__ = [
     "SchemaStatus",
     "StoredEvent",
     "VerifyReport",
-    "audit_failure",
     "checkpoint_text",
     "grant_role",
     "schema_status",
-    "translated",
     "upgrade_schema",
 ]
 
@@ -115,7 +106,7 @@ def verify_export(
 ) -> ExportVerifyReport:
     """Verify an exported JSONL slice offline (no database): every record's hash, columns,
     links and record signature under ``public_keys`` (hex), and that the signed EXPORT event
-    at its end counts exactly these records (gateway/_export_verify.py); a format-2 log's
+    at its end counts exactly these records (gateway/evidence/_export_verify.py); a format-2 log's
     voids and integrator checkpoints under ``integrator_public_keys``."""
     if not public_keys:
         raise InputError(

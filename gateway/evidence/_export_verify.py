@@ -18,7 +18,7 @@ hashes). For every record this checks:
   fails.
 
 An export of a format-2 log (its EXPORT event names ``sequenced_from`` and ``store_id``)
-has its format-2 part checked as gateway._export_sequenced says: each record on its own
+has its format-2 part checked as gateway.evidence says: each record on its own
 (``hash = sha256(body)``, a signature naming the store id), its link, and the integrator
 checkpoints it carries, against the integrator's public keys.
 
@@ -42,7 +42,7 @@ from audit.chain import MIRRORED, link_hash
 from audit.export import HEAD_KEY
 from audit.models import SIGNED_EXPORT_COLUMNS, EventKind
 from audit.signing import TrustedKeys
-from gateway._export_sequenced import Era, SequencedChecks, link_of
+from gateway.evidence._export_sequenced import Era, SequencedChecks, link_of
 
 __all__ = ["ExportDefect", "ExportVerifyReport", "verify_export"]
 

@@ -40,10 +40,10 @@ from audit.store import AuditStore
 from audit.timestamp import TimeStampCheck
 from gateway._audit_errors import translated
 from gateway._inputs import read_text_file
-from gateway._record_keys import integrator_keys
 from gateway.errors import ConfigurationError, InputError
+from gateway.evidence._timestamping import tsa_roots
+from gateway.keys import integrator_keys
 from gateway.settings import Settings
-from gateway.timestamping import tsa_roots
 
 __all__ = [
     "ConsistencyReport",
@@ -54,10 +54,10 @@ __all__ = [
     "WitnessCheck",
     "check_consistency",
     "check_receipt",
-    "checkpoint_text",
     "note_verifier_key",
     "prove",
     "receipt_text",
+    "tree_checkpoint_text",
     "tree_head",
 ]
 
@@ -146,7 +146,7 @@ def receipt_text(receipt: Receipt) -> str:
     return dumps(receipt)
 
 
-def checkpoint_text(checkpoint: TreeCheckpoint) -> str:
+def tree_checkpoint_text(checkpoint: TreeCheckpoint) -> str:
     return dumps(checkpoint)
 
 

@@ -19,8 +19,8 @@ from html import escape
 from typing import Any
 
 from gateway._keys import GATEWAY_VERSION
-from gateway.approvals import ApprovalStatus
 from gateway.catalog import ModelInfo
+from gateway.evidence._approvals import ApprovalStatus
 from gateway.policy import Finding, Policy, plan_request
 
 __all__ = ["PLACEHOLDER_INPUT", "signoff_sheet"]

@@ -1,0 +1,87 @@
+"""Evidence: what auditors, compliance officers and model-risk teams do with the record.
+
+    with Auditing.open(settings) as auditing:
+        for summary in auditing.requests(EventFilter(task="compliance_review")): ...
+        report = auditing.verify()
+
+Each facade opens the audit store from ``Settings`` and speaks the gateway's error tree:
+listing, reading and verifying the log (``Auditing``), policy approvals and the sign-off
+sheet, Merkle receipts and consistency proofs, witnesses, RFC 3161 time-stamps, the format-2
+integrator, and offline verification of an export.
+"""
+
+from gateway.evidence._approvals import (
+    ApprovalStatus,
+    approval_draft,
+    approval_status,
+    check_approvals,
+    sign_approval,
+    trusted_approvers,
+)
+from gateway.evidence._auditing import (
+    Auditing,
+    EventFilter,
+    EventKind,
+    StoredEvent,
+    VerifyReport,
+    checkpoint_text,
+    grant_role,
+    schema_status,
+    upgrade_schema,
+    verify_export,
+)
+from gateway.evidence._export_verify import ExportVerifyReport
+from gateway.evidence._integrating import Step, integrate
+from gateway.evidence._receipts import (
+    ConsistencyReport,
+    ReceiptReport,
+    TimeStampCheck,
+    WitnessCheck,
+    check_consistency,
+    check_receipt,
+    note_verifier_key,
+    prove,
+    receipt_text,
+    tree_checkpoint_text,
+    tree_head,
+)
+from gateway.evidence._signoff_sheet import signoff_sheet
+from gateway.evidence._timestamping import timestamp
+from gateway.evidence._witnessing import WitnessOutcome, witness
+
+__all__ = [
+    "ApprovalStatus",
+    "Auditing",
+    "ConsistencyReport",
+    "EventFilter",
+    "EventKind",
+    "ExportVerifyReport",
+    "ReceiptReport",
+    "Step",
+    "StoredEvent",
+    "TimeStampCheck",
+    "VerifyReport",
+    "WitnessCheck",
+    "WitnessOutcome",
+    "approval_draft",
+    "approval_status",
+    "check_approvals",
+    "check_consistency",
+    "check_receipt",
+    "checkpoint_text",
+    "grant_role",
+    "integrate",
+    "note_verifier_key",
+    "prove",
+    "receipt_text",
+    "schema_status",
+    "sign_approval",
+    "signoff_sheet",
+    "timestamp",
+    "tree_checkpoint_text",
+    "tree_head",
+    "trusted_approvers",
+    "upgrade_schema",
+    "verify_export",
+    "witness",
+]

@@ -1,0 +1,31 @@
+"""Keys: the record key that signs the log, the keys a reader trusts, the caller-id salt.
+
+    signer = record_signer(settings, create=True)      # this gateway's record key (or None)
+    trusted = trusted_record_keys(settings, signer)    # its own key, plus configured ones
+    user_id = forwarded_user_id("payments-svc", salt=settings.user_id_salt)
+
+Callers' own keys for `gateway serve` are issued on the record: ``gateway.callers``.
+"""
+
+from gateway.keys._record_keys import (
+    RECORD_KEY_FILE,
+    integrator_keys,
+    public_keys_given,
+    read_public_keys,
+    record_key_path,
+    record_signer,
+    trusted_record_keys,
+)
+from gateway.keys._user_id import USER_ID_PREFIX, forwarded_user_id
+
+__all__ = [
+    "RECORD_KEY_FILE",
+    "USER_ID_PREFIX",
+    "forwarded_user_id",
+    "integrator_keys",
+    "public_keys_given",
+    "read_public_keys",
+    "record_key_path",
+    "record_signer",
+    "trusted_record_keys",
+]
