@@ -3,6 +3,7 @@
     providers = Providers(settings)
     provider = providers.get(model.provider)       # built on first use, then shared
     providers.model_version(model.provider, model.id)
+    capabilities(model.provider).inference_geo     # asked without building the provider
     providers.close()
 
 Adding a provider is a module implementing :class:`gateway.providers.base.Provider`, one
@@ -19,11 +20,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gateway.errors import ConfigurationError
-from gateway.providers.base import Provider
+from gateway.providers.base import Capabilities, Provider
 from gateway.settings import Settings
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "ProviderFactory",
     "ProviderSpec",
     "Providers",
+    "capabilities",
     "runs_offline",
 ]
 
@@ -50,8 +52,8 @@ class ProviderSpec:
 
     name: str
     build: ProviderFactory
+    capabilities: Capabilities = field(default_factory=Capabilities)
     versioned_models: bool = False
-    offline: bool = False  # runs in-process, sends nothing off the machine
 
 
 def _build_anthropic(settings: Settings) -> Provider:
@@ -83,16 +85,23 @@ def _build_local(_settings: Settings) -> Provider:
 
 PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
     {
-        "anthropic": ProviderSpec("anthropic", _build_anthropic),
-        "local": ProviderSpec("local", _build_local, versioned_models=True, offline=True),
+        "anthropic": ProviderSpec("anthropic", _build_anthropic, Capabilities(inference_geo=True)),
+        "local": ProviderSpec(
+            "local", _build_local, Capabilities(offline=True), versioned_models=True
+        ),
     }
 )
 PROVIDER_NAMES = frozenset(PROVIDERS)
 
 
+def capabilities(name: str) -> Capabilities:
+    """What the provider called ``name`` can do (asked without building it)."""
+    return PROVIDERS[_known(name)].capabilities
+
+
 def runs_offline(name: str) -> bool:
     """Whether the provider called ``name`` answers in-process (nothing leaves the machine)."""
-    return PROVIDERS[_known(name)].offline
+    return capabilities(name).offline
 
 
 class Providers:
