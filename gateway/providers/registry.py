@@ -7,9 +7,14 @@
     providers.close()
 
 Adding a provider is a module implementing :class:`gateway.providers.base.Provider`, one
-:class:`ProviderSpec` in :data:`PROVIDERS`, its catalog rows and its settings. Nothing outside
-this module compares provider names: the catalog checks its ``provider`` values against
-:data:`PROVIDER_NAMES`, and everything else asks the registry for a provider by name.
+:class:`ProviderSpec` in :data:`PROVIDERS`, its catalog rows and its settings. A Claude
+transport (Bedrock, Vertex) is the same four places, its module being a wire profile, its
+credentials and a :class:`~gateway.providers.wire.MessagesProvider` built from them, as
+:mod:`gateway.providers.anthropic` is for Anthropic's own API. Nothing outside this module
+compares provider names: the catalog checks its ``provider`` values against
+:data:`PROVIDER_NAMES`, everything else asks the registry for a provider by name, and what a
+provider can do (run offline, honour ``inference_geo``, which model its answers name) is its
+:class:`~gateway.providers.base.Capabilities`, asked through :func:`capabilities`.
 
 Providers are built on first use so that a command that never calls Claude never imports the
 SDK (about a second) and needs no API key; :meth:`Providers.warm` builds the ones a service

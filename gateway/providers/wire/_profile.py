@@ -20,7 +20,7 @@ is written down here, once per transport, as data and small pure functions:
 - whether the transport counts tokens.
 
 What the *gateway* asks of a provider without building it (does it honour ``inference_geo``,
-which model name does its answer echoe) is the registry's :class:`~gateway.providers.base.
+which model name does its answer echo) is the registry's :class:`~gateway.providers.base.
 Capabilities`, kept free of the SDK.
 """
 
@@ -102,7 +102,8 @@ class WireProfile:
     name: str  # for messages and logs: "anthropic", "bedrock", ...
     sync_client: type[anthropic.Anthropic]
     async_client: type[anthropic.AsyncAnthropic]
-    default_base_url: str | None  # None: the SDK client derives it (from a region, say)
+    # None: there is none (one per region, say); the provider's factory must give one.
+    default_base_url: str | None
     # Allowed onto the wire besides BASE_HEADERS and the SDK's x-stainless-* telemetry.
     allowed_headers: frozenset[str]
     request_id_header: str

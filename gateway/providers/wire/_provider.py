@@ -238,7 +238,7 @@ class MessagesProvider:
         timeout_s: float | None = None,
         on_wire: OnWire | AsyncOnWire | None = None,
     ) -> ProviderReply:
-        """``send`` for asyncio: the AsyncAnthropic client and a non-blocking wait.
+        """``send`` for asyncio: the transport's async SDK client and a non-blocking wait.
 
         ``on_attempt_failed`` may be a coroutine function: it is awaited before any retry, so
         an audit write can run in a worker thread without the event loop waiting on it."""

@@ -51,17 +51,19 @@ def client_options(
     profile: WireProfile, auth: WireAuth, *, base_url: str | None, timeout: httpx2.Timeout
 ) -> dict[str, Any]:
     """The SDK constructor's options: explicit credentials stop the SDK reading them from the
-    environment, profiles and config files; an explicit base URL stops it reading one."""
-    options = {
+    environment, profiles and config files; an explicit base URL stops it reading one (each
+    transport's client reads its own variable), so a transport without a default URL (one per
+    region) must be given one."""
+    url = base_url or profile.default_base_url
+    if url is None:
+        raise ValueError(f"the {profile.name} transport needs a base URL")
+    return {
         **auth.client_options(),
+        "base_url": url,
         "timeout": timeout,
         "max_retries": 0,  # the gateway owns retries, so that every attempt is recorded
         "open_telemetry": NO_SDK_TRACING,
     }
-    url = base_url or profile.default_base_url
-    if url is not None:
-        options["base_url"] = url
-    return options
 
 
 # Headers the gateway lets onto the wire. The SDK constructor reads ANTHROPIC_CUSTOM_HEADERS
