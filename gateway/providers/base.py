@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-def same_model(model_id: str) -> str:
+def _same_model(model_id: str) -> str:
     return model_id
 
 
@@ -51,7 +51,7 @@ class Capabilities:
 
     offline: bool = False
     inference_geo: bool = False
-    echoed_model: Callable[[str], str | None] = same_model
+    echoed_model: Callable[[str], str | None] = _same_model
 
 
 class StreamFacts(BaseModel):
