@@ -107,7 +107,7 @@ class WireProfile:
     # Allowed onto the wire besides BASE_HEADERS and the SDK's x-stainless-* telemetry.
     allowed_headers: frozenset[str]
     request_id_header: str
-    rate_limit_prefix: str
+    rate_limit_prefix: str | None  # None: the transport reports no rate limits in headers
     error_fields: ErrorFields = error_object_fields
     # A header by which the upstream says whether an error is worth another attempt.
     should_retry_header: str | None = None
@@ -128,5 +128,8 @@ class WireProfile:
         return BASE_HEADERS | self.allowed_headers
 
     def rate_limits(self, headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+        """The rate-limit headers of an answer, as the reply records them."""
         prefix = self.rate_limit_prefix
+        if prefix is None:
+            return {}
         return {k: v for k, v in headers if k.lower().startswith(prefix)}
