@@ -5,7 +5,7 @@
 One process, one event loop, the loopback fake in its own process. Two SDK clients built as
 the gateway builds its async client (explicit key and base URL, no SDK retries or tracing,
 the header strip and wire hooks): ``httpx`` with the SDK's default httpx client, ``aiohttp``
-with :func:`gateway.providers._transport.async_http_client` (aiohttp, keepalive probes). Each
+with :func:`gateway.providers.wire._transport.async_http_client` (aiohttp, keepalive probes). Each
 round runs ``--calls`` sequential ``messages.with_streaming_response.create`` calls per
 client, the body read in full, the order alternating every round; the figure is the calling
 thread's CPU time per call (load-independent) and the wall time per call (not: the fake and
@@ -30,8 +30,10 @@ import anthropic  # noqa: E402
 import httpx2  # noqa: E402
 
 from bench.gateway_bench import fake_api  # noqa: E402
-from gateway.providers import _sdk  # noqa: E402
-from gateway.providers._transport import AIOHTTP_TRANSPORT, async_http_client  # noqa: E402
+from gateway.providers.anthropic import FIRST_PARTY, ApiKeyAuth  # noqa: E402
+from gateway.providers.wire import _sdk  # noqa: E402
+from gateway.providers.wire._announce import aannounce_wire  # noqa: E402
+from gateway.providers.wire._transport import AIOHTTP_TRANSPORT, async_http_client  # noqa: E402
 
 BODY: dict[str, Any] = {
     "model": "claude-opus-4-6",
@@ -43,7 +45,9 @@ HEADERS = {"anthropic-version": "2023-06-01", "Authorization": "Bearer sk-bench"
 
 def client(base_url: str, http: Any) -> anthropic.AsyncAnthropic:
     timeout = httpx2.Timeout(60.0, connect=5.0)
-    options = _sdk.client_options(api_key="sk-bench", base_url=base_url, timeout=timeout)
+    options = _sdk.client_options(
+        FIRST_PARTY, ApiKeyAuth("sk-bench"), base_url=base_url, timeout=timeout
+    )
     return anthropic.AsyncAnthropic(**options, http_client=http)
 
 
@@ -58,7 +62,8 @@ async def calls(sdk: anthropic.AsyncAnthropic, n: int) -> tuple[float, float]:
 
 
 async def run(base_url: str, rounds: int, n: int) -> dict[str, list[tuple[float, float]]]:
-    hooks = {"request": [_sdk._astrip_unchosen_headers, _sdk._aannounce_wire]}
+    _, astrip = _sdk.header_strippers(FIRST_PARTY)
+    hooks = {"request": [astrip, aannounce_wire]}
     clients = {
         "httpx": client(base_url, anthropic.DefaultAsyncHttpxClient(event_hooks=hooks)),
         "aiohttp": client(base_url, async_http_client(hooks)),

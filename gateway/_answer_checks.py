@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.policy import Plan
-from gateway.providers.registry import runs_offline
+from gateway.providers.registry import capabilities
 
 __all__ = ["answer_alerts", "answer_facts"]
 
@@ -58,18 +58,20 @@ def answer_facts(plan: Plan, response: Mapping[str, Any]) -> dict[str, Any]:
 def answer_alerts(plan: Plan, response: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What in the answer differs from what the policy pinned, one dict per check."""
     alerts: list[dict[str, Any]] = []
+    provider = capabilities(plan.provider)
     answered = response.get("model")
-    if answered != plan.model_id:
+    echoed = provider.echoed_model(plan.model_id)
+    if echoed is not None and answered != echoed:
         alerts.append(
             {
                 "check": "model",
-                "expected": plan.model_id,
+                "expected": echoed,
                 "reported": answered if isinstance(answered, str) else None,
                 "reason": "the answer names another model than the pinned one",
             }
         )
     geo = plan.body.get("inference_geo")
-    if geo is not None and not runs_offline(plan.provider):
+    if geo is not None and provider.inference_geo:
         usage = response.get("usage")
         reported = usage.get("inference_geo") if isinstance(usage, Mapping) else None
         if reported != geo:

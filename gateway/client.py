@@ -89,7 +89,10 @@ class _Core:
             self.store.close()
             raise
         self.providers = Providers(settings)
-        transform = _compose(offline_policy if offline else None, policy_transform)
+        transform = _compose(
+            functools.partial(offline_policy, catalog=self.catalog) if offline else None,
+            policy_transform,
+        )
         self.pipeline = RequestPipeline(
             policies=self.policies,
             catalog=self.catalog,

@@ -292,7 +292,7 @@ def run_experiment(
         raise InputError("every prompt must have text.", hint="Pass --prompt TEXT.")
     catalog = Catalog.load(settings.catalog_override)
     base = PolicySet.load(Path(settings.policy_dir), catalog).get(task)
-    base = offline_policy(base) if offline else base
+    base = offline_policy(base, catalog) if offline else base
     model = catalog.get(base.model_id)
     if model is None:  # review refuses such a policy; this guards an edited catalog
         raise ConfigurationError(f"model {base.model_id!r} is not in the model catalog.")

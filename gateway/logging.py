@@ -9,7 +9,7 @@ request (task, ids, timings, token counts); prompt and response text are never l
 
 The SDK and its HTTP client log at DEBUG the request options (the ``Authorization`` header,
 the system prompt, the messages), and the SDK's import lowers its own loggers to DEBUG when
-``ANTHROPIC_LOG=debug``. So the module that imports the SDK (:mod:`gateway.providers._sdk`)
+``ANTHROPIC_LOG=debug``. So the module that imports the SDK (:mod:`gateway.providers.wire._sdk`)
 calls :func:`hold_sdk_loggers` right after that import, and each provider puts an
 :class:`SdkLogGuard` holding its API key on the same loggers while it is open::
 

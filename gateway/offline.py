@@ -1,6 +1,7 @@
 """Offline mode: run a task's policy on the local model instead of Claude.
 
     gw = Gateway(offline=True)      # or: gateway ask --offline TASK ...
+    offline_policy(policy, catalog)  # the policy a task runs offline under
 
 The derived policy keeps every mandated value the local model can honour (max_tokens, sampling,
 stop sequences, system prompt, output format, cache mode, caller bounds) and names the local
@@ -14,13 +15,17 @@ with the review's explanation rather than run without its schema guarantee.
 
 from __future__ import annotations
 
+from gateway.catalog import Catalog
 from gateway.policy import Policy
+from gateway.providers.registry import runs_offline
 
 OFFLINE_MODEL = "local:ngram"
 
 
-def offline_policy(policy: Policy) -> Policy:
-    if policy.model_id.startswith("local:"):
+def offline_policy(policy: Policy, catalog: Catalog) -> Policy:
+    """``policy`` on the local model; a policy whose model already runs offline as it is."""
+    model = catalog.get(policy.model_id)
+    if model is not None and runs_offline(model.provider):
         return policy
     generation = policy.generation.model_copy(update={"thinking": None, "effort": None})
     caller = policy.caller.model_copy(update={"effort": None})

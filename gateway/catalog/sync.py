@@ -196,10 +196,10 @@ def build_client(
     """An SDK client built like the provider's: explicit key and URL, no SDK retries."""
     import httpx2
 
-    from gateway.providers import _sdk
+    from gateway.providers import anthropic as first_party
 
     timeout = httpx2.Timeout(timeout_s, connect=min(5.0, timeout_s))
-    return _sdk.build_client(api_key=api_key, base_url=base_url, timeout=timeout)
+    return first_party.build_client(api_key=api_key, base_url=base_url, timeout=timeout)
 
 
 def fetch_models(client: anthropic.Anthropic, *, api_key: str) -> list[ListedModel]:
@@ -209,16 +209,17 @@ def fetch_models(client: anthropic.Anthropic, *, api_key: str) -> list[ListedMod
     """
     import anthropic
 
-    from gateway.providers import _sdk
+    from gateway.providers.anthropic import FIRST_PARTY
+    from gateway.providers.wire import UPSTREAM_FAILURES, classify, describe
 
     try:
         pages = client.models.list(limit=1000, lifecycle=["active", "deprecated", "retired"])
         return [ListedModel.from_sdk(info) for info in pages]
     except anthropic.APIResponseValidationError as exc:
-        failure = _sdk.describe(exc.status_code, "malformed_response", None)
+        failure = describe(exc.status_code, "malformed_response", None)
         raise _failed(failure, status=exc.status_code, error_type="malformed_response") from None
-    except _sdk.UPSTREAM_FAILURES as exc:
-        found = _sdk.classify(exc, secrets=(api_key,))
+    except UPSTREAM_FAILURES as exc:
+        found = classify(exc, profile=FIRST_PARTY, secrets=(api_key,))
         raise _failed(
             found.message,
             status=found.status,

@@ -33,7 +33,7 @@ from gateway.policy._findings import Finding, Severity
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy
 from gateway.policy.rules import Subject, check
 from gateway.policy.rules.caller import INTEGER_KEYS
-from gateway.providers.registry import runs_offline
+from gateway.providers.registry import capabilities
 
 BYTES_PER_TOKEN = 4  # a deliberately rough estimate, only to refuse obviously oversized input
 
@@ -288,8 +288,9 @@ def _body(
     policy: Policy, model: ModelInfo, g: Generation, messages: list[dict[str, Any]]
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model.id, "max_tokens": g.max_tokens, "messages": messages}
-    if policy.inference_geo is not None and not runs_offline(model.provider):
-        # A model that runs on this machine has no region to choose.
+    if policy.inference_geo is not None and capabilities(model.provider).inference_geo:
+        # A model that runs on this machine (or a transport without the field) has no
+        # region to choose.
         body["inference_geo"] = policy.inference_geo
     # Prompt caching: the cached prefix runs tools -> system -> messages, so one breakpoint at
     # the end of the policy's fixed part (the system prompt, else the last tool) caches both

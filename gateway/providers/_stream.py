@@ -8,7 +8,7 @@ up to, and the digest of the bytes as they arrived.
     message = relay.message()                    # the assembled final message
     relay.digest(), relay.byte_count, relay.event_count
 
-The shape is h11's: the I/O loops (``AnthropicProvider.stream``/``astream``) hand bytes in
+The shape is h11's: the I/O loops (``MessagesProvider.stream``/``astream``) hand bytes in
 and take events out; every decision about what the bytes mean is made here, once.
 
 ``MessageAssembler`` is also what the recorder keeps for a stream that ends early (the partial
@@ -21,10 +21,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
 __all__ = [
+    "FrameDecoder",
     "MalformedStream",
     "MessageAssembler",
     "SSEDecoder",
@@ -52,6 +53,13 @@ class StreamErrorEvent(Exception):
         self.body = body
         self.preceding = preceding or []
         super().__init__("an error event arrived inside the stream")
+
+
+class FrameDecoder(Protocol):
+    """A transport's stream framing: bytes in any chunking, ``(event, data)`` frames out
+    (``data`` the event's JSON text; ``event`` its name where the framing carries one)."""
+
+    def feed(self, chunk: bytes) -> Iterable[tuple[str | None, str]]: ...
 
 
 class SSEDecoder:
@@ -202,13 +210,14 @@ class StreamRelay:
     needs at the end (the assembled message, the digest and size of the bytes received).
 
     An ``error`` event raises :class:`StreamErrorEvent`; a frame whose data is not a JSON
-    object raises :class:`MalformedStream`. ``ping`` is consumed, not forwarded.
+    object raises :class:`MalformedStream`. ``ping`` is consumed, not forwarded. ``decoder``
+    is the transport's framing (server-sent events unless given).
     """
 
     __slots__ = ("_decoder", "_hash", "assembler", "byte_count")
 
-    def __init__(self) -> None:
-        self._decoder = SSEDecoder()
+    def __init__(self, decoder: FrameDecoder | None = None) -> None:
+        self._decoder = SSEDecoder() if decoder is None else decoder
         self._hash = hashlib.sha256()
         self.byte_count = 0
         self.assembler = MessageAssembler()

@@ -12,6 +12,7 @@ Kept apart from the providers so that importing these types does not import the 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -22,6 +23,7 @@ __all__ = [
     "AsyncOnAttemptFailed",
     "AsyncOnWire",
     "AttemptFailure",
+    "Capabilities",
     "OnAttemptFailed",
     "OnWire",
     "Provider",
@@ -30,6 +32,26 @@ __all__ = [
     "StreamFacts",
     "StreamItem",
 ]
+
+
+def _same_model(model_id: str) -> str:
+    return model_id
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the gateway asks of a provider without building it (the registry answers).
+
+    ``offline``: it answers in-process, sending nothing off the machine. ``inference_geo``:
+    it honours the Messages API's ``inference_geo`` and reports where inference ran in the
+    answer's ``usage``, so a policy's pinned region is sent and checked. ``echoed_model``:
+    the model name an answer to a request for ``model_id`` names (the check that the pinned
+    model answered), or ``None`` where the answer names none that can be checked.
+    """
+
+    offline: bool = False
+    inference_geo: bool = False
+    echoed_model: Callable[[str], str | None] = _same_model
 
 
 class StreamFacts(BaseModel):

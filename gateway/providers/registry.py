@@ -3,12 +3,18 @@
     providers = Providers(settings)
     provider = providers.get(model.provider)       # built on first use, then shared
     providers.model_version(model.provider, model.id)
+    capabilities(model.provider).inference_geo     # asked without building the provider
     providers.close()
 
 Adding a provider is a module implementing :class:`gateway.providers.base.Provider`, one
-:class:`ProviderSpec` in :data:`PROVIDERS`, its catalog rows and its settings. Nothing outside
-this module compares provider names: the catalog checks its ``provider`` values against
-:data:`PROVIDER_NAMES`, and everything else asks the registry for a provider by name.
+:class:`ProviderSpec` in :data:`PROVIDERS`, its catalog rows and its settings. A Claude
+transport (Bedrock, Vertex) is the same four places, its module being a wire profile, its
+credentials and a :class:`~gateway.providers.wire.MessagesProvider` built from them, as
+:mod:`gateway.providers.anthropic` is for Anthropic's own API. Nothing outside this module
+compares provider names: the catalog checks its ``provider`` values against
+:data:`PROVIDER_NAMES`, everything else asks the registry for a provider by name, and what a
+provider can do (run offline, honour ``inference_geo``, which model its answers name) is its
+:class:`~gateway.providers.base.Capabilities`, asked through :func:`capabilities`.
 
 Providers are built on first use so that a command that never calls Claude never imports the
 SDK (about a second) and needs no API key; :meth:`Providers.warm` builds the ones a service
@@ -19,11 +25,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gateway.errors import ConfigurationError
-from gateway.providers.base import Provider
+from gateway.providers.base import Capabilities, Provider
 from gateway.settings import Settings
 
 __all__ = [
@@ -32,6 +38,7 @@ __all__ = [
     "ProviderFactory",
     "ProviderSpec",
     "Providers",
+    "capabilities",
     "runs_offline",
 ]
 
@@ -50,8 +57,8 @@ class ProviderSpec:
 
     name: str
     build: ProviderFactory
+    capabilities: Capabilities = field(default_factory=Capabilities)
     versioned_models: bool = False
-    offline: bool = False  # runs in-process, sends nothing off the machine
 
 
 def _build_anthropic(settings: Settings) -> Provider:
@@ -83,16 +90,23 @@ def _build_local(_settings: Settings) -> Provider:
 
 PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
     {
-        "anthropic": ProviderSpec("anthropic", _build_anthropic),
-        "local": ProviderSpec("local", _build_local, versioned_models=True, offline=True),
+        "anthropic": ProviderSpec("anthropic", _build_anthropic, Capabilities(inference_geo=True)),
+        "local": ProviderSpec(
+            "local", _build_local, Capabilities(offline=True), versioned_models=True
+        ),
     }
 )
 PROVIDER_NAMES = frozenset(PROVIDERS)
 
 
+def capabilities(name: str) -> Capabilities:
+    """What the provider called ``name`` can do (asked without building it)."""
+    return PROVIDERS[_known(name)].capabilities
+
+
 def runs_offline(name: str) -> bool:
     """Whether the provider called ``name`` answers in-process (nothing leaves the machine)."""
-    return PROVIDERS[_known(name)].offline
+    return capabilities(name).offline
 
 
 class Providers:

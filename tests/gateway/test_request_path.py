@@ -80,9 +80,47 @@ def test_the_catalog_accepts_only_registered_providers() -> None:
 _NAME_COMPARISON = re.compile(
     r"""(==|!=)\s*["'](anthropic|local)["']|["'](anthropic|local)["']\s*(==|!=)"""
 )
+# Provider or transport names and model-name prefixes tested as text: `id.startswith("local:")`,
+# `name.startswith(("claude", "anthropic."))`, `"bedrock" in provider`, `provider in ("local",)`.
+_NAMES = r"(anthropic|local|claude|bedrock|vertex|foundry)"
+_PREFIX_TEST = re.compile(
+    rf"""\.(startswith|endswith)\(\s*\(?\s*["']{_NAMES}"""
+    rf"""|["']{_NAMES}[-:.]?["']\s+(not\s+)?in\s"""
+    rf"""|\s(not\s+)?in\s+[(\[{{]\s*["']{_NAMES}["']"""
+)
+
+
+def _offends(line: str) -> bool:
+    return (
+        bool(_NAME_COMPARISON.search(line) or _PREFIX_TEST.search(line))
+        or ".provider ==" in line
+        or ".provider !=" in line
+    )
+
+
+def test_the_name_check_finds_each_kind_of_comparison() -> None:
+    for line in (
+        'if model.provider == "local":',
+        'if "anthropic" != name:',
+        'if policy.model_id.startswith("local:"):',
+        'if model_id.startswith(("claude-", "anthropic.")):',
+        'if "bedrock" in provider:',
+        'if name in ("local", "offline"):',
+        "if name not in ['vertex']:",
+    ):
+        assert _offends(line), line
+    for line in (
+        'if line.startswith("@@"):',
+        'if stripped.startswith((b"event:", b"data:")):',
+        "if capabilities(model.provider).offline:",
+        'OFFLINE_MODEL = "local:ngram"',
+    ):
+        assert not _offends(line), line
 
 
 def test_no_provider_name_is_compared_outside_the_registry() -> None:
+    """Nothing outside the registry and the catalog tells providers, transports or models
+    apart by their names: a provider's capabilities are the registry's answer."""
     allowed = {
         ROOT / "gateway" / "providers" / "registry.py",
         # `models sync` reads one provider's Models API, so it picks that provider's rows.
@@ -93,7 +131,7 @@ def test_no_provider_name_is_compared_outside_the_registry() -> None:
         for path in sorted((ROOT / "gateway").rglob("*.py"))
         if path not in allowed
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if _NAME_COMPARISON.search(line) or ".provider ==" in line or ".provider !=" in line
+        if _offends(line)
     ]
     assert offenders == []
 

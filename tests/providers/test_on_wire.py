@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from gateway.errors import AuditWriteError, ConfigurationError
-from gateway.providers import _sdk
 from gateway.providers.anthropic import AnthropicProvider, AttemptFailure
 from gateway.providers.base import ProviderReply
+from gateway.providers.wire import _announce
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 
 KEY = "sk-ant-on-wire-0000"
@@ -174,15 +174,17 @@ class _SendsLater:
 def test_a_call_entered_without_its_announcement_fails_closed() -> None:
     told: list[bytes] = []
     with pytest.raises(ConfigurationError, match="could not be recorded first"):  # noqa: SIM117
-        with _sdk.sending(_SendsLater(), told.append):
+        with _announce.sending(_SendsLater(), told.append):
             pytest.fail("the body ran without the announcement")
 
     async def run() -> None:
         with pytest.raises(ConfigurationError, match="could not be recorded first"):
-            async with _sdk.asending(_SendsLater(), told.append):
+            async with _announce.asending(_SendsLater(), told.append):
                 pytest.fail("the body ran without the announcement")
 
     asyncio.run(run())
     assert told == []
-    with _sdk.sending(_SendsLater(), None) as opened:  # no announcement asked: nothing to check
+    with _announce.sending(
+        _SendsLater(), None
+    ) as opened:  # no announcement asked: nothing to check
         assert opened == "response"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.providers._retry import RetryPolicy, is_retryable, parse_retry_after
+from gateway.providers.wire._retry import RetryPolicy, is_retryable, parse_retry_after
 
 
 @pytest.mark.parametrize(

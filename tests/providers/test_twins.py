@@ -14,8 +14,13 @@ import httpx2
 import pytest
 
 from gateway.errors import GatewayError, UpstreamRejected, UpstreamUnavailable
-from gateway.providers import _sdk
-from gateway.providers.anthropic import AnthropicProvider, AttemptFailure, ProviderReply
+from gateway.providers.anthropic import (
+    FIRST_PARTY,
+    AnthropicProvider,
+    AttemptFailure,
+    ProviderReply,
+)
+from gateway.providers.wire import _body, classify
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 
 KEY = "sk-ant-twins-0000"
@@ -270,7 +275,7 @@ def test_a_compressed_stream_is_assembled_from_its_decoded_bytes(
         gzip.compress(_events(*TEXT_EVENTS)),
         {"content-encoding": "gzip", "content-type": "text/event-stream", "request-id": "r1"},
     )
-    message = _sdk.assemble_stream(sdk_client, response, response.content)
+    message = _body.assemble_stream(sdk_client, response, response.content)
     assert (message["id"], message["content"][0]["text"]) == ("msg_1", "hello")
 
 
@@ -287,8 +292,8 @@ def test_a_stream_that_does_not_add_up_to_a_message_is_malformed(
     sdk_client: anthropic.Anthropic, content: bytes
 ) -> None:
     response = _read(content, {"content-type": "text/event-stream", "request-id": "r1"})
-    with pytest.raises(_sdk.MalformedResponse) as caught:
-        _sdk.assemble_stream(sdk_client, response, response.content)
+    with pytest.raises(_body.MalformedResponse) as caught:
+        _body.assemble_stream(sdk_client, response, response.content)
     assert caught.value.response is response
 
 
@@ -301,8 +306,8 @@ def test_an_error_event_keeps_its_type_status_and_request_id(
         {"content-type": "text/event-stream", "request-id": "req_9", "retry-after": "2"},
     )
     with pytest.raises(anthropic.APIStatusError) as caught:
-        _sdk.assemble_stream(sdk_client, response, response.content)
-    failure = _sdk.classify(caught.value, secrets=())
+        _body.assemble_stream(sdk_client, response, response.content)
+    failure = classify(caught.value, profile=FIRST_PARTY, secrets=())
     assert (failure.status, failure.error_type, failure.upstream_request_id) == (
         200,
         "overloaded_error",

@@ -9,15 +9,15 @@ from typing import Any
 import anthropic
 import httpx2
 
-from gateway.providers import _sdk
-from gateway.providers.anthropic import AnthropicProvider
+from gateway.providers.anthropic import AnthropicProvider, build_client
+from gateway.providers.wire import _sdk
 from tests.fakes.messages_api import FakeMessagesAPI
 
 TIMEOUT = httpx2.Timeout(5.0)
 
 
 def test_the_prepared_url_is_kept_for_the_current_base_url() -> None:
-    client = _sdk.build_client(api_key="k", base_url="http://one.invalid/v1api", timeout=TIMEOUT)
+    client = build_client(api_key="k", base_url="http://one.invalid/v1api", timeout=TIMEOUT)
     first = client._prepare_url("/v1/messages")
     assert client._prepare_url("/v1/messages") is first
     assert str(first) == "http://one.invalid/v1api/v1/messages"

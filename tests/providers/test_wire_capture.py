@@ -14,8 +14,8 @@ import anthropic
 import pytest
 
 from gateway.errors import ConfigurationError
-from gateway.providers._capture import WireCapture, fast_path_supported
 from gateway.providers.anthropic import AnthropicProvider
+from gateway.providers.wire._capture import WireCapture, fast_path_supported
 from tests.fakes.messages_api import FakeMessagesAPI
 
 BODIES: dict[str, dict[str, Any]] = {

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from gateway.logging import SDK_LOGGERS, WITHHELD, SdkLogGuard, hold_sdk_loggers
-from gateway.providers import _sdk  # noqa: F401 - imports the SDK, as the provider does
+from gateway.providers.wire import _sdk  # noqa: F401 - imports the SDK, as the provider does
 from tests.fakes.messages_api import FakeMessagesAPI
 
 ROOT = Path(__file__).resolve().parents[2]

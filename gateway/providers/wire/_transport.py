@@ -198,7 +198,7 @@ class _AioHttpClient(anthropic.DefaultAioHttpClient):
 def async_http_client(event_hooks: Mapping[str, AsyncHooks]) -> httpx2.AsyncClient:
     """The async SDK clients' HTTP client (the one place that chooses the transport)."""
     hooks = {name: list(chain) for name, chain in event_hooks.items()}
-    # No redirects, as the sync client (gateway.providers._sdk.build_client) says why.
+    # No redirects, as the sync client (gateway.providers.wire._sdk.build_client) says why.
     if AIOHTTP_TRANSPORT is None:
         return anthropic.DefaultAsyncHttpxClient(event_hooks=hooks, follow_redirects=False)
     # Last, so it reads the finished request's timeout just before the transport runs.

@@ -20,7 +20,8 @@ import anthropic
 import httpx2
 
 from gateway.errors import ConfigurationError
-from gateway.providers._sdk import NO_SDK_TRACING, split_body
+from gateway.providers.wire._body import split_body
+from gateway.providers.wire._sdk import NO_SDK_TRACING
 
 __all__ = ["WireCapture", "fast_path_supported"]
 
@@ -125,8 +126,8 @@ def fast_path_supported(sdk_client: type[anthropic.Anthropic]) -> bool:
     return True
 
 
+_FIRST_PARTY_CREDENTIALS: Mapping[str, Any] = {"api_key": "capture-only"}
 _CAPTURE_OPTIONS: dict[str, Any] = {
-    "api_key": "capture-only",
     "base_url": "http://capture.invalid",
     "max_retries": 0,
     "timeout": httpx2.Timeout(60.0),
@@ -172,18 +173,25 @@ class WireCapture:
     produces the bytes, :class:`~gateway.errors.ConfigurationError` names the SDK release:
     the intent cannot be recorded, so nothing may be sent.
 
-    ``sdk_client`` is the client class to build from (the installed SDK's, by default).
+    ``sdk_client`` is the client class to build from (the transport's: the installed SDK's
+    first-party client by default) and ``credentials`` its constructor's credential options,
+    of the right shape and never used (nothing is sent).
     """
 
-    def __init__(self, sdk_client: type[anthropic.Anthropic] = anthropic.Anthropic) -> None:
+    def __init__(
+        self,
+        sdk_client: type[anthropic.Anthropic] = anthropic.Anthropic,
+        credentials: Mapping[str, Any] = _FIRST_PARTY_CREDENTIALS,
+    ) -> None:
+        options = {**credentials, **_CAPTURE_OPTIONS}
         self._public = sdk_client(
-            **_CAPTURE_OPTIONS,
+            **options,
             http_client=anthropic.DefaultHttpxClient(transport=_CaptureTransport()),
         )
         self._fast_client: anthropic.Anthropic | None = None
         if fast_path_supported(sdk_client):
             self._fast_client = _fast_client_class(sdk_client)(
-                **_CAPTURE_OPTIONS,
+                **options,
                 http_client=_CaptureHttpClient(transport=_CaptureTransport()),
             )
         self._fast = self._fast_client is not None and all(map(self._agree, _PROBES))
