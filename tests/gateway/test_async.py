@@ -163,10 +163,11 @@ def test_a_job_returns_its_result_raises_its_error_and_sees_the_callers_context(
 
 
 def test_a_cancelled_waiter_leaves_the_work_running_and_can_wait_for_it_again() -> None:
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
     finished: list[str] = []
 
     def slow_write() -> str:
+        started.set()
         release.wait(5)
         finished.append("written")
         return "seq 7"
@@ -176,16 +177,16 @@ def test_a_cancelled_waiter_leaves_the_work_running_and_can_wait_for_it_again() 
         try:
             job = threads.submit(slow_write)
             waiter = asyncio.ensure_future(_await(job))
-            await asyncio.sleep(0.01)
+            await asyncio.to_thread(started.wait, 5)  # the waiter is waiting, the work runs
             waiter.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await waiter
             assert not job.done and not finished
             release.set()
             settling = asyncio.ensure_future(job.settled())
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one loop turn: settled() is waiting now
             settling.cancel()  # cancelled again: settled() still waits for the work
-            await asyncio.sleep(0.05)
+            await settling  # and returns once the work has ended
             await job.settled()
             return job.result()
         finally:
