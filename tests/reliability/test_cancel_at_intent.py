@@ -18,6 +18,8 @@ from tests.fakes.messages_api import FakeMessagesAPI
 from tests.reliability.helpers import log_state, settings_for
 from tests.reliability.test_db_faults import LockHolder
 
+pytestmark = pytest.mark.slow  # a lock-holding process
+
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["complete", "stream"])
 def test_cancelled_while_the_intent_waits_for_the_write_lock(

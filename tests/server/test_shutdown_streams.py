@@ -14,9 +14,12 @@ from pathlib import Path
 
 import anthropic
 import httpx2 as httpx
+import pytest
 
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess, running_server
+
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
 
 STREAMS = 8
 
