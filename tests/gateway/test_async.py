@@ -121,21 +121,28 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     # through (and wake) a pool of cold threads.
     fake_api.set_default(lambda _request: Reply.ok())
     threads: set[int] = set()
+    watching = threading.Event()
+
+    def traced(statement: str) -> None:  # SQLite names each statement as it starts
+        if watching.is_set() and statement.upper().startswith("INSERT INTO EVENTS"):
+            threads.add(threading.get_ident())
+
+    def connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(traced)
 
     async def run() -> None:
         async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
-            store = gw._core.store
-            original = store.append
-
-            def watched(draft: Any) -> Any:
-                threads.add(threading.get_ident())
-                return original(draft)
-
-            store.append = watched  # type: ignore[method-assign]
+            watching.set()
             for n in range(8):
                 await gw.complete("quant_strategy", f"ideas {n}", caller="research")
+            watching.clear()
 
-    asyncio.run(run())
+    sqlalchemy.event.listen(Engine, "connect", connected)
+    try:
+        asyncio.run(run())
+    finally:
+        sqlalchemy.event.remove(Engine, "connect", connected)
+    assert kinds(db_path).count("response") == 8  # each call appended its events
     assert len(threads) == 1
 
 
