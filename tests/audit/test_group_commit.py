@@ -87,11 +87,10 @@ def test_lock_timeout_fails_the_whole_batch_at_once(any_url: str, timed_store: A
             w.join(timeout=30)
     assert not others
     assert len(failed_after) == 8
-    # One batch with the first thread, one with the seven that queued behind it. Before the
-    # fix the seven were retried one by one, each waiting the full second: the last at ~9 s.
-    # The bound leaves room for a loaded CI machine while still failing the cascade.
-    assert max(failed_after) < 7.0, sorted(failed_after)
-    assert timed_store.group_commits <= 3
+    # One batch with the first thread, one with the seven that queued behind it; retried one
+    # by one, each would wait its own second (a batch each). The wall time, about two lock
+    # time-outs, is measured by bench/lock_timeout_bench.py.
+    assert timed_store.group_commits <= 3, sorted(failed_after)
     assert timed_store.append(EventDraft(kind=EventKind.REQUEST, request_id="after")).seq == 1
 
 
