@@ -8,6 +8,12 @@ to first token is measured from the call to the first ``content_block_delta`` in
 hands; through the gateway that includes resolving the policy, planning, capturing the wire
 bytes and committing the REQUEST intent (SQLite, durability "os"). Per-delta cost is
 (last delta - first delta) / (deltas - 1) on a stream of many deltas sent back to back.
+
+Pass-through: on a stream whose deltas the fake sends ``--pace-ms`` apart, the spread from the
+first delta to the last in the caller's hands, through the gateway as a ratio to the raw SDK's
+(1.0: each delta is handed on as it arrives; near 0: the stream was held back and released at
+the end). The test suite checks the ordering itself (tests/streaming/test_stream.py); this
+measures the timing.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ max_tokens = 1024
 mode = "record"
 """
 PROMPT = "Summarise the exposure of desk 7 to EUR rates."
+PACED_TEXT = "alpha bravo charlie delta echo foxtrot golf hotel"
 
 
 def _p(values: list[float], q: float) -> float:
@@ -83,6 +90,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--deltas", type=int, default=200)
+    parser.add_argument("--pace-ms", type=float, default=20.0)
+    parser.add_argument("--paced-runs", type=int, default=20)
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="stream-bench-"))
     (folder / "policies").mkdir()
@@ -109,6 +118,13 @@ def main() -> None:
                     first, stamps = side(client if side is _raw else gw)  # type: ignore[arg-type]
                     ttft.append(first * 1000)
                     per.append((stamps[-1] - stamps[0]) / (len(stamps) - 1) * 1e6)
+            paced = Reply.stream(PACED_TEXT, deltas=8, delay=args.pace_ms / 1000)
+            raw_spread, gw_spread = [], []
+            for _ in range(args.paced_runs):
+                for side, spread in ((_raw, raw_spread), (_gateway, gw_spread)):
+                    fake.script(paced)
+                    _first, stamps = side(client if side is _raw else gw)  # type: ignore[arg-type]
+                    spread.append((stamps[-1] - stamps[0]) * 1000)
         client.close()
     shutil.rmtree(folder, ignore_errors=True)
     rows = [
@@ -124,6 +140,12 @@ def main() -> None:
             f"| {name} | {statistics.median(raw):.3f} | {statistics.median(ours):.3f} | "
             f"{added:+.3f} | {_p(raw, 0.95):.3f} | {_p(ours, 0.95):.3f} |"
         )
+    ratio = statistics.median(gw_spread) / statistics.median(raw_spread)
+    print(
+        f"\ndeltas sent {args.pace_ms:g} ms apart (8 per stream, {args.paced_runs} runs): "
+        f"first-to-last spread p50 raw SDK {statistics.median(raw_spread):.1f} ms, gateway "
+        f"{statistics.median(gw_spread):.1f} ms, ratio {ratio:.2f} (1.0: passed on as sent)"
+    )
 
 
 if __name__ == "__main__":

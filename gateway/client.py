@@ -70,7 +70,12 @@ class _Core:
     """What both clients share: settings, catalog, policies, the recorder, the providers."""
 
     def __init__(
-        self, settings: Settings, *, offline: bool, policy_transform: PolicyTransform | None
+        self,
+        settings: Settings,
+        *,
+        offline: bool,
+        policy_transform: PolicyTransform | None,
+        providers: Mapping[str, Callable[[Settings], Provider]] | None = None,
     ) -> None:
         self.settings = settings
         self.catalog = Catalog.load(settings.catalog_override)
@@ -88,7 +93,7 @@ class _Core:
         except BaseException:
             self.store.close()
             raise
-        self.providers = Providers(settings)
+        self.providers = Providers(settings, overrides=providers)
         transform = _compose(
             functools.partial(offline_policy, catalog=self.catalog) if offline else None,
             policy_transform,
@@ -286,7 +291,10 @@ class _Client:
         default_caller: str | None = None,
         offline: bool = False,
         policy_transform: PolicyTransform | None = None,
+        providers: Mapping[str, Callable[[Settings], Provider]] | None = None,
     ) -> None:
+        """``providers``: how named providers are built instead of from settings (a test's
+        provider that fails in ways the real ones cannot be made to; see Providers)."""
         self.settings = _settings(
             settings,
             policy_dir=policy_dir,
@@ -296,7 +304,9 @@ class _Client:
             durability=durability,
             default_caller=default_caller,
         )
-        self._core = _Core(self.settings, offline=offline, policy_transform=policy_transform)
+        self._core = _Core(
+            self.settings, offline=offline, policy_transform=policy_transform, providers=providers
+        )
         self._init_locks()
 
     def _init_locks(self) -> None:

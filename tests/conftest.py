@@ -13,6 +13,14 @@ from tests.support.postgres import PostgresServer, running_postgres
 pytest_plugins = ["tests.fakes.fixtures"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the PostgreSQL server is a ``postgres`` test, marked or not, so that
+    the fast loop (``-m "not postgres"``) never starts the server."""
+    for item in items:
+        if "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     with running_postgres() as server:

@@ -152,6 +152,7 @@ def test_no_command_reads_the_environment_itself() -> None:
             assert "from_env" not in source.read_text(encoding="utf-8"), source.name
 
 
+@pytest.mark.slow  # the CLI as a process
 def test_a_closed_stdout_ends_quietly_not_as_an_internal_error(url: str) -> None:
     # The reader is gone before the gateway writes its first line: `gateway audit list | head`
     # where head has already exited.

@@ -142,6 +142,7 @@ trees = st.recursive(
 )
 
 
+@pytest.mark.slow  # 1,500 generated events
 @settings(max_examples=1500, deadline=None)
 @given(trees, trees, st.integers(0, 3))
 def test_the_screen_agrees_with_the_walk(data: Any, policy: Any, depth: int) -> None:

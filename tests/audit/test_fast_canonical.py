@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,6 +56,7 @@ def _reference(value: object) -> bytes | None:
         return None
 
 
+@pytest.mark.slow  # 3,000 generated values
 @settings(max_examples=3000, deadline=None)
 @given(values)
 def test_it_is_rfc8785_byte_for_byte_or_declines(value: object) -> None:

@@ -244,26 +244,45 @@ def _log(path: Path, signer: Signer, events: int = 30) -> str:
     return url
 
 
-def test_signatures_checked_in_worker_processes_find_what_inline_checks_find(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    signer, other = Signer.from_text("11" * 32), Signer.from_text("22" * 32)
-    url = _log(tmp_path / "a.db", signer)
-    with AuditStore.open(url, "os", signer=other) as store:  # an untrusted writer
+def _tampered_log(path: Path, signer: Signer, more: int = 0) -> str:
+    """30 events of ``signer``, one of an untrusted writer (seq 31), ``more`` of ``signer``;
+    then seq 5 loses its signature and seq 9's is altered."""
+    url = _log(path, signer)
+    with AuditStore.open(url, "os", signer=Signer.from_text("22" * 32)) as store:
         store.append(EventDraft(kind=EventKind.EXPORT, request_id="forged"))
-    with sqlite3.connect(tmp_path / "a.db") as raw:
+    with AuditStore.open(url, "os", signer=signer) as store:
+        for start in range(0, more, 5000):
+            store.append_many(
+                [
+                    EventDraft(kind=EventKind.EXPORT, request_id=f"m{n}")
+                    for n in range(start, min(more, start + 5000))
+                ]
+            )
+    with sqlite3.connect(path) as raw:
         triggers = raw.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
         for (name,) in list(triggers):
             raw.execute(f"DROP TRIGGER {name}")
         raw.execute("UPDATE events SET signature = NULL, key_id = NULL WHERE seq = 5")
         raw.execute("UPDATE events SET signature = substr(signature, 2) || 'A' WHERE seq = 9")
+    return url
+
+
+@pytest.mark.slow  # a log large enough for the signature pool: 20,000 signed events
+def test_signatures_checked_in_worker_processes_find_what_inline_checks_find(
+    tmp_path: Path,
+) -> None:
+    signer = Signer.from_text("11" * 32)
     trust = Trust(TrustedKeys.of([signer.public_key]), allow_unsigned_before=3)
-    with AuditStore.open(url, "os") as store:
+    # Below the pool's threshold, verify checks signatures in its own thread; from it on, in
+    # worker processes a page ahead of the walk (jobs=1: no range walk).
+    small = _tampered_log(tmp_path / "small.db", signer)
+    large = _tampered_log(tmp_path / "large.db", signer, more=store_module.POOL_FROM)
+    with AuditStore.open(small, "os") as store:
         inline = store.verify(trust=trust)
-        monkeypatch.setattr(store_module, "POOL_FROM", 1)
-        monkeypatch.setattr(store_module, "PAGE", 4)  # several pages, each a page ahead
-        pooled = store.verify(trust=trust)
-    assert pooled == inline
+    with AuditStore.open(large, "os") as store:
+        pooled = store.verify(trust=trust, jobs=1)
+    assert pooled.events_checked == inline.events_checked + store_module.POOL_FROM
+    assert pooled.defects == inline.defects and pooled.ok == inline.ok
     assert {(d.seq, d.kind) for d in pooled.defects} == {
         (5, DefectKind.UNSIGNED),
         (9, DefectKind.BAD_SIGNATURE),

@@ -165,7 +165,7 @@ def query_plan(url: str, statement: str, params: Any) -> list[str]:
     return [str(row[-1]) for row in rows]
 
 
-@pytest.mark.parametrize("events", [1_000, 65_537])
+@pytest.mark.parametrize("events", [1_000, pytest.param(65_537, marks=pytest.mark.slow)])
 def test_a_proof_from_the_stored_tree_costs_log_n_reads(tmp_path: Path, events: int) -> None:
     url = synthetic_log(tmp_path / "audit.db", events)
     with AuditStore.open(url) as store:

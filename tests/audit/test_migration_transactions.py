@@ -85,6 +85,7 @@ def test_a_failing_migration_leaves_the_database_at_the_revision_before_it(
         assert store.verify().ok
 
 
+@pytest.mark.slow  # several processes opening one file
 def test_a_new_sqlite_file_opened_by_several_processes_at_once_is_created_once(
     sqlite_url: str,
 ) -> None:

@@ -81,6 +81,7 @@ def test_models_match_migrations_alembic_check(any_url: str) -> None:
         engine.dispose()
 
 
+@pytest.mark.slow  # alembic as a process
 def test_alembic_cli_check_with_the_root_alembic_ini(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'audit.db'}"
     upgrade(url)

@@ -18,6 +18,8 @@ from audit.signing import Signer, Trust, TrustedKeys
 from tests.audit.conftest import Raw, fill
 from tests.audit.test_tamper import MATRIX
 
+pytestmark = pytest.mark.slow  # verify's worker processes (jobs=2)
+
 RECORD = Signer.from_text("42" * 32)
 KEY = bytes(range(32))
 TRUST = Trust(TrustedKeys.of([RECORD.public_key]))

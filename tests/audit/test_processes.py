@@ -9,7 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from audit import AuditStore
+
+pytestmark = pytest.mark.slow  # writer processes
 
 WORKER = Path(__file__).with_name("append_worker.py")
 PROCESSES, APPENDS = 8, 250

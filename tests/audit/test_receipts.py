@@ -292,6 +292,7 @@ def check_elsewhere(receipt: Path, *keys: str) -> subprocess.CompletedProcess[st
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow  # the CLI as another process
 def test_a_receipt_made_by_one_process_checks_out_in_another_with_only_the_public_key(
     db: str, tmp_path: Path
 ) -> None:

@@ -237,15 +237,10 @@ def test_os_durability_is_recorded_in_every_event(any_url: str) -> None:
         assert json.loads(store.event(seq).body)["durability"] == "os"
 
 
-def test_verify_reports_progress_per_page(
-    store: AuditStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import audit.store as store_module
-
-    monkeypatch.setattr(store_module, "PAGE", 2)  # page size is a tuning constant, not logic
+def test_verify_reports_progress_per_page(store: AuditStore) -> None:
     for n in range(5):
         store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"p{n}"))
     calls: list[tuple[int, int]] = []
-    report = store.verify(lambda done, total: calls.append((done, total)))
+    report = store.verify(lambda done, total: calls.append((done, total)), page_rows=2)
     assert report.ok and report.events_checked == 5
     assert calls == [(2, 5), (4, 5), (5, 5)]

@@ -6,11 +6,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy
 from click.testing import CliRunner, Result
+from sqlalchemy.engine import Engine
 
 from audit import AuditStore, EventDraft, EventFilter, EventKind
 from gateway import Settings
@@ -186,16 +191,27 @@ def test_an_empty_selection_says_so(url: str) -> None:
 
 
 def test_usage_pages_through_the_log_rather_than_holding_it(url: str) -> None:
-    seen: list[dict[str, object]] = []
-    with Auditing.open(Settings(database_url=url)) as auditing:
-        store = auditing._store
-        original = store.iter_events
+    # SQLite names each statement as it starts, with its values (its trace callback).
+    statements: list[str] = []
+    watching = threading.Event()
 
-        def spy(**kwargs: object):  # type: ignore[no-untyped-def]
-            seen.append(kwargs)
-            return original(**kwargs)  # type: ignore[arg-type]
+    def traced(statement: str) -> None:
+        if watching.is_set():
+            statements.append(statement)
 
-        store.iter_events = spy  # type: ignore[method-assign]
-        auditing.usage("caller")
+    def connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(traced)
+
+    sqlalchemy.event.listen(Engine, "connect", connected)
+    try:
+        with Auditing.open(Settings(database_url=url)) as auditing:
+            watching.set()
+            auditing.usage("caller")
+            watching.clear()
+    finally:
+        sqlalchemy.event.remove(Engine, "connect", connected)
+    reads = [s for s in statements if s.startswith("SELECT") and "FROM events" in s]
     # One streamed, kind-filtered read per outcome kind: the store pages, nothing is listed.
-    assert [k["kind"] for k in seen] == [EventKind.RESPONSE, EventKind.CANCELLED]
+    kinds = [re.search(r"events\.kind = '(\w+)'", r) for r in reads]
+    assert [k.group(1) if k else None for k in kinds] == [EventKind.RESPONSE, EventKind.CANCELLED]
+    assert all(" LIMIT " in r for r in reads), reads

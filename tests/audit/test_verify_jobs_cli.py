@@ -7,10 +7,13 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventDraft, EventKind
 from gateway.cli import main
+
+pytestmark = pytest.mark.slow  # verify's worker processes (--jobs 2)
 
 
 def _run(url: str, *args: str) -> Result:

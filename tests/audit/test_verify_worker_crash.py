@@ -15,6 +15,8 @@ from audit import AuditStore, EventDraft, EventKind
 from audit.errors import DatabaseUnavailable
 from audit.signing import Signer, Trust, TrustedKeys
 
+pytestmark = pytest.mark.slow  # verify's worker processes, on a large log
+
 EVENTS = 60_000  # with every signature checked: about a second of two workers' time
 
 

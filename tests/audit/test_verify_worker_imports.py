@@ -15,9 +15,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import audit
 from audit import AuditStore, EventDraft, EventKind
 from audit.signing import Signer
+
+pytestmark = pytest.mark.slow  # verify's worker processes
 
 PLANTED = textwrap.dedent(
     """

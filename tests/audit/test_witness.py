@@ -366,6 +366,7 @@ def test_the_signer_refuses_a_head_that_does_not_extend_the_earlier_one(
     assert run(db, "audit", "tree-head", "--rebuild", "--proof-from", str(old)).exit_code == 0
 
 
+@pytest.mark.slow  # witness processes
 def test_witness_runs_on_one_state_file_wait_for_each_other(db: str, tmp_path: Path) -> None:
     import fcntl
     import os

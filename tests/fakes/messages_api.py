@@ -70,6 +70,8 @@ ERROR_TYPES: dict[int, str] = {
 
 DEFAULT_TEXT = "This is the fake Messages API answering."
 DEFAULT_MODEL = "claude-fake-1"
+# How long a paced stream's next delta waits for the test's release: long enough for any load.
+PACE_WAIT_S = 10.0
 
 # Sent on every reply so tests can check that the provider reports rate limits.
 RATE_LIMIT_HEADERS: tuple[tuple[str, str], ...] = (
@@ -107,6 +109,8 @@ class Reply:
     first_delay: float = 0.0
     error_after: int | None = None
     drop_after: int | None = None
+    # Released by the test as each delta reaches it; the next delta waits for it (streams).
+    paced_by: threading.Semaphore | None = field(default=None, compare=False)
     stop_details: dict[str, Any] | None = None
     # Tool calls after the text block, as (id, name, input); non-streamed answers only.
     tool_uses: tuple[tuple[str, str, dict[str, Any]], ...] = ()
@@ -227,11 +231,15 @@ class Reply:
         drop_after: int | None = None,
         model: str | None = None,
         stop_sequence: str | None = None,
+        paced_by: threading.Semaphore | None = None,
     ) -> Reply:
         """A 200 event stream written event by event (chunked): ``text`` in ``deltas`` text
         deltas, ``delay`` seconds apart (``first_delay`` before the first). ``error_after=n``
         sends an ``error`` event after n deltas; ``drop_after=n`` cuts the connection after n
-        deltas. A non-streaming request gets the message as JSON."""
+        deltas. ``paced_by``: each delta after the first is sent only once the test has
+        released the semaphore (as the previous delta reached it); one sent after waiting
+        ``PACE_WAIT_S`` in vain is counted in ``FakeMessagesAPI.unpaced``. A non-streaming
+        request gets the message as JSON."""
         return cls(
             "stream",
             text=text,
@@ -246,6 +254,7 @@ class Reply:
             error_type=error_type,
             message="Overloaded" if error_type == "overloaded_error" else f"fake {error_type}",
             drop_after=drop_after,
+            paced_by=paced_by,
         )
 
     @classmethod
@@ -282,6 +291,7 @@ class _State:
     closing: threading.Event = field(default_factory=threading.Event)
     # request number -> whether the client went away before the stream's last byte
     stream_ends: dict[int, bool] = field(default_factory=dict)
+    unpaced: int = 0  # paced deltas sent without the test's release (see Reply.stream)
 
 
 class _Server(ThreadingHTTPServer):
@@ -448,6 +458,11 @@ class _Handler(BaseHTTPRequestHandler):
                 if kind == "wait":
                     if state.closing.wait(payload):
                         return
+                    continue
+                if kind == "pace":
+                    if not payload.acquire(timeout=PACE_WAIT_S):
+                        with state.lock:
+                            state.unpaced += 1
                     continue
                 if kind == "drop":
                     self.wfile.flush()
@@ -726,7 +741,8 @@ def _stream_events(message: dict[str, Any], failure: Reply | None) -> bytes:
 
 
 def _stream_script(message: dict[str, Any], reply: Reply) -> Iterator[tuple[str, Any]]:
-    """What ``_reply_stream`` does, step by step: ("send", bytes), ("wait", seconds), ("drop")."""
+    """What ``_reply_stream`` does, step by step: ("send", bytes), ("wait", seconds),
+    ("pace", semaphore), ("drop")."""
     text: str = message["content"][0]["text"]
     words = text.split(" ")
     count = max(1, min(reply.deltas, len(words)))
@@ -765,6 +781,8 @@ def _stream_script(message: dict[str, Any], reply: Reply) -> Iterator[tuple[str,
         wait = reply.first_delay if i == 0 else reply.delay
         if wait:
             yield "wait", wait
+        if i > 0 and reply.paced_by is not None:
+            yield "pace", reply.paced_by
         delta = {"type": "text_delta", "text": piece}
         yield (
             "send",
@@ -852,6 +870,12 @@ class FakeMessagesAPI:
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.01)
+
+    @property
+    def unpaced(self) -> int:
+        """Paced stream deltas sent without waiting for the test's release (see Reply.stream)."""
+        with self._state.lock:
+            return self._state.unpaced
 
     @property
     def pending(self) -> int:

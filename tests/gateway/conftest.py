@@ -41,6 +41,7 @@ def make_gateway(
 
     def make(**changes: Any) -> Gateway:
         offline = changes.pop("offline", False)
+        providers = changes.pop("providers", None)
         values: dict[str, Any] = {
             "policy_dir": policy_dir,
             "database_url": f"sqlite:///{db_path}",
@@ -52,7 +53,7 @@ def make_gateway(
             "default_caller": "tests",
         }
         values.update(changes)
-        gateway = Gateway(Settings(**values), offline=offline)
+        gateway = Gateway(Settings(**values), offline=offline, providers=providers)
         made.append(gateway)
         return gateway
 

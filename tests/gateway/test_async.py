@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy
+from sqlalchemy.engine import Engine
 
 from gateway import AsyncGateway, Settings
 from gateway._threads import AuditThreads
@@ -70,24 +72,25 @@ def test_async_local_model_runs_offline(policy_dir: Path, db_path: Path) -> None
 
 
 def test_audit_reads_and_writes_never_run_on_the_event_loop_thread(
-    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     # A failed attempt, a record-mode miss, a replay miss then hit, a stream, a cancellation:
-    # every append and lookup of the audit store happens in a worker thread.
+    # every append and lookup of the audit store happens in a worker thread. SQLite tells which
+    # thread runs each statement (its trace callback), from when the gateway is open.
     fake_api.set_default(lambda _request: Reply.ok(text="answer"))
     where: list[tuple[str, int]] = []
+    watching = threading.Event()
+
+    def traced(statement: str) -> None:
+        if watching.is_set():
+            where.append((statement.split(None, 1)[0].upper(), threading.get_ident()))
+
+    def connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(traced)
 
     async def run() -> int:
         async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
-            store = gw._core.store
-            for name in ("append", "find_response"):
-                original = getattr(store, name)
-
-                def watched(*args: Any, _name: str = name, _original: Any = original) -> Any:
-                    where.append((_name, threading.get_ident()))
-                    return _original(*args)
-
-                monkeypatch.setattr(store, name, watched)
+            watching.set()
             fake_api.script(Reply.error(503), Reply.ok(text="after a retry"))
             await gw.complete("quant_strategy", "ideas", caller="research")
             await gw.complete("compliance_review", "Transaction: 7")
@@ -98,11 +101,16 @@ def test_audit_reads_and_writes_never_run_on_the_event_loop_thread(
             fake_api.script(Reply.slow(2.0))
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(gw.complete("quant_strategy", "x", caller="r"), 0.2)
+            watching.clear()
             return threading.get_ident()
 
-    loop_thread = asyncio.run(run())
-    assert {"append", "find_response"} <= {name for name, _ in where}
-    assert all(thread != loop_thread for _, thread in where)
+    sqlalchemy.event.listen(Engine, "connect", connected)
+    try:
+        loop_thread = asyncio.run(run())
+    finally:
+        sqlalchemy.event.remove(Engine, "connect", connected)
+    assert {"INSERT", "SELECT"} <= {statement for statement, _ in where}  # appends, lookups
+    assert all(thread != loop_thread for _, thread in where), where
     assert kinds(db_path)[-1] == "cancelled"
 
 
@@ -113,21 +121,28 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     # through (and wake) a pool of cold threads.
     fake_api.set_default(lambda _request: Reply.ok())
     threads: set[int] = set()
+    watching = threading.Event()
+
+    def traced(statement: str) -> None:  # SQLite names each statement as it starts
+        if watching.is_set() and statement.upper().startswith("INSERT INTO EVENTS"):
+            threads.add(threading.get_ident())
+
+    def connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(traced)
 
     async def run() -> None:
         async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
-            store = gw._core.store
-            original = store.append
-
-            def watched(draft: Any) -> Any:
-                threads.add(threading.get_ident())
-                return original(draft)
-
-            store.append = watched  # type: ignore[method-assign]
+            watching.set()
             for n in range(8):
                 await gw.complete("quant_strategy", f"ideas {n}", caller="research")
+            watching.clear()
 
-    asyncio.run(run())
+    sqlalchemy.event.listen(Engine, "connect", connected)
+    try:
+        asyncio.run(run())
+    finally:
+        sqlalchemy.event.remove(Engine, "connect", connected)
+    assert kinds(db_path).count("response") == 8  # each call appended its events
     assert len(threads) == 1
 
 
@@ -155,10 +170,11 @@ def test_a_job_returns_its_result_raises_its_error_and_sees_the_callers_context(
 
 
 def test_a_cancelled_waiter_leaves_the_work_running_and_can_wait_for_it_again() -> None:
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
     finished: list[str] = []
 
     def slow_write() -> str:
+        started.set()
         release.wait(5)
         finished.append("written")
         return "seq 7"
@@ -168,16 +184,16 @@ def test_a_cancelled_waiter_leaves_the_work_running_and_can_wait_for_it_again() 
         try:
             job = threads.submit(slow_write)
             waiter = asyncio.ensure_future(_await(job))
-            await asyncio.sleep(0.01)
+            await asyncio.to_thread(started.wait, 5)  # the waiter is waiting, the work runs
             waiter.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await waiter
             assert not job.done and not finished
             release.set()
             settling = asyncio.ensure_future(job.settled())
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # one loop turn: settled() is waiting now
             settling.cancel()  # cancelled again: settled() still waits for the work
-            await asyncio.sleep(0.05)
+            await settling  # and returns once the work has ended
             await job.settled()
             return job.result()
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -102,33 +103,67 @@ def test_an_invalid_json_answer_is_recorded_flagged_and_never_replayed(
     assert len(fake_api.requests) == 2
 
 
-# A provider that fails in a way the provider boundary did not foresee still gets an outcome.
-# The local model cannot be made to fail through a reviewed policy (review refuses what it
-# cannot honour), so this injects the fault at the provider's edge.
+# A provider that fails after the intent is recorded still gets an outcome: a body it cannot
+# honour (the local model reads no images), and a failure its boundary did not foresee.
+
+# A PNG's signature, then caller bytes whose base64 spells a marker the refusal quotes.
+QUOTED_INPUT = "SECRETINPUT0"
+IMAGE_DATA = "iVBORw0KGgoA" + QUOTED_INPUT
 
 
-@pytest.mark.parametrize(
-    ("fault", "error_type"),
-    [
-        (LocalRequestError("messages[0] holds 'SECRET-INPUT'"), "local_request_error"),
-        (RuntimeError("boom"), "provider_error"),
-    ],
-)
-def test_an_unforeseen_provider_failure_after_the_intent_is_recorded_as_failed(
-    gw: Gateway,
-    db_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fault: Exception,
-    error_type: str,
+def test_a_body_the_local_model_cannot_honour_is_recorded_failed_without_quoting_it(
+    make_gateway: MakeGateway, policy_dir: Path, db_path: Path
 ) -> None:
-    def fail(body: object, **_: object) -> None:
-        raise fault
+    policy = policy_dir / "offline_demo.toml"
+    policy.write_text(
+        policy.read_text() + "\n[input]\nimages = { max_bytes = 1000, max_count = 1 }\n"
+    )
+    gw = make_gateway()
+    # Keys in this order so that the refusal's 80-character quote of the block reaches the data.
+    image = {"source": {"data": IMAGE_DATA, "media_type": "image/png", "type": "base64"}}
+    with pytest.raises(UpstreamRejected) as caught:
+        gw.complete(
+            "offline_demo", messages=[{"role": "user", "content": [{**image, "type": "image"}]}]
+        )
+    assert QUOTED_INPUT not in str(caught.value)
+    assert LocalRequestError.summary in str(caught.value)
+    assert caught.value.error_type == "local_request_error"
+    assert kinds(db_path) == ["request", "failed"]
+    failed = events(db_path)[-1]
+    assert failed.data["error_type"] == "local_request_error"
+    assert QUOTED_INPUT in failed.data["detail"]  # the provider's words are kept, in the log
 
-    monkeypatch.setattr(gw._core.providers.get("local"), "complete", fail)
+
+class BrokenProvider:
+    """Stands in for the local model and fails in a way no provider boundary foresees."""
+
+    name = "local"
+
+    def __init__(self, _settings: object) -> None:
+        pass
+
+    def model_version(self, model_id: str) -> str:
+        return f"{model_id}@broken"
+
+    def wire_bytes(self, body: object) -> bytes:
+        return repr(body).encode()
+
+    def send(self, body: object, *, on_wire: Callable[[bytes], None], **_: object) -> None:
+        on_wire(self.wire_bytes(body))  # announced: the intent is committed
+        raise RuntimeError("boom SECRET-INPUT")
+
+    def close(self) -> None:
+        return None
+
+
+def test_an_unforeseen_provider_failure_after_the_intent_is_recorded_as_failed(
+    make_gateway: MakeGateway, db_path: Path
+) -> None:
+    gw = make_gateway(providers={"local": BrokenProvider})
     with pytest.raises(UpstreamRejected) as caught:
         gw.complete("offline_demo", "The reviewer")
     assert "SECRET-INPUT" not in str(caught.value)
-    assert caught.value.error_type == error_type
+    assert caught.value.error_type == "provider_error"
     assert kinds(db_path) == ["request", "failed"]
     failed = events(db_path)[-1]
-    assert failed.data["error_type"] == error_type
+    assert failed.data["error_type"] == "provider_error"

@@ -208,6 +208,7 @@ def _run_host(code: str, policy_dir: Path, db: Path) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.slow  # a host process
 def test_the_library_writes_nothing_when_the_host_configured_no_logging(
     tmp_path: Path, policy_dir: Path
 ) -> None:
@@ -215,6 +216,7 @@ def test_the_library_writes_nothing_when_the_host_configured_no_logging(
     assert (done.stdout, done.stderr) == ("", "")
 
 
+@pytest.mark.slow  # a host process
 def test_a_host_that_configures_logging_gets_the_events(tmp_path: Path, policy_dir: Path) -> None:
     code = "import logging; logging.basicConfig(level='INFO')\n" + _QUIET
     done = _run_host(code, policy_dir, tmp_path / "host.db")

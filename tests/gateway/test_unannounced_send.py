@@ -133,6 +133,7 @@ def test_an_answer_to_a_request_never_announced_is_refused(tmp_path: Path, mode:
         store.close()
 
 
+@pytest.mark.slow  # python -O as a process
 def test_the_refusal_holds_under_python_dash_o(tmp_path: Path) -> None:
     # Under -O an assert is gone: the answer would come back as a call's outcome with no
     # REQUEST before it. The same call, in a child interpreter run with -O.

@@ -20,6 +20,8 @@ from gateway import AsyncGateway, Gateway, Settings
 from gateway.errors import UpstreamUnavailable
 from tests.gateway.conftest import API_KEY, events
 
+pytestmark = pytest.mark.slow  # waits out upstream time-outs, on 16 MB bodies
+
 TIMEOUT_S = 2.0
 ATTEMPTS = 2
 # More than loopback's socket buffers hold on both sides, so the write must stall. The policy

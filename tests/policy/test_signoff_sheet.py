@@ -102,6 +102,7 @@ def screenshot(html: Path, png: Path, size: str = "1000,1400") -> None:
     shared_screenshot(html, png, size, min_bytes=10_000)
 
 
+@pytest.mark.slow  # a browser
 def test_the_sheet_opens_in_headless_chromium(db: str, folder: Path, tmp_path: Path) -> None:
     chromium()
     for name in ("a.compliance", "b.risk"):

@@ -141,6 +141,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow  # a process without aiohttp
 def test_without_aiohttp_the_async_provider_sends_through_httpx() -> None:
     with FakeMessagesAPI() as fake:
         fake.script(Reply.ok(text="through httpx"))

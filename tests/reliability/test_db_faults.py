@@ -78,6 +78,7 @@ def _assert_log_sound(url: str, fake: FakeMessagesAPI) -> dict[str, str]:
     return state.statuses
 
 
+@pytest.mark.slow  # a lock-holding process
 def test_sqlite_lock_past_the_timeout_fails_closed_then_recovers(
     fake_api: FakeMessagesAPI, policy_dir: Path, tmp_path: Path
 ) -> None:
@@ -127,6 +128,7 @@ def test_sqlite_lock_past_the_timeout_fails_closed_then_recovers(
     assert refused_outcomes == refused_intents == recovered == LOCK_CYCLES
 
 
+@pytest.mark.slow  # fills a disk
 def test_disk_full_fails_closed_and_the_log_stays_sound(
     fork_server: ForkServer, fake_api: FakeMessagesAPI, policy_dir: Path, tmp_path: Path
 ) -> None:

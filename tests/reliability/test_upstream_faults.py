@@ -11,6 +11,8 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from audit import AuditStore, EventKind
 from gateway import Gateway, Settings, UpstreamError, UpstreamRejected, UpstreamUnavailable
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
@@ -40,6 +42,7 @@ def _retryable(rng: random.Random) -> tuple[Reply, float | None]:
     return Reply.error(503, retry_after_ms=40), 0.04
 
 
+@pytest.mark.slow  # waits out upstream time-outs
 def test_mixed_fault_sequences_record_every_attempt_once(
     fake_api: FakeMessagesAPI, policy_dir: Path, tmp_path: Path
 ) -> None:

@@ -129,6 +129,7 @@ def test_the_html_report_escapes_the_answer(
     assert html.index("id='summary'") < html.index(f"<section id='{recorded.ids['quant']}'")
 
 
+@pytest.mark.slow  # a browser
 def test_the_html_report_opens_in_headless_chromium(
     cli: Cli, recorded: Recorded, fake_api: FakeMessagesAPI, tmp_path: Path
 ) -> None:

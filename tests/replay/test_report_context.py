@@ -112,6 +112,7 @@ def test_fail_on_refused_gates_a_migration(cli: Cli, three_compliance: Recorded)
     assert usage.exit_code == 2 and "--model" in usage.output
 
 
+@pytest.mark.slow  # a browser
 def test_the_migration_report_opens_in_headless_chromium(
     cli: Cli, three_compliance: Recorded, tmp_path: Path
 ) -> None:
@@ -125,6 +126,7 @@ def test_the_migration_report_opens_in_headless_chromium(
     screenshot(path, tmp_path / "replay-migration.png", "1100,900")
 
 
+@pytest.mark.slow  # a browser
 def test_the_live_migration_report_opens_in_headless_chromium(
     cli: Cli, three_compliance: Recorded, fake_api: FakeMessagesAPI, tmp_path: Path
 ) -> None:
@@ -145,6 +147,7 @@ def test_the_live_migration_report_opens_in_headless_chromium(
     screenshot(path, tmp_path / "replay-report.png", "1100,1500")
 
 
+@pytest.mark.slow  # a browser
 def test_the_experiment_plot_opens_in_headless_chromium(tmp_path: Path) -> None:
     chromium()
     plot = tmp_path / "experiment-plot.png"

@@ -56,6 +56,7 @@ print(json.dumps({"ok": check.ok, "problem": check.problem, "s": time.monotonic(
 """
 
 
+@pytest.mark.slow  # a process
 def test_a_catastrophic_schema_pattern_checks_a_30_character_answer_in_bounded_time() -> None:
     # In a child process: a backtracking engine would hold the GIL for minutes.
     done = subprocess.run(

@@ -150,6 +150,7 @@ def test_an_integrity_alert_names_an_earlier_event(store: AuditStore) -> None:
     assert defects(store) == [(3, DefectKind.BAD_REFERENCE), (4, DefectKind.BAD_REFERENCE)]
 
 
+@pytest.mark.slow  # a log of 5,000 events
 def test_lifecycle_state_holds_only_open_requests(store: AuditStore) -> None:
     """Memory stays flat: a request that ended is forgotten, only incomplete ones are held."""
     for n in range(2500):

@@ -89,6 +89,7 @@ def _assert_one_real_call(fake_api: FakeMessagesAPI) -> None:
     assert PROMPT.encode() in request.body and SYSTEM.encode() in request.body
 
 
+@pytest.mark.slow  # a host process
 @pytest.mark.parametrize("mode", ["env", "host-debug", "sdk-first", "child-debug"])
 def test_library_debug_logging_shows_no_key_header_or_prompt(
     mode: str, fake_api: FakeMessagesAPI, policy_dir: Path, tmp_path: Path
@@ -107,6 +108,7 @@ def test_library_debug_logging_shows_no_key_header_or_prompt(
     assert _leaks(output) == [], output
 
 
+@pytest.mark.slow  # the CLI as a process
 def test_cli_with_anthropic_log_debug_shows_no_key_header_or_prompt(
     fake_api: FakeMessagesAPI, policy_dir: Path, tmp_path: Path
 ) -> None:

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the gateway in a host process
+
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "The reviewer reads the ledger of ACME-SECRET-7731"
 

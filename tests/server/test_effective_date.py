@@ -14,6 +14,8 @@ from audit import EventKind
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.server.conftest import SHIPPED, running_server
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 
 def test_a_task_not_yet_in_effect_is_a_400_naming_its_date(tmp_path: Path) -> None:
     policies = tmp_path / "policies"

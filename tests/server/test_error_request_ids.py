@@ -15,6 +15,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess, running_server
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 
 @pytest.fixture(scope="module")
 def slow_server(

@@ -16,6 +16,8 @@ from tests.fakes.messages_api import FakeMessagesAPI
 from tests.server.conftest import running_server
 from tests.server.test_lifecycle import ask
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 INTEGRATOR_KEY = "6c" * 32
 
 

@@ -15,6 +15,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess, running_server
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 
 def ask(server: ServerProcess, key: str, n: int) -> str:
     client = anthropic.Anthropic(base_url=server.base_url, api_key=key, max_retries=0)

@@ -20,6 +20,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ROOT, ServerProcess, free_port, server_env
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 PROMPT_TEXT = "Transaction: 991 EUR to Tyrell, prompt-text-marker"
 ANSWER_TEXT = "answer-text-marker <verdict>clear</verdict>"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

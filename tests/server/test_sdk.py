@@ -14,6 +14,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import UPSTREAM_KEY, ServerProcess
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 PROMPT = [{"role": "user", "content": "Transaction: 42 EUR to ACME"}]
 _count = itertools.count()
 

@@ -16,6 +16,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess, running_server
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 REQUESTS = 3
 
 

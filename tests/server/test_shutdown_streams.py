@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import sqlite3
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -13,15 +14,21 @@ from pathlib import Path
 
 import anthropic
 import httpx2 as httpx
+import pytest
 
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess, running_server
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 STREAMS = 8
 
 
-def stream_one(server: ServerProcess, key: str, n: int) -> tuple[str, str]:
-    """The stream's request id and how it ended for the client (``done`` or the error)."""
+def stream_one(
+    server: ServerProcess, key: str, n: int, opened: threading.Semaphore | None = None
+) -> tuple[str, str]:
+    """The stream's request id and how it ended for the client (``done`` or the error);
+    ``opened`` is released once the stream's first event has arrived."""
     client = anthropic.Anthropic(base_url=server.base_url, api_key=key, max_retries=0)
     request_id = ""
     try:
@@ -31,8 +38,9 @@ def stream_one(server: ServerProcess, key: str, n: int) -> tuple[str, str]:
             messages=[{"role": "user", "content": f"Transaction {n}: 10 GBP to Hooli"}],
         ) as stream:
             request_id = stream.response.headers["request-id"]
-            for _ in stream.text_stream:
-                pass
+            for number, _ in enumerate(stream.text_stream):
+                if number == 0 and opened is not None:
+                    opened.release()
         return request_id, "done"
     except (anthropic.APIError, httpx.HTTPError) as exc:  # cut off mid-stream
         return request_id, type(exc).__name__
@@ -48,13 +56,13 @@ def run_sigterm_mid_stream(tmp_path: Path, *, grace_s: str, stream_s: float) -> 
         fake.set_default(
             lambda _request: Reply.stream("word " * deltas, deltas=deltas, delay=stream_s / deltas)
         )
+        opened = threading.Semaphore(0)
         with ThreadPoolExecutor(STREAMS) as pool:
-            futures = [pool.submit(stream_one, server, key, n) for n in range(STREAMS)]
-            deadline = time.monotonic() + 15
-            while len(fake.requests) < STREAMS and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert len(fake.requests) == STREAMS  # all eight are streaming now
-            time.sleep(0.2)  # a few deltas into each
+            futures = [pool.submit(stream_one, server, key, n, opened) for n in range(STREAMS)]
+            deadline = time.monotonic() + 30
+            for _ in range(STREAMS):  # a delta into each: all eight are streaming now
+                assert opened.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            assert len(fake.requests) == STREAMS
             assert server.proc is not None
             server.proc.send_signal(signal.SIGTERM)
             ended = [f.result(timeout=60) for f in futures]
@@ -111,7 +119,11 @@ def test_sigterm_waits_for_streams_whose_intent_is_still_being_written(tmp_path:
                 time.sleep(1.0)  # each request is planned and waits to append its intent
                 assert server.proc is not None
                 server.proc.send_signal(signal.SIGTERM)
-                time.sleep(2.5)  # past the drain time: uvicorn has cancelled them
+                # Past the drain time: uvicorn has cancelled them, the gateway waits for them.
+                deadline = time.monotonic() + 30
+                while not any(e.get("event") == "server_draining" for e in server.log_events()):
+                    assert time.monotonic() < deadline, server.log_path.read_text()
+                    time.sleep(0.05)
                 other_writer.execute("ROLLBACK")
                 ended = [f.result(timeout=60) for f in futures]
         finally:

@@ -11,6 +11,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 STOP = "</reasons>"  # compliance_review's [generation] stop_sequences
 _count = itertools.count()
 

@@ -14,6 +14,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 _count = itertools.count()
 
 

@@ -16,6 +16,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import SHIPPED, ServerProcess
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 TASK = "sanctions_screening"
 POLICY_TOOLS: list[dict[str, Any]] = json.loads(
     (SHIPPED / "tools" / "lookup_entity.json").read_text()

@@ -14,6 +14,8 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import SHIPPED, ServerProcess
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 SCRIPT = r"""
 const Anthropic = require("@anthropic-ai/sdk");
 const client = new Anthropic({ baseURL: process.env.GATEWAY_URL, apiKey: process.env.GATEWAY_KEY,

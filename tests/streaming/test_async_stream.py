@@ -38,16 +38,18 @@ def test_task_cancellation_mid_stream_records_cancelled_and_closes_the_upstream(
     fake_api.script(Reply.stream(TEXT, deltas=8, delay=0.1))
     ids: list[str] = []
 
-    async def consume(agw: object) -> None:
+    async def consume(agw: object, mid_stream: asyncio.Event) -> None:
         async with agw.stream("chat", PROMPT) as s:  # type: ignore[attr-defined]
             ids.append(s.request_id)
-            async for _event in s:
-                pass
+            async for event in s:
+                if event["type"] == "content_block_delta":
+                    mid_stream.set()
 
     async def run() -> None:
         async with make_async() as agw:
-            task = asyncio.create_task(consume(agw))
-            await asyncio.sleep(0.25)
+            mid_stream = asyncio.Event()
+            task = asyncio.create_task(consume(agw, mid_stream))
+            await asyncio.wait_for(mid_stream.wait(), 30)  # a delta has arrived, seven to come
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -137,6 +137,7 @@ def _cli_env(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> dict
     }
 
 
+@pytest.mark.slow  # the CLI as a process
 def test_a_process_killed_mid_stream_leaves_the_request_incomplete_and_the_log_verifies(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
@@ -154,6 +155,7 @@ def test_a_process_killed_mid_stream_leaves_the_request_incomplete_and_the_log_v
     verified(db_path)
 
 
+@pytest.mark.slow  # the CLI as a process
 def test_ctrl_c_during_ask_stream_records_cancelled_and_exits_130(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
