@@ -20,8 +20,9 @@ OFFLINE_MODEL = "local:ngram"
 
 
 def offline_policy(policy: Policy) -> Policy:
-    if policy.model_id.startswith("local:"):
+    if policy.model.id.startswith("local:"):
         return policy
     generation = policy.generation.model_copy(update={"thinking": None, "effort": None})
     caller = policy.caller.model_copy(update={"effort": None})
-    return policy.derive("offline", model_id=OFFLINE_MODEL, generation=generation, caller=caller)
+    model = policy.model.model_copy(update={"id": OFFLINE_MODEL})
+    return policy.derive("offline", model=model, generation=generation, caller=caller)
