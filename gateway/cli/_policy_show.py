@@ -3,7 +3,7 @@ JSON form) and as the SETTING / VALUE rows of the text form (the policy's field 
 
     shown = shown_policy(policy, catalog, today)
     data = show_data(shown)                            # JSON-ready
-    rows = show_rows(shown)                            # [(setting, value), ...]
+    rows = field_rows(shown)                           # the text form: gateway.policy
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from audit.canonical import canonical_digest, digest
 from gateway.catalog import Catalog
 from gateway.errors import PolicyLoadError
-from gateway.policy import PLACEHOLDER_INPUT, Policy, Shown, field_rows
+from gateway.policy import PLACEHOLDER_INPUT, Policy, Shown
 
 
 def signoff_fields(data: Any, today: date) -> dict[str, Any]:
@@ -95,8 +95,3 @@ def show_data(shown: Shown) -> dict[str, Any]:
         "request_template": {"api_version": plan.api_version, "body": plan.body},
         "placeholder_input": PLACEHOLDER_INPUT,
     }
-
-
-def show_rows(shown: Shown) -> list[tuple[str, str]]:
-    """The text form's rows, without approvals (the caller adds what the database says)."""
-    return field_rows(shown)

@@ -25,7 +25,6 @@ from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._policy_show import (
     show_data,
-    show_rows,
     shown_policy,
     signoff_fields,
 )
@@ -38,6 +37,7 @@ from gateway.policy import (
     PolicySet,
     TaskDiff,
     diff_policy_sets,
+    field_rows,
     review_policies,
 )
 from gateway.settings import Settings
@@ -236,7 +236,7 @@ def show_command(
         echo_json(data)
         return
     rows = [
-        *show_rows(shown_task),
+        *field_rows(shown_task),  # the policy's field table, then what the database says
         (
             "approvals",
             approval_text(status, settings.require_approvals)
