@@ -6,9 +6,11 @@ from __future__ import annotations
 from operator import attrgetter
 
 import pytest
+from pydantic import BaseModel
 
 from gateway.catalog import Catalog
-from gateway.policy import FIELDS, PolicySet, Shown, field_rows
+from gateway.policy import FIELDS, Policy, PolicySet, Shown, field_rows
+from gateway.policy._content_form import mark
 from tests.policy.conftest import TODAY, VALID, WriteFolder
 from tests.policy.test_fingerprint_golden import FOLDERS
 
@@ -56,3 +58,25 @@ def test_show_and_the_sheet_print_the_same_rows(catalog: Catalog) -> None:
     assert rows["stream"] == "must" and rows["prompt cache"] == "ttl 1h"
     assert rows["caller.forward_user_id"] == "true"
     assert rows["fingerprint"] == policy.fingerprint
+
+
+def _content_keys(model: type[BaseModel]) -> list[str]:
+    keys: list[str] = []
+    for name, info in model.model_fields.items():
+        how = mark(info)
+        if how.left_out:
+            continue
+        table = info.annotation
+        if how.flatten and isinstance(table, type) and issubclass(table, BaseModel):
+            keys += _content_keys(table)
+        else:
+            keys.append(how.key or name)
+    return keys
+
+
+def test_every_field_has_its_own_key_in_the_content() -> None:
+    # Two fields under one key would make two different policies hash alike.
+    keys = _content_keys(Policy)
+    assert len(keys) == len(set(keys))
+    assert {"model_id", "system_prompt", "output_schema", "tools", "cache_scope"} <= set(keys)
+    assert not {"system_file", "schema_file", "file", "source"} & set(keys)
