@@ -12,7 +12,6 @@ from gateway.policy._field_table import (
     PLACEHOLDER_INPUT,
     PolicyField,
     Shown,
-    effective_date_text,
     field_rows,
 )
 from gateway.policy._findings import Finding, Severity
@@ -41,7 +40,6 @@ __all__ = [
     "TaskDiff",
     "Thinking",
     "diff_policy_sets",
-    "effective_date_text",
     "field_rows",
     "plan_request",
     "review_policies",

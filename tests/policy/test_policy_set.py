@@ -110,7 +110,6 @@ def test_public_names_are_pinned() -> None:
         "PLACEHOLDER_INPUT",
         "PolicyField",
         "Shown",
-        "effective_date_text",
         "field_rows",
         "Caller",
         "CallerChoice",
