@@ -167,9 +167,9 @@ class RequestPipeline:
                 )
             if not counting:
                 _check_stream_mode(policy, stream)
-            model = self.catalog.get(policy.model_id)
+            model = self.catalog.get(policy.model.id)
             if model is None:  # review refuses such a policy; this guards an edited catalog
-                raise PolicyError(f"model {policy.model_id!r} is not in the model catalog.")
+                raise PolicyError(f"model {policy.model.id!r} is not in the model catalog.")
             checked_caller = checked_caller or self.default_caller
             if checked_caller is None and not runs_offline(model.provider):
                 raise InputError(
@@ -398,13 +398,13 @@ class RequestPipeline:
 
 
 def _check_stream_mode(policy: Policy, stream: bool) -> None:
-    if stream and policy.stream == "never":
+    if stream and policy.output.stream == "never":
         raise PolicyViolation(
             f"the policy for task {policy.task!r} does not let its answers be streamed "
             '([output] stream = "never").',
             key="stream",
         )
-    if not stream and policy.stream == "must":
+    if not stream and policy.output.stream == "must":
         raise PolicyViolation(
             f"the policy for task {policy.task!r} requires its answers to be streamed "
             '([output] stream = "must"); use Gateway.stream (gateway ask --stream).',

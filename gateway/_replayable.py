@@ -17,7 +17,9 @@ from gateway.policy.rules.tools import is_client_tool
 
 def outside_world(policy: Policy) -> str | None:
     """Why answers under ``policy`` cannot be replayed, or None when they can."""
-    kinds = sorted({str(t.get("type")) for t in policy.tools or () if not is_client_tool(t)})
+    kinds = sorted(
+        {str(t.get("type")) for t in policy.tools.definitions or () if not is_client_tool(t)}
+    )
     if not kinds:
         return None
     return (

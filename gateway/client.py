@@ -120,7 +120,7 @@ class _Core:
     def _providers_in_use(self, transform: PolicyTransform | None) -> set[str]:
         names: set[str] = set()
         for policy in self.policies.policies():
-            model = self.catalog.get((transform(policy) if transform else policy).model_id)
+            model = self.catalog.get((transform(policy) if transform else policy).model.id)
             if model is not None:
                 names.add(model.provider)
         return names

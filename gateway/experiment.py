@@ -203,7 +203,7 @@ def derive_policy(policy: Policy, config: SamplingConfig) -> Policy:
     return policy.derive(
         f"experiment:{config.name}",
         generation=generation,
-        cache_mode="record",
+        cache=policy.cache.model_copy(update={"mode": "record"}),
         reproducible=False,
         caller=Caller(),
         description=f"{policy.description} [sampling experiment: {config.name}]",
@@ -293,9 +293,9 @@ def run_experiment(
     catalog = Catalog.load(settings.catalog_override)
     base = PolicySet.load(Path(settings.policy_dir), catalog).get(task)
     base = offline_policy(base, catalog) if offline else base
-    model = catalog.get(base.model_id)
+    model = catalog.get(base.model.id)
     if model is None:  # review refuses such a policy; this guards an edited catalog
-        raise ConfigurationError(f"model {base.model_id!r} is not in the model catalog.")
+        raise ConfigurationError(f"model {base.model.id!r} is not in the model catalog.")
     run, skipped = plan_configs(base, model, configs, prompts[0])
     _refuse_unreviewed(base, model, run, override_mandates)
     rows: list[CellReport] = []

@@ -24,9 +24,10 @@ OFFLINE_MODEL = "local:ngram"
 
 def offline_policy(policy: Policy, catalog: Catalog) -> Policy:
     """``policy`` on the local model; a policy whose model already runs offline as it is."""
-    model = catalog.get(policy.model_id)
-    if model is not None and runs_offline(model.provider):
+    entry = catalog.get(policy.model.id)
+    if entry is not None and runs_offline(entry.provider):
         return policy
     generation = policy.generation.model_copy(update={"thinking": None, "effort": None})
     caller = policy.caller.model_copy(update={"effort": None})
-    return policy.derive("offline", model_id=OFFLINE_MODEL, generation=generation, caller=caller)
+    model = policy.model.model_copy(update={"id": OFFLINE_MODEL})
+    return policy.derive("offline", model=model, generation=generation, caller=caller)

@@ -21,16 +21,22 @@ import click
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
-from gateway.cli._policy_show import PLACEHOLDER_INPUT, show_data, show_rows, signoff_fields
+from gateway.cli._policy_show import (
+    show_data,
+    shown_policy,
+    signoff_fields,
+)
 from gateway.cli._policy_signoff import approval_json, approval_text, echo_signoff, read_approvals
 from gateway.cli._render import echo_json, open_output, shown, shown_lines, text_table
 from gateway.evidence import Auditing, signoff_sheet
 from gateway.policy import (
+    PLACEHOLDER_INPUT,
     Finding,
     PolicyEntry,
     PolicySet,
     TaskDiff,
     diff_policy_sets,
+    field_rows,
     review_policies,
 )
 from gateway.settings import Settings
@@ -204,16 +210,14 @@ def show_command(
     policies = PolicySet.load(_policy_dir(policy_dir, settings), catalog)
     policy = policies.get(task)
     entry = policies.entry(task)
-    tools_file = entry.data.tools.file if entry is not None and entry.data else None
-    data = show_data(policy, tools_file, catalog, policies.today())
+    shown_task = shown_policy(policy, catalog, policies.today())
+    data = show_data(shown_task)
     approvals = read_approvals(settings, policies, [task])
     status = approvals.get(task) if approvals is not None else None
     if fmt == "html":
-        model = catalog.get(policy.model_id)
-        assert model is not None  # show_data refused a model the catalog lacks
         sheet = signoff_sheet(
             policy,
-            model,
+            shown_task.model,
             entry.findings if entry is not None else (),
             status,
             required=settings.require_approvals,
@@ -231,7 +235,7 @@ def show_command(
         echo_json(data)
         return
     rows = [
-        *show_rows(data),
+        *field_rows(shown_task),  # the policy's field table, then what the database says
         (
             "approvals",
             approval_text(status, settings.require_approvals)

@@ -21,11 +21,9 @@ from typing import Any
 from gateway._keys import GATEWAY_VERSION
 from gateway.catalog import ModelInfo
 from gateway.evidence._approvals import ApprovalStatus
-from gateway.policy import Finding, Policy, plan_request
+from gateway.policy import PLACEHOLDER_INPUT, Finding, Policy, Shown, field_rows
 
 __all__ = ["PLACEHOLDER_INPUT", "signoff_sheet"]
-
-PLACEHOLDER_INPUT = "<user input>"
 
 _CSS = """
 @page { size: A4; margin: 16mm 14mm; }
@@ -53,7 +51,7 @@ footer { margin-top: 1.5em; color: #555; font-size: 9pt; }
 
 
 def _rows(pairs: Sequence[tuple[str, str]]) -> str:
-    return "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in pairs)
+    return "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in pairs)
 
 
 def _pre(text: str) -> str:
@@ -118,8 +116,9 @@ def _approvals(status: ApprovalStatus | None, required: int, note: str | None) -
 
 
 def _tools(policy: Policy) -> str:
+    tools = policy.tools
     parts = []
-    for tool in policy.tools or []:
+    for tool in tools.definitions or []:
         name = str(tool.get("name", "?"))
         desc = str(tool.get("description", ""))
         schema = tool.get("input_schema")
@@ -128,24 +127,11 @@ def _tools(policy: Policy) -> str:
             f"<p><code>{escape(name)}</code>{escape(strict)}: {escape(desc)}</p>"
             + (_pre(_json(schema)) if schema is not None else "")
         )
-    if policy.server_tools:
-        parts.append("<p>Server tools allowed: " + escape(", ".join(policy.server_tools)) + "</p>")
+    if tools.server:
+        parts.append("<p>Server tools allowed: " + escape(", ".join(tools.server)) + "</p>")
     if not parts:
         return "<p>No tools: the model can only answer in text.</p>"
-    choice = policy.tool_choice or "auto"
-    return f"<p>tool_choice: <code>{escape(choice)}</code></p>" + "".join(parts)
-
-
-def _effective(policy: Policy, made_at: datetime) -> str:
-    when = policy.effective_date
-    if when is None:
-        return "-"
-    if when > made_at.astimezone(UTC).date():
-        return (
-            f"{when.isoformat()} (not yet in effect on this sheet's date: the gateway "
-            "refuses its requests until then)"
-        )
-    return when.isoformat()
+    return f"<p>tool_choice: <code>{escape(tools.chosen)}</code></p>" + "".join(parts)
 
 
 def signoff_sheet(
@@ -161,56 +147,17 @@ def signoff_sheet(
 ) -> str:
     """The sheet as one HTML document. ``approvals`` is None when they could not be read
     (``approvals_note`` says why, e.g. no audit database)."""
-    plan = plan_request(policy, model, [{"role": "user", "content": PLACEHOLDER_INPUT}])
     made_at = made_at or datetime.now(UTC)
-    lifecycle = model.lifecycle + (
-        f", retires {model.retires_at.isoformat()}" if model.retires_at else ""
-    )
-    what = _rows(
-        [
-            ("model", f"<code>{escape(model.id)}</code> ({escape(lifecycle)})"),
-            ("provider / API", escape(f"{plan.provider}, anthropic-version {plan.api_version}")),
-            *[(f"{k}", f"<code>{escape(json.dumps(v))}</code>") for k, v in plan.effective.items()],
-            ("output", escape(policy.output_format)),
-            ("stream", escape(str(policy.stream))),
-            (
-                "reproducible",
-                "yes (recorded answers are replayed)" if policy.reproducible else "no",
-            ),
-            ("cache", escape(policy.cache_mode)),
-            ("prompt cache", escape(policy.prompt_cache or "off")),
-            *[
-                (f"caller.{k}", f"<code>{escape(json.dumps(v))}</code>")
-                for k, v in policy.caller.model_dump(mode="json", exclude_none=True).items()
-            ],
-        ]
-    )
-    signoff = _rows(
-        [
-            ("task", f"<code>{escape(policy.task)}</code>"),
-            ("description", escape(policy.description)),
-            ("owner", escape(policy.owner)),
-            ("risk tier", escape(policy.risk_tier or "-")),
-            (
-                "effective date",
-                escape(_effective(policy, made_at)),
-            ),
-            ("regulations", escape("; ".join(policy.regulations) or "-")),
-            ("policy file", escape(policy.source or "-")),
-        ]
-    )
+    # Its effective date is judged on the sheet's own date.
+    day = made_at.astimezone(UTC).date()
+    shown = Shown.of(policy, model, today=day, day_named=" on this sheet's date")
+    signoff = _rows(field_rows(shown, "signoff"))
+    what = _rows(field_rows(shown, "settings"))
     errors = sum(f.severity.value == "error" for f in findings)
     warnings = sum(f.severity.value == "warning" for f in findings)
-    prompt = (
-        _pre(policy.system_prompt)
-        if policy.system_prompt is not None
-        else "<p>No system prompt.</p>"
-    )
-    schema = (
-        _pre(_json(policy.output_schema))
-        if policy.output_schema is not None
-        else "<p>No output schema.</p>"
-    )
+    system, schema_value = policy.prompt.system, policy.output.json_schema
+    prompt = _pre(system) if system is not None else "<p>No system prompt.</p>"
+    schema = _pre(_json(schema_value)) if schema_value is not None else "<p>No output schema.</p>"
     title = f"Policy sign-off: {policy.task}"
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"

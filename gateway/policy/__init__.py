@@ -3,10 +3,17 @@
 from gateway.policy import PolicySet, plan_request
 policies = PolicySet.load(Path("policies"), catalog)
 policy = policies.get("compliance_review")
-plan = plan_request(policy, catalog.get(policy.model_id), messages)
+plan = plan_request(policy, catalog.get(policy.model.id), messages)
 """
 
 from gateway.policy._diff import FieldChange, TaskDiff, diff_policy_sets
+from gateway.policy._field_table import (
+    FIELDS,
+    PLACEHOLDER_INPUT,
+    PolicyField,
+    Shown,
+    field_rows,
+)
 from gateway.policy._findings import Finding, Severity
 from gateway.policy._plan import Plan, plan_request
 from gateway.policy._policy_set import PolicyEntry, PolicySet
@@ -14,6 +21,8 @@ from gateway.policy._review import ReviewReport, review_policies
 from gateway.policy._schema import Caller, CallerChoice, CallerRange, Generation, Policy, Thinking
 
 __all__ = [
+    "FIELDS",
+    "PLACEHOLDER_INPUT",
     "Caller",
     "CallerChoice",
     "CallerRange",
@@ -23,12 +32,15 @@ __all__ = [
     "Plan",
     "Policy",
     "PolicyEntry",
+    "PolicyField",
     "PolicySet",
     "ReviewReport",
     "Severity",
+    "Shown",
     "TaskDiff",
     "Thinking",
     "diff_policy_sets",
+    "field_rows",
     "plan_request",
     "review_policies",
 ]

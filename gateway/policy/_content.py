@@ -62,15 +62,16 @@ class CheckedMessages:
 
 def policy_breakpoints(policy: Policy) -> list[str]:
     """The cache breakpoints the policy itself sets (see ``_plan._body``)."""
-    if policy.prompt_cache is None or (policy.system_prompt is None and policy.tools is None):
+    ttl = policy.prompt.cache
+    if ttl is None or (policy.prompt.system is None and policy.tools.definitions is None):
         return []
-    return [policy.prompt_cache]
+    return [ttl]
 
 
 def check_messages(messages: object, policy: Policy) -> CheckedMessages:
     if not isinstance(messages, list) or not messages:
         raise InputError("no messages were given.", hint="Pass a prompt or a list of messages.")
-    names = frozenset(str(t["name"]) for t in policy.tools or () if is_client_tool(t))
+    names = frozenset(str(t["name"]) for t in policy.tools.definitions or () if is_client_tool(t))
     walk = _Walk(policy, names, ttls=policy_breakpoints(policy))
     clean: list[dict[str, Any]] = []
     for i, message in enumerate(messages):

@@ -129,11 +129,10 @@ def _failure(side: Literal["old", "new"], entry: PolicyEntry | None) -> SideFail
 
 def _texts(policy: Policy) -> dict[str, str | None]:
     """The parts of a policy a reviewer reads as text, in a stable form."""
-    tools = getattr(policy, "tools", None)
     return {
-        "system_prompt": policy.system_prompt,
-        "output_schema": _json_text(policy.output_schema),
-        "tools": _json_text(tools),
+        "system_prompt": policy.prompt.system,
+        "output_schema": _json_text(policy.output.json_schema),
+        "tools": _json_text(policy.tools.definitions),
     }
 
 

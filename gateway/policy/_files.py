@@ -20,8 +20,9 @@ import jsonschema
 from pydantic import ValidationError
 
 from gateway._output_check import JSONLimitError, load_json, schema_loops
+from gateway.policy._content_form import loaded_only_keys
 from gateway.policy._findings import Finding, error
-from gateway.policy._schema import PolicyFile
+from gateway.policy._schema import Policy
 from gateway.policy.rules.patterns import schema_pattern_unsafe
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -41,8 +42,9 @@ MAX_KEY_PARTS = 32
 _TOML_STRING = re.compile(r""""[^"\\\n]*(?:\\.[^"\\\n]*)*"?|'[^'\n]*'?""")
 
 
-def read_policy_file(path: Path, name: str) -> tuple[PolicyFile | None, list[Finding]]:
-    """Parse and validate the structure of one policy file (no catalog checks here)."""
+def read_policy_file(path: Path, name: str) -> tuple[Policy | None, list[Finding]]:
+    """Parse and validate the structure of one policy file (no catalog checks here): the
+    policy as written, its named files not read yet and its task not set yet."""
     text, problem = _read_text(path, name, "file", MAX_POLICY_CHARS)
     if text is None:
         return None, [problem] if problem else []
@@ -68,12 +70,18 @@ def read_policy_file(path: Path, name: str) -> tuple[PolicyFile | None, list[Fin
         ]
     if _depth(raw, MAX_POLICY_DEPTH) > MAX_POLICY_DEPTH:
         return None, [_too_deep(name, "file", path.name, MAX_POLICY_DEPTH)]
+    # What the loader resolves is not the file's to say (the text of its prompt file, say).
+    resolved = [
+        {"type": "extra_forbidden", "loc": k.split(".")} for k in loaded_only_keys(Policy, raw)
+    ]
+    if resolved:
+        return None, [_schema_finding(name, err) for err in resolved]
     try:
-        data = PolicyFile.model_validate(raw)
+        data = Policy.model_validate(raw)
     except ValidationError as exc:
         return None, [_schema_finding(name, err) for err in exc.errors()]
     findings: list[Finding] = []
-    if data.task is not None and data.task != path.stem:
+    if "task" in raw and data.task != path.stem:
         findings.append(
             error(
                 "task-name-mismatch",

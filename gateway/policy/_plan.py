@@ -1,6 +1,6 @@
 """Planning: a policy, a model, the caller's messages and overrides become the exact wire body.
 
-    plan = plan_request(policy, catalog.get(policy.model_id), [{"role": "user", "content": "..."}])
+    plan = plan_request(policy, catalog.get(policy.model.id), [{"role": "user", "content": "..."}])
     plan.body          # exactly what the provider sends
     plan.request_hash  # the replay-cache key: sha256(JCS({provider, api_version, body, scope}))
 
@@ -110,9 +110,9 @@ def plan_request(
         model_id=model.id,
         api_version=model.api_version,
         body=body,
-        cache_mode=policy.cache_mode,
-        output_format=policy.output_format,
-        output_schema=policy.output_schema,
+        cache_mode=policy.cache.mode,
+        output_format=policy.output.format,
+        output_schema=policy.output.json_schema,
         requested=requested,
         effective=generation.model_dump(mode="json", exclude_none=True),
         policy_fingerprint=policy.fingerprint,
@@ -128,7 +128,7 @@ def key_scope(policy: Policy, caller: str | None) -> dict[str, str]:
     the derivation's label for a derived policy. Empty for a task-wide reviewed policy, so
     such keys are exactly those recorded before scopes existed."""
     scope: dict[str, str] = {}
-    if policy.cache_scope == "caller" and caller is not None:
+    if policy.cache.scope == "caller" and caller is not None:
         scope["caller"] = caller
     if policy.derived is not None:
         scope["derived"] = policy.derived.label
@@ -143,10 +143,10 @@ def _apply_overrides(policy: Policy, requested: Mapping[str, object]) -> Generat
             governing, why = RESERVED[key]
             raise PolicyViolation(
                 f"the request sets {key!r}, which no caller may set: "
-                f"{why.format(model=policy.model_id)}.",
+                f"{why.format(model=policy.model.id)}.",
                 key=governing,
             )
-        if key in POLICY_TOOL_KEYS and policy.tools is not None:
+        if key in POLICY_TOOL_KEYS and policy.tools.definitions is not None:
             governing = POLICY_TOOL_KEYS[key]
             raise PolicyViolation(
                 f"the request's {key!r} is not the policy's: the tools of task "
@@ -252,10 +252,10 @@ def _override_errors(
         key = (policy.fingerprint, model.id, today, frozenset(requested.items()))
         known = _OVERRIDE_VERDICTS.get(key)
     except TypeError:
-        return _errors(Subject.of_policy(policy, model, today=today, generation=generation))
+        return _errors(_with_overrides(policy, model, today, generation))
     if known is not None and known[0] is model:
         return known[1]
-    errors = _errors(Subject.of_policy(policy, model, today=today, generation=generation))
+    errors = _errors(_with_overrides(policy, model, today, generation))
     if len(_OVERRIDE_VERDICTS) >= _VERDICTS_MAX:
         _OVERRIDE_VERDICTS.clear()
     _OVERRIDE_VERDICTS[key] = (model, errors)
@@ -267,14 +267,23 @@ _OVERRIDE_VERDICTS: dict[
 ] = {}
 
 
+def _with_overrides(
+    policy: Policy, model: ModelInfo, today: date, generation: Generation
+) -> Subject:
+    return Subject.of_policy(
+        policy.model_copy(update={"generation": generation}), model, today=today
+    )
+
+
 def _errors(subject: Subject) -> list[Finding]:
     return [f for f in check(subject) if f.severity is Severity.ERROR]
 
 
 def _refuse_oversized(policy: Policy, model: ModelInfo, text_bytes: int) -> None:
-    fixed = len(policy.system_prompt.encode()) if policy.system_prompt else 0
-    if policy.tools is not None:
-        fixed += len(json.dumps(policy.tools, ensure_ascii=False).encode())
+    system, tools = policy.prompt.system, policy.tools.definitions
+    fixed = len(system.encode()) if system else 0
+    if tools is not None:
+        fixed += len(json.dumps(tools, ensure_ascii=False).encode())
     estimate = (text_bytes + fixed) // BYTES_PER_TOKEN
     if estimate > model.context_window:
         raise InputError(
@@ -288,32 +297,28 @@ def _body(
     policy: Policy, model: ModelInfo, g: Generation, messages: list[dict[str, Any]]
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model.id, "max_tokens": g.max_tokens, "messages": messages}
-    if policy.inference_geo is not None and capabilities(model.provider).inference_geo:
+    if policy.model.inference_geo is not None and capabilities(model.provider).inference_geo:
         # A model that runs on this machine (or a transport without the field) has no
         # region to choose.
-        body["inference_geo"] = policy.inference_geo
+        body["inference_geo"] = policy.model.inference_geo
     # Prompt caching: the cached prefix runs tools -> system -> messages, so one breakpoint at
     # the end of the policy's fixed part (the system prompt, else the last tool) caches both
     # and leaves the other breakpoints to callers the policy lets set them.
-    cache = (
-        {"type": "ephemeral", "ttl": policy.prompt_cache}
-        if policy.prompt_cache is not None
-        else None
-    )
-    if policy.tools is not None:
-        tools = copy.deepcopy(policy.tools)
-        if cache is not None and policy.system_prompt is None:
+    system, ttl = policy.prompt.system, policy.prompt.cache
+    cache = {"type": "ephemeral", "ttl": ttl} if ttl is not None else None
+    if policy.tools.definitions is not None:
+        tools = copy.deepcopy(policy.tools.definitions)
+        if cache is not None and system is None:
             tools[-1]["cache_control"] = dict(cache)
         body["tools"] = tools
-        choice = policy.tool_choice or "auto"
+        choice = policy.tools.chosen
         keyword = choice in ("auto", "any", "none")
         body["tool_choice"] = {"type": choice} if keyword else {"type": "tool", "name": choice}
-    if policy.system_prompt is not None:
+    if system is not None:
         if cache is not None:
-            block = {"type": "text", "text": policy.system_prompt, "cache_control": cache}
-            body["system"] = [block]
+            body["system"] = [{"type": "text", "text": system, "cache_control": cache}]
         else:
-            body["system"] = policy.system_prompt
+            body["system"] = system
     if g.stop_sequences:
         body["stop_sequences"] = list(g.stop_sequences)
     if model.honours_sampling:  # otherwise review already refused any sampling value
@@ -325,8 +330,8 @@ def _body(
     output_config: dict[str, Any] = {}
     if g.effort is not None:
         output_config["effort"] = g.effort
-    if policy.output_format == "json" and model.structured_outputs:
-        output_config["format"] = {"type": "json_schema", "schema": policy.output_schema}
+    if policy.output.format == "json" and model.structured_outputs:
+        output_config["format"] = {"type": "json_schema", "schema": policy.output.json_schema}
     if output_config:
         body["output_config"] = output_config
     return body

@@ -29,17 +29,18 @@ from gateway.policy._files import (
     read_tools,
 )
 from gateway.policy._findings import Finding, Severity, count, error
-from gateway.policy._schema import Policy, PolicyFile
+from gateway.policy._schema import Policy
 from gateway.policy.rules import Subject, check
 
 
 @dataclass(frozen=True)
 class PolicyEntry:
-    """One task's file: what was written (if parseable), the loaded policy, its findings."""
+    """One task's file: what was written (if parseable, with the files it names read as far
+    as they could be), the loaded policy, its findings."""
 
     task: str
     file: str
-    data: PolicyFile | None
+    data: Policy | None
     policy: Policy | None
     findings: tuple[Finding, ...]
 
@@ -138,47 +139,32 @@ class PolicySet:
 
 def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> PolicyEntry:
     name = path.name
-    data, findings = read_policy_file(path, name)
-    if data is None:
+    written, findings = read_policy_file(path, name)
+    if written is None:
         return PolicyEntry(path.stem, name, None, None, tuple(findings))
-    system_prompt = output_schema = None
-    if data.prompt.system_file is not None:
-        system_prompt, found = read_system_prompt(policy_dir, data.prompt.system_file, name)
-        findings += found
-    if data.output.schema_file is not None:
-        output_schema, found = read_output_schema(policy_dir, data.output.schema_file, name)
-        findings += found
-    tools = None
-    if data.tools.file is not None:
-        tools, found = read_tools(policy_dir, data.tools.file, name)
-        findings += found
-    model = catalog.get(data.model.id)
-    findings += check(Subject.of_file(name, data, model, today=today, tools=tools))
+    prompt, output, tools = written.prompt, written.output, written.tools
+    if prompt.system_file is not None:
+        text, found = read_system_prompt(policy_dir, prompt.system_file, name)
+        prompt, findings = prompt.model_copy(update={"system": text}), findings + found
+    if output.schema_file is not None:
+        schema, found = read_output_schema(policy_dir, output.schema_file, name)
+        output, findings = output.model_copy(update={"json_schema": schema}), findings + found
+    if tools.file is not None:
+        definitions, found = read_tools(policy_dir, tools.file, name)
+        tools, findings = tools.model_copy(update={"definitions": definitions}), findings + found
+    data = written.model_copy(
+        update={
+            "task": path.stem,
+            "prompt": prompt,
+            "output": output,
+            "tools": tools,
+            "source": str(path),
+        }
+    )
+    findings += check(Subject(name, data, catalog.get(data.model.id), today))
     policy = None
     if not any(f.severity is Severity.ERROR for f in findings):
-        policy = Policy(
-            task=path.stem,
-            description=data.description,
-            owner=data.owner,
-            **data.signoff(),
-            reproducible=data.reproducible,
-            model_id=data.model.id,
-            inference_geo=data.model.inference_geo,
-            generation=data.generation,
-            system_prompt=system_prompt,
-            prompt_cache=data.prompt.cache,
-            tools=tools,
-            tool_choice=data.tools.choice if tools is not None else None,
-            server_tools=data.tools.server,
-            input=data.input,
-            output_format=data.output.format,
-            output_schema=output_schema,
-            stream=data.output.stream,
-            cache_mode=data.cache.mode,
-            cache_scope=data.cache.scope,
-            caller=data.caller,
-            source=str(path),
-        )
+        policy = data.model_copy(update={"tools": tools.with_choice_settled()})
     return PolicyEntry(path.stem, name, data, policy, tuple(findings))
 
 

@@ -1,12 +1,17 @@
-"""Policy schema v1: the TOML file as written (``PolicyFile``) and the loaded ``Policy``.
+"""Policy schema v1: one shape, the TOML file's tables plus what the loader resolves.
 
     policy = Policy.from_content(recorded_content)     # exactly the policy that was recorded
     policy.fingerprint                                 # "sha256:<hex>"
+    policy.model.id, policy.output.format, policy.prompt.system
 
-``PolicyFile`` mirrors the TOML tables and rejects unknown keys; it says nothing about whether
-the model can honour the values (the review rules do). ``Policy`` is the reviewed result, flat,
-with the system prompt and JSON schema inlined, so its fingerprint covers everything that
-changes behaviour and nothing that does not (comments, whitespace, key order, file names).
+A policy file validates into :class:`Policy` (strict, frozen, unknown keys are errors); the
+loader then adds the system prompt text, the JSON schema and the tool definitions the file
+names (fields marked ``In(loaded=True)``, which no file may set). Whether the model can honour
+the values is the review rules' question, asked of this same object.
+
+The fingerprint covers :meth:`Policy.content`, whose layout the fields' ``In`` markers give
+(``gateway.policy._content_form``): file names are left out, resolved contents are in, so it
+changes when behaviour changes and not when a comment, a key order or a file name does.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from audit.canonical import canonical_digest
+from gateway.policy import _content_form
+from gateway.policy._content_form import In
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 ThinkingType = Literal["enabled", "adaptive", "disabled", "between_tools"]
@@ -37,10 +44,13 @@ CacheTTL = Literal["5m", "1h"]
 
 # Sign-off: how much harm a wrong answer of the task can do (the firm's model-risk tier).
 RiskTier = Literal["low", "medium", "high"]
-SIGNOFF_KEYS = ("risk_tier", "effective_date", "regulations")
 
 # TOML arrays arrive as lists; a frozen model stores them as tuples (elements stay strict).
 StrTuple = Annotated[tuple[str, ...], Field(strict=False)]
+
+# Left out of the content while unset, so a policy that does not use the field keeps the
+# fingerprint it had before the field existed.
+UNSET = In(omitted=None)
 
 # Strict: TOML has real types, so "0.5" (a string) is an error, not a number. Ints are still
 # accepted where a float is expected (temperature = 0 is fine).
@@ -54,7 +64,7 @@ class Thinking(BaseModel):
     budget_tokens: int | None = None
     # Whether the answer returns the reasoning (summarised) or only its signature (omitted:
     # billed, not readable, so not auditable). None: the model's default.
-    display: ThinkingDisplay | None = None
+    display: Annotated[ThinkingDisplay | None, UNSET] = None
 
 
 class Generation(BaseModel):
@@ -99,7 +109,7 @@ class Caller(BaseModel):
     # Forward a stable, non-reversible caller identifier as ``metadata.user_id`` (an HMAC of
     # the caller name under the deployment's GATEWAY_USER_ID_SALT), never the name itself.
     # None (unset) is "no", and is left out of the fingerprint.
-    forward_user_id: bool | None = None
+    forward_user_id: Annotated[bool | None, UNSET] = None
 
     def opened(self) -> dict[str, CallerRange | CallerChoice]:
         return {
@@ -112,15 +122,19 @@ class Caller(BaseModel):
 class ModelTable(BaseModel):
     model_config = _STRICT
 
-    id: str
-    inference_geo: InferenceGeo | None = None
+    id: Annotated[str, In("model_id")]
+    # Where inference must run; sent as ``inference_geo`` and checked against the answer's
+    # ``usage.inference_geo``. None: wherever the workspace's default sends it.
+    inference_geo: Annotated[InferenceGeo | None, UNSET] = None
 
 
 class PromptTable(BaseModel):
     model_config = _STRICT
 
-    system_file: str | None = None
-    cache: CacheTTL | None = None
+    system_file: Annotated[str | None, In(left_out=True)] = None
+    cache: Annotated[CacheTTL | None, In("prompt_cache", omitted=None)] = None
+    # The text of system_file, as sent.
+    system: Annotated[str | None, In("system_prompt", loaded=True)] = None
 
 
 class ToolsTable(BaseModel):
@@ -128,11 +142,25 @@ class ToolsTable(BaseModel):
 
     model_config = _STRICT
 
-    file: str | None = None
-    # "auto", "any", "none", or the name of one declared tool (forced).
-    choice: str = "auto"
+    file: Annotated[str | None, In(left_out=True)] = None
+    # "auto", "any", "none", or the name of one declared tool (forced); None: "auto". A loaded
+    # policy names it exactly when it has tools (see ``with_choice_settled``).
+    choice: Annotated[str | None, In("tool_choice", omitted=None)] = None
     # Server tools (run by the provider) allowed by exact type and version.
-    server: StrTuple = ()
+    server: Annotated[StrTuple, In("server_tools", omitted=())] = ()
+    # The definitions of ``file``, as sent; None for a policy without tools.
+    definitions: Annotated[list[dict[str, Any]] | None, In("tools", omitted=None, loaded=True)] = (
+        None
+    )
+
+    @property
+    def chosen(self) -> str:
+        return self.choice or "auto"
+
+    def with_choice_settled(self) -> ToolsTable:
+        """The choice a loaded policy records: named with tools (default "auto"), else None."""
+        choice = self.chosen if self.definitions is not None else None
+        return self.model_copy(update={"choice": choice})
 
 
 class AttachmentLimits(BaseModel):
@@ -161,16 +189,24 @@ class InputTable(BaseModel):
 class OutputTable(BaseModel):
     model_config = _STRICT
 
-    format: OutputFormat = "text"
-    schema_file: str | None = None
-    stream: StreamMode = "may"
+    format: Annotated[OutputFormat, In("output_format")] = "text"
+    schema_file: Annotated[str | None, In(left_out=True)] = None
+    stream: Annotated[StreamMode, In(omitted="may")] = "may"
+    # The JSON schema of schema_file.
+    json_schema: Annotated[dict[str, Any] | None, In("output_schema", loaded=True)] = None
+
+    @property
+    def has_schema(self) -> bool:
+        """Whether a schema is named (a file's) or held (a recorded policy's)."""
+        return self.schema_file is not None or self.json_schema is not None
 
 
 class CacheTable(BaseModel):
     model_config = _STRICT
 
-    mode: CacheMode = "record"
-    scope: CacheScope = "caller"
+    mode: Annotated[CacheMode, In("cache_mode")] = "record"
+    # Content recorded before scopes existed has no scope: it shared answers task-wide.
+    scope: Annotated[CacheScope, In("cache_scope", omitted="task")] = "caller"
 
 
 class Derivation(BaseModel):
@@ -184,111 +220,49 @@ class Derivation(BaseModel):
     reviewed_fingerprint: str
 
 
-class PolicyFile(BaseModel):
-    """One policy file exactly as written (schema v1)."""
+class Policy(BaseModel):
+    """One task's policy: the file as written, plus (once loaded) the prompt, schema and tools
+    it names. Build it with PolicySet or from_content."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
 
     schema_version: Literal[1] = Field(alias="schema")
-    task: str | None = None
+    # The file's stem; a file that names its task must name it so.
+    task: str = ""
     description: str
     owner: str
     # Sign-off facts for compliance (shown in review and show; fingerprinted when set).
-    risk_tier: RiskTier | None = None
-    effective_date: date | None = None  # a TOML date: effective_date = 2027-01-01
-    regulations: StrTuple = ()  # references, e.g. ["MiFID II Art. 16", "SR 11-7"]
+    risk_tier: Annotated[RiskTier | None, UNSET] = None
+    effective_date: Annotated[date | None, UNSET] = None  # a TOML date: 2027-01-01
+    regulations: Annotated[StrTuple, In(omitted=())] = ()  # e.g. ["MiFID II Art. 16"]
     reproducible: bool = False
-    model: ModelTable
+    model: Annotated[ModelTable, In(flatten=True)]
     generation: Generation = Generation()
-    prompt: PromptTable = PromptTable()
-    tools: ToolsTable = ToolsTable()
-    input: InputTable = InputTable()
-    output: OutputTable = OutputTable()
-    cache: CacheTable = CacheTable()
+    prompt: Annotated[PromptTable, In(flatten=True)] = PromptTable()
+    tools: Annotated[ToolsTable, In(flatten=True)] = ToolsTable()
+    input: Annotated[InputTable, In(omitted=InputTable())] = InputTable()
+    output: Annotated[OutputTable, In(flatten=True)] = OutputTable()
+    cache: Annotated[CacheTable, In(flatten=True)] = CacheTable()
     caller: Caller = Caller()
-
-    def signoff(self) -> dict[str, Any]:
-        """The sign-off fields, as :class:`Policy` takes them."""
-        return {key: getattr(self, key) for key in SIGNOFF_KEYS}
-
-
-class Policy(BaseModel):
-    """A reviewed policy, ready to plan requests. Build it with PolicySet or from_content."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
-
-    schema_version: Literal[1] = 1
-    task: str
-    description: str
-    owner: str
-    risk_tier: RiskTier | None = None
-    effective_date: date | None = None
-    regulations: StrTuple = ()
-    reproducible: bool
-    model_id: str
-    # Where inference must run; sent as ``inference_geo`` and checked against the answer's
-    # ``usage.inference_geo``. None: wherever the workspace's default sends it.
-    inference_geo: InferenceGeo | None = None
-    generation: Generation
-    system_prompt: str | None
-    prompt_cache: CacheTTL | None = None
-    # The tool definitions as sent (the tools file inlined), and the tool_choice keyword or
-    # forced tool name; both None for a policy without tools.
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | None = None
-    server_tools: StrTuple = ()
-    input: InputTable = InputTable()
-    output_format: OutputFormat
-    output_schema: dict[str, Any] | None
-    stream: StreamMode = "may"
-    cache_mode: CacheMode
-    # "task" is the default here only for policies recorded before scopes existed, which
-    # shared answers across callers; a policy file's own default is "caller".
-    cache_scope: CacheScope = "task"
-    derived: Derivation | None = None
-    caller: Caller
+    derived: Annotated[Derivation | None, In(omitted=None, loaded=True)] = None
     # Where it was loaded from: for messages only, never part of content or fingerprint.
-    source: str | None = Field(default=None, exclude=True)
+    source: Annotated[str | None, In(left_out=True, loaded=True)] = Field(
+        default=None, exclude=True
+    )
 
     def content(self) -> dict[str, Any]:
-        """The policy as JSON-safe data, prompt and schema inlined: what the fingerprint covers.
-
-        A task-wide cache scope, the absence of a derivation and ``stream = "may"`` are left
-        out, so a policy recorded before any of them existed keeps its fingerprint (and means
-        the same).
-        """
-        content = self.model_dump(mode="json")
-        # Sign-off fields only when set: a policy without them keeps its fingerprint.
-        for key in SIGNOFF_KEYS:
-            if content[key] in (None, []):
-                del content[key]
-        if content["stream"] == "may":
-            del content["stream"]
-        if content["cache_scope"] == "task":
-            del content["cache_scope"]
-        if content["derived"] is None:
-            del content["derived"]
-        # Settings a policy without tools, attachments or prompt caching leaves unset are left
-        # out too, so such a policy keeps the fingerprint it had before they existed.
-        for key in ("prompt_cache", "tools", "tool_choice", "inference_geo"):
-            if content[key] is None:
-                del content[key]
-        thinking = content["generation"]["thinking"]
-        if thinking is not None and thinking["display"] is None:
-            del thinking["display"]
-        if content["caller"]["forward_user_id"] is None:
-            del content["caller"]["forward_user_id"]
-        if not content["server_tools"]:
-            del content["server_tools"]
-        if content["input"] == InputTable().model_dump(mode="json"):
-            del content["input"]
-        return content
+        """The policy as JSON-safe data, prompt and schema inlined: what the fingerprint covers."""
+        return _content_form.to_content(self)
 
     def derive(self, label: str, **update: Any) -> Policy:
         """A derived policy (see :class:`Derivation`) with ``update`` applied."""
         reviewed = self.derived.reviewed_fingerprint if self.derived else self.fingerprint
         derivation = Derivation(label=label, reviewed_fingerprint=reviewed)
         return self.model_copy(update={**update, "derived": derivation})
+
+    def on_model(self, model_id: str) -> Policy:
+        """This policy with another pinned model (a migration's or an experiment's)."""
+        return self.model_copy(update={"model": self.model.model_copy(update={"id": model_id})})
 
     @cached_property
     def fingerprint(self) -> str:  # cached: the model is frozen, and every record needs it
@@ -306,4 +280,4 @@ class Policy(BaseModel):
     @classmethod
     def from_content(cls, content: dict[str, Any]) -> Policy:
         """Rebuild a policy from a recorded ``content()`` dict (JSON gives lists, not tuples)."""
-        return cls.model_validate(content, strict=False)
+        return cls.model_validate(_content_form.from_content(cls, content), strict=False)

@@ -78,7 +78,7 @@ def compare_answers(
         "replayed_answer": replayed,
     }
     policy = recorded.policy
-    if policy is not None and policy.output_format == "json" and not compared.identical:
+    if policy is not None and policy.output.format == "json" and not compared.identical:
         before = check_json_output(old_text, None)
         after = check_json_output(new_text, None)
         if before.ok and after.ok:

@@ -41,7 +41,7 @@ def plan_migration(
     today: date | None = None,
 ) -> Migration:
     """``user_id``: the recorded ``metadata.user_id``, kept when the policy forwards one."""
-    moved = policy.model_copy(update={"model_id": target.id})
+    moved = policy.on_model(target.id)
     day = today or date.today()
     findings = tuple(f.line() for f in check(Subject.of_policy(moved, target, today=day)))
     try:

@@ -214,9 +214,9 @@ def _describe(span: Span, state: Mapping[str, Any], status: int, failure: str | 
         except GatewayError:
             policy = None  # an unknown task: nothing was asked of a model
         if server is not None and policy is not None:
-            attributes["gen_ai.request.model"] = policy.model_id
-            span.update_name(f"{OPERATION} {policy.model_id}")
-            model = server.catalog.get(policy.model_id)
+            attributes["gen_ai.request.model"] = policy.model.id
+            span.update_name(f"{OPERATION} {policy.model.id}")
+            model = server.catalog.get(policy.model.id)
             if model is not None:
                 attributes["gen_ai.provider.name"] = model.provider
     for name, key in (

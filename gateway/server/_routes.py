@@ -253,7 +253,7 @@ async def count_tokens(request: Request) -> Response:
     task, given = parse_count_tokens(body, header_task=request.headers.get(TASK_HEADER))
     request.state.task = task
     policy = state.policies.get(task)
-    model_info = state.catalog.get(policy.model_id)
+    model_info = state.catalog.get(policy.model.id)
     if model_info is None:
         raise UnknownTask(task, [p.task for p in state.policies.policies()])
     if not isinstance(given, list):

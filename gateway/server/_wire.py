@@ -117,11 +117,11 @@ def _policy_tools_repeated(task: str, key: str, value: object, policies: PolicyS
         policy = policies.get(task)
     except GatewayError:
         return False
-    if policy.tools is None:
+    if policy.tools.definitions is None:
         return False  # a policy without tools refuses both, naming the key
     if key == "tools":
-        return value == policy.tools
-    return _choice_name(value) == (policy.tool_choice or "auto")
+        return value == policy.tools.definitions
+    return _choice_name(value) == policy.tools.chosen
 
 
 def _choice_name(value: object) -> str | None:

@@ -94,7 +94,7 @@ def test_a_template_of_a_forwarding_task_plans_without_an_identifier(
     write_task("monitored", caller=FORWARD)
     gateway = salted_gateway()
     policy = gateway._core.policies.get("monitored")
-    model = gateway._core.catalog.get(policy.model_id)
+    model = gateway._core.catalog.get(policy.model.id)
     assert model is not None
     plan = plan_request(policy, model, [{"role": "user", "content": "..."}])  # policy show
     assert "metadata" not in plan.body

@@ -29,7 +29,7 @@ def test_each_text_task_runs_offline_and_records_the_derived_policy(
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
         recorded = store.policy_content(result.policy_fingerprint)
     assert recorded is not None
-    assert Policy.from_content(recorded).model_id == "local:ngram"
+    assert Policy.from_content(recorded).model.id == "local:ngram"
 
 
 def test_replay_works_offline(make_gateway: MakeGateway) -> None:

@@ -58,7 +58,7 @@ def test_a_policy_recorded_before_cache_scopes_keeps_its_fingerprint(
     recorded = _load(write_folder, catalog).content()
     del recorded["cache_scope"]  # what a log written before scopes existed holds
     legacy = Policy.from_content(recorded)
-    assert legacy.cache_scope == "task"  # and it meant task-wide sharing
+    assert legacy.cache.scope == "task"  # and it meant task-wide sharing
     assert legacy.fingerprint == RECORDED_BEFORE_SCOPES_FINGERPRINT
 
 
@@ -156,9 +156,17 @@ def test_from_content_rebuilds_the_same_policy(write_folder: WriteFolder, catalo
     recorded = json.loads(json.dumps(policy.content()))
     rebuilt = Policy.from_content(recorded)
     assert rebuilt.fingerprint == policy.fingerprint
-    assert rebuilt == policy.model_copy(update={"source": None})
-    assert rebuilt.system_prompt == PROMPT
-    assert rebuilt.output_schema == SCHEMA
+    # Everything but where it was read from (the file and the names of the files it names).
+    unplaced = policy.model_copy(
+        update={
+            "source": None,
+            "prompt": policy.prompt.model_copy(update={"system_file": None}),
+            "output": policy.output.model_copy(update={"schema_file": None}),
+        }
+    )
+    assert rebuilt == unplaced
+    assert rebuilt.prompt.system == PROMPT
+    assert rebuilt.output.json_schema == SCHEMA
 
 
 def test_content_inlines_prompt_and_schema_not_file_names(
@@ -189,7 +197,7 @@ def test_shipped_fingerprints_are_stable_between_two_loads(catalog: Catalog) -> 
 def test_a_derived_copy_gets_its_own_fingerprint(catalog: Catalog) -> None:
     policy = PolicySet.load(SHIPPED, catalog, today=TODAY).get("compliance_review")
     original = policy.fingerprint  # computed and cached before the copy is made
-    derived = policy.model_copy(update={"model_id": "local:ngram"})
+    derived = policy.on_model("local:ngram")
     assert derived.fingerprint == canonical_digest(derived.content())
     assert derived.fingerprint != original
     assert policy.fingerprint == original

@@ -75,7 +75,7 @@ def test_models_list_says_the_catalog_may_be_stale(tmp_path: Path) -> None:
 
 def test_compliance_review_stops_after_the_reasons_its_prompt_asks_for(catalog: Catalog) -> None:
     policy = PolicySet.load(SHIPPED, catalog, today=date(2026, 11, 30)).get("compliance_review")
-    prompt = policy.system_prompt or ""
+    prompt = policy.prompt.system or ""
     [stop] = policy.generation.stop_sequences
     assert stop == "</reasons>"
     # The answer form is <verdict>...</verdict> then <reasons>...</reasons>: stopping at the

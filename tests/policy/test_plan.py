@@ -28,7 +28,7 @@ def _model(catalog: Catalog, model_id: str) -> ModelInfo:
 
 def _plan(shipped: PolicySet, catalog: Catalog, task: str, **kwargs: Any) -> Any:
     policy = shipped.get(task)
-    return plan_request(policy, _model(catalog, policy.model_id), USER, **kwargs)
+    return plan_request(policy, _model(catalog, policy.model.id), USER, **kwargs)
 
 
 def test_sampling_model_body_carries_temperature_on_the_old_api(
@@ -42,7 +42,7 @@ def test_sampling_model_body_carries_temperature_on_the_old_api(
         "model": "claude-sonnet-4-6",
         "max_tokens": 2048,
         "messages": USER,
-        "system": policy.system_prompt,
+        "system": policy.prompt.system,
         "stop_sequences": ["</reasons>"],
         "temperature": 0.0,
     }
@@ -62,7 +62,7 @@ def test_current_model_body_has_no_sampling_and_sends_effort(
         "model": "claude-opus-5-5",
         "max_tokens": 8192,
         "messages": USER,
-        "system": shipped.get("risk_report").system_prompt,
+        "system": shipped.get("risk_report").prompt.system,
         "thinking": {"type": "adaptive"},
         "output_config": {"effort": "high"},
     }
@@ -71,7 +71,7 @@ def test_current_model_body_has_no_sampling_and_sends_effort(
 
 def test_json_task_gets_a_json_schema_output_format(shipped: PolicySet, catalog: Catalog) -> None:
     plan = _plan(shipped, catalog, "json_extraction")
-    schema = shipped.get("json_extraction").output_schema
+    schema = shipped.get("json_extraction").output.json_schema
     assert schema is not None
     assert plan.body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
     assert plan.output_format == "json"
@@ -161,7 +161,7 @@ max_tokens = { min = 1, max = 8192 }
     )
     policy = PolicySet.load(folder, catalog, today=TODAY).get("think")
     with pytest.raises(PolicyViolation) as caught:
-        plan_request(policy, _model(catalog, policy.model_id), USER, overrides={"max_tokens": 2000})
+        plan_request(policy, _model(catalog, policy.model.id), USER, overrides={"max_tokens": 2000})
     assert caught.value.key == "max_tokens"
     assert "budget_tokens" in str(caught.value)
 
@@ -205,7 +205,7 @@ def test_unusable_messages_are_input_errors(
 ) -> None:
     policy = shipped.get("compliance_review")
     with pytest.raises(InputError, match=says):
-        plan_request(policy, _model(catalog, policy.model_id), messages)
+        plan_request(policy, _model(catalog, policy.model.id), messages)
 
 
 def test_text_blocks_and_conversations_are_accepted(shipped: PolicySet, catalog: Catalog) -> None:
@@ -215,7 +215,7 @@ def test_text_blocks_and_conversations_are_accepted(shipped: PolicySet, catalog:
         {"role": "assistant", "content": "noted"},
         {"role": "user", "content": "second"},
     ]
-    plan = plan_request(policy, _model(catalog, policy.model_id), messages)
+    plan = plan_request(policy, _model(catalog, policy.model.id), messages)
     assert plan.body["messages"] == messages
 
 

@@ -27,25 +27,25 @@ def test_shipped_policies_cover_the_required_tasks(catalog: Catalog) -> None:
         policies
     )
     review = policies["compliance_review"]
-    assert (review.reproducible, review.cache_mode, review.generation.temperature) == (
+    assert (review.reproducible, review.cache.mode, review.generation.temperature) == (
         True,
         "replay",
         0.0,
     )
     quant = policies["quant_strategy"]
-    assert quant.cache_mode == "record"
+    assert quant.cache.mode == "record"
     assert quant.generation.temperature == pytest.approx(0.8)
-    assert policies["json_extraction"].output_schema is not None
+    assert policies["json_extraction"].output.json_schema is not None
     current = [
         p
         for p in policies.values()
-        if (m := catalog.get(p.model_id)) is not None
+        if (m := catalog.get(p.model.id)) is not None
         and m.sampling == "none"
         and p.generation.effort is not None
-        and p.cache_mode == "replay"
+        and p.cache.mode == "replay"
     ]
     assert current, "one task must run on a current model with effort and replay"
-    assert all(p.system_prompt for p in policies.values())
+    assert all(p.prompt.system for p in policies.values())
 
 
 def test_unknown_task_lists_the_known_ones(catalog: Catalog) -> None:
@@ -66,7 +66,7 @@ def test_a_broken_task_raises_policy_load_error_with_its_findings(test_catalog: 
 
 def test_a_warning_does_not_stop_a_policy_loading(test_catalog: Catalog) -> None:
     policies = PolicySet.load(BROKEN, test_catalog, today=TODAY)
-    assert policies.get("model_retiring").model_id == "claude-opus-4-5-20251101"
+    assert policies.get("model_retiring").model.id == "claude-opus-4-5-20251101"
 
 
 RETIRING_OVERRIDE = """\
@@ -106,6 +106,11 @@ def test_a_missing_folder_is_a_usage_error(tmp_path: Path, catalog: Catalog) -> 
 
 def test_public_names_are_pinned() -> None:
     assert set(gateway.policy.__all__) == {
+        "FIELDS",
+        "PLACEHOLDER_INPUT",
+        "PolicyField",
+        "Shown",
+        "field_rows",
         "Caller",
         "CallerChoice",
         "CallerRange",

@@ -104,7 +104,7 @@ def test_a_schema_file_nested_100000_deep_is_that_policys_finding(policy_dir: Pa
     entry = policies.entry("deep_schema")
     assert entry is not None and entry.policy is None
     assert [(f.rule, f.key) for f in entry.findings] == [("nesting-too-deep", "output.schema_file")]
-    assert policies.get("json_extraction").output_schema is not None
+    assert policies.get("json_extraction").output.json_schema is not None
 
 
 def test_a_schema_whose_refs_loop_is_refused_at_review(policy_dir: Path) -> None:

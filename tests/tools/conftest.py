@@ -71,6 +71,6 @@ def make_policy(tmp_path: Path, catalog: Catalog) -> MakePolicy:
 
 
 def model_of(catalog: Catalog, policy: Policy) -> ModelInfo:
-    model = catalog.get(policy.model_id)
+    model = catalog.get(policy.model.id)
     assert model is not None
     return model

@@ -29,7 +29,7 @@ def test_sanctions_screening_sends_its_lookup_tool_with_the_cached_prompt(
     assert body["tools"][0]["strict"] is True
     assert body["tool_choice"] == {"type": "auto"}
     assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
-    assert (policy.reproducible, policy.cache_mode) == (True, "replay")
+    assert (policy.reproducible, policy.cache.mode) == (True, "replay")
 
 
 def test_prospectus_summary_takes_one_pdf_and_nothing_else(

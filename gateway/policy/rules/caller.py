@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gateway.policy._findings import Finding, error
 from gateway.policy._schema import CallerChoice, CallerRange
-from gateway.policy.rules._subject import Subject
+from gateway.policy.rules._subject import Rule, Subject
 
 INTEGER_KEYS = ("max_tokens", "top_k")
 
@@ -21,8 +21,8 @@ def natural_range(key: str, s: Subject) -> tuple[float, float | None]:
 
 
 def caller_undefined_key(s: Subject) -> Iterator[Finding]:
-    for key in s.caller.opened():
-        if getattr(s.generation, key) is None:
+    for key in s.policy.caller.opened():
+        if getattr(s.policy.generation, key) is None:
             yield error(
                 "caller-undefined-key",
                 s.file,
@@ -34,7 +34,7 @@ def caller_undefined_key(s: Subject) -> Iterator[Finding]:
 
 
 def caller_unbounded(s: Subject) -> Iterator[Finding]:
-    for key, bound in s.caller.opened().items():
+    for key, bound in s.policy.caller.opened().items():
         if isinstance(bound, CallerRange) and bound.max is None:
             yield error(
                 "caller-unbounded",
@@ -54,7 +54,7 @@ def caller_unbounded(s: Subject) -> Iterator[Finding]:
 
 
 def caller_out_of_range(s: Subject) -> Iterator[Finding]:
-    for key, bound in s.caller.opened().items():
+    for key, bound in s.policy.caller.opened().items():
         where = f"caller.{key}"
         if isinstance(bound, CallerChoice):
             levels = s.model.effort_levels if s.model is not None else bound.allowed
@@ -85,3 +85,11 @@ def caller_out_of_range(s: Subject) -> Iterator[Finding]:
                 + (", whole numbers" if key in INTEGER_KEYS else "")
                 + ".",
             )
+
+
+# This module's rules, in the order their findings are reported.
+RULES: tuple[Rule, ...] = (
+    caller_undefined_key,
+    caller_unbounded,
+    caller_out_of_range,
+)

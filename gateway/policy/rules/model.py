@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 from gateway.policy._findings import Finding, error, warning
-from gateway.policy.rules._subject import Subject
+from gateway.policy.rules._subject import Rule, Subject
 
 RETIRING_WARNING_DAYS = 90
 KEY = "model.id"
@@ -84,3 +84,12 @@ def model_retiring(s: Subject) -> Iterator[Finding]:
             "Plan the move to a newer model now and replay recorded requests against it "
             "('gateway replay --model ...') to see what would change.",
         )
+
+
+# This module's rules, in the order their findings are reported.
+RULES: tuple[Rule, ...] = (
+    model_unknown,
+    model_alias,
+    model_retired,
+    model_retiring,
+)

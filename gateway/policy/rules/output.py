@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.policy._findings import Finding, error, warning
-from gateway.policy.rules._subject import Subject
+from gateway.policy.rules._subject import Rule, Subject
 
 
 def json_without_schema(s: Subject) -> Iterator[Finding]:
-    if s.output_format == "json" and not s.has_schema:
+    if s.policy.output.format == "json" and not s.policy.output.has_schema:
         yield error(
             "json-without-schema",
             s.file,
@@ -21,7 +21,7 @@ def json_without_schema(s: Subject) -> Iterator[Finding]:
 
 
 def json_unsupported_model(s: Subject) -> Iterator[Finding]:
-    if s.output_format == "json" and s.model is not None and not s.model.structured_outputs:
+    if s.policy.output.format == "json" and s.model is not None and not s.model.structured_outputs:
         yield error(
             "json-unsupported-model",
             s.file,
@@ -33,7 +33,7 @@ def json_unsupported_model(s: Subject) -> Iterator[Finding]:
 
 
 def schema_ignored(s: Subject) -> Iterator[Finding]:
-    if s.output_format != "json" and s.has_schema:
+    if s.policy.output.format != "json" and s.policy.output.has_schema:
         yield warning(
             "schema-ignored",
             s.file,
@@ -44,14 +44,14 @@ def schema_ignored(s: Subject) -> Iterator[Finding]:
 
 
 def temperature_nondeterministic(s: Subject) -> Iterator[Finding]:
-    if not (s.reproducible or s.output_format == "json"):
+    if not (s.policy.reproducible or s.policy.output.format == "json"):
         return
-    temp = s.generation.temperature
+    temp = s.policy.generation.temperature
     # Unset on a model that honours sampling means the provider's default of 1.0.
     honours = s.model is None or s.model.honours_sampling
     if (temp is not None and temp > 0) or (temp is None and honours and s.model is not None):
         shown = temp if temp is not None else "the default 1.0"
-        kind = "reproducible" if s.reproducible else "JSON"
+        kind = "reproducible" if s.policy.reproducible else "JSON"
         yield warning(
             "temperature-nondeterministic",
             s.file,
@@ -64,19 +64,19 @@ def temperature_nondeterministic(s: Subject) -> Iterator[Finding]:
 
 
 def reproducible_needs_replay(s: Subject) -> Iterator[Finding]:
-    if s.reproducible and s.cache_mode != "replay":
+    if s.policy.reproducible and s.policy.cache.mode != "replay":
         yield error(
             "reproducible-needs-replay",
             s.file,
             "cache.mode",
             "The task is marked reproducible but cache mode is "
-            f"{s.cache_mode!r}: the model itself never guarantees the same answer twice.",
+            f"{s.policy.cache.mode!r}: the model itself never guarantees the same answer twice.",
             "Set mode = 'replay' in [cache] so identical requests get the recorded answer.",
         )
 
 
 def cache_shared_across_callers(s: Subject) -> Iterator[Finding]:
-    if s.cache_mode == "replay" and s.cache_scope == "task":
+    if s.policy.cache.mode == "replay" and s.policy.cache.scope == "task":
         yield warning(
             "cache-shared-across-callers",
             s.file,
@@ -87,3 +87,14 @@ def cache_shared_across_callers(s: Subject) -> Iterator[Finding]:
             "Keep scope = 'caller' (the default) unless every caller of this task may see "
             "every other caller's questions; record that approval with the policy.",
         )
+
+
+# This module's rules, in the order their findings are reported.
+RULES: tuple[Rule, ...] = (
+    json_without_schema,
+    json_unsupported_model,
+    schema_ignored,
+    temperature_nondeterministic,
+    reproducible_needs_replay,
+    cache_shared_across_callers,
+)

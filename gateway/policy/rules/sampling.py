@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.policy._findings import Finding, error
-from gateway.policy.rules._subject import Subject
+from gateway.policy.rules._subject import Rule, Subject
 
 SAMPLING_KEYS = ("temperature", "top_p", "top_k")
 
@@ -14,7 +14,7 @@ def sampling_unsupported(s: Subject) -> Iterator[Finding]:
     if s.model is None or s.model.honours_sampling:
         return
     for key in SAMPLING_KEYS:
-        value = getattr(s.generation, key)
+        value = getattr(s.policy.generation, key)
         if value is not None:
             yield error(
                 "sampling-unsupported",
@@ -28,7 +28,7 @@ def sampling_unsupported(s: Subject) -> Iterator[Finding]:
 
 
 def temperature_and_top_p(s: Subject) -> Iterator[Finding]:
-    g = s.generation
+    g = s.policy.generation
     if s.model is None or s.model.sampling != "temperature-or-top-p":
         return
     if g.temperature is not None and g.top_p is not None:
@@ -45,7 +45,7 @@ def temperature_and_top_p(s: Subject) -> Iterator[Finding]:
 def top_k_unsupported(s: Subject) -> Iterator[Finding]:
     m = s.model
     # On a defaults-only model sampling-unsupported already reports top_k.
-    if m is None or not m.honours_sampling or m.top_k or s.generation.top_k is None:
+    if m is None or not m.honours_sampling or m.top_k or s.policy.generation.top_k is None:
         return
     yield error(
         "sampling-top-k-unsupported",
@@ -61,7 +61,7 @@ def _top_p_ok(top_p: float, zero_allowed: bool) -> bool:
 
 
 def sampling_out_of_range(s: Subject) -> Iterator[Finding]:
-    g = s.generation
+    g = s.policy.generation
     # The ranges are the model's catalog facts: the Messages API accepts temperature 0..1;
     # the local model samples exactly at any temperature (the experiment's defaults go to
     # 1.2, so it allows up to 2), and its sampler needs a non-empty nucleus (top_p above 0).
@@ -90,3 +90,12 @@ def sampling_out_of_range(s: Subject) -> Iterator[Finding]:
                 f"{key} = {value} is outside the range the provider accepts.",
                 f"Set {key} {allowed[key]}.",
             )
+
+
+# This module's rules, in the order their findings are reported.
+RULES: tuple[Rule, ...] = (
+    sampling_unsupported,
+    temperature_and_top_p,
+    top_k_unsupported,
+    sampling_out_of_range,
+)

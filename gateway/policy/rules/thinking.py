@@ -5,19 +5,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.policy._findings import Finding, error, warning
-from gateway.policy.rules._subject import Subject
+from gateway.policy.rules._subject import Rule, Subject
 
 MIN_BUDGET_TOKENS = 1024
 MIN_TOP_P_WITH_THINKING = 0.95
 
 
 def _thinking_on(s: Subject) -> bool:
-    t = s.generation.thinking
+    t = s.policy.generation.thinking
     return t is not None and t.type != "disabled"
 
 
 def thinking_unsupported(s: Subject) -> Iterator[Finding]:
-    t = s.generation.thinking
+    t = s.policy.generation.thinking
     if s.model is None or t is None or t.type in s.model.thinking_types:
         return
     supported = ", ".join(repr(x) for x in s.model.thinking_types) or "none"
@@ -36,7 +36,7 @@ def thinking_unsupported(s: Subject) -> Iterator[Finding]:
 
 
 def thinking_deprecated(s: Subject) -> Iterator[Finding]:
-    t = s.generation.thinking
+    t = s.policy.generation.thinking
     if s.model is not None and t is not None and t.type in s.model.deprecated_thinking_types:
         yield warning(
             "thinking-deprecated",
@@ -53,7 +53,7 @@ def _sampling_checked(s: Subject) -> bool:
 
 
 def thinking_temperature(s: Subject) -> Iterator[Finding]:
-    temp = s.generation.temperature
+    temp = s.policy.generation.temperature
     if _sampling_checked(s) and temp is not None and temp != 1:
         yield error(
             "thinking-temperature",
@@ -65,7 +65,7 @@ def thinking_temperature(s: Subject) -> Iterator[Finding]:
 
 
 def thinking_top_k(s: Subject) -> Iterator[Finding]:
-    if _sampling_checked(s) and s.generation.top_k is not None:
+    if _sampling_checked(s) and s.policy.generation.top_k is not None:
         yield error(
             "thinking-top-k",
             s.file,
@@ -76,7 +76,7 @@ def thinking_top_k(s: Subject) -> Iterator[Finding]:
 
 
 def thinking_top_p(s: Subject) -> Iterator[Finding]:
-    top_p = s.generation.top_p
+    top_p = s.policy.generation.top_p
     if _sampling_checked(s) and top_p is not None and top_p < MIN_TOP_P_WITH_THINKING:
         yield error(
             "thinking-top-p",
@@ -88,11 +88,11 @@ def thinking_top_p(s: Subject) -> Iterator[Finding]:
 
 
 def thinking_budget(s: Subject) -> Iterator[Finding]:
-    t = s.generation.thinking
+    t = s.policy.generation.thinking
     if t is None:
         return
     key = "generation.thinking.budget_tokens"
-    max_tokens = s.generation.max_tokens
+    max_tokens = s.policy.generation.max_tokens
     if t.type != "enabled":
         if t.budget_tokens is not None:
             yield error(
@@ -131,7 +131,7 @@ def thinking_budget(s: Subject) -> Iterator[Finding]:
 
 
 def effort_unsupported(s: Subject) -> Iterator[Finding]:
-    effort = s.generation.effort
+    effort = s.policy.generation.effort
     if s.model is None or effort is None or effort in s.model.effort_levels:
         return
     levels = ", ".join(repr(x) for x in s.model.effort_levels) or "none"
@@ -142,3 +142,15 @@ def effort_unsupported(s: Subject) -> Iterator[Finding]:
         f"The model {s.model_id!r} does not accept effort {effort!r} (it accepts: {levels}).",
         "Choose a supported effort level or remove effort.",
     )
+
+
+# This module's rules, in the order their findings are reported.
+RULES: tuple[Rule, ...] = (
+    thinking_unsupported,
+    thinking_deprecated,
+    thinking_temperature,
+    thinking_top_k,
+    thinking_top_p,
+    thinking_budget,
+    effort_unsupported,
+)

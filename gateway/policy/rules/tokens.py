@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.policy._findings import Finding, error, warning
-from gateway.policy.rules._subject import Subject
+from gateway.policy.rules._subject import Rule, Subject
 
 KEY = "generation.max_tokens"
 
 
 def max_tokens_missing(s: Subject) -> Iterator[Finding]:
-    if s.generation.max_tokens is None:
+    if s.policy.generation.max_tokens is None:
         yield error(
             "max-tokens-missing",
             s.file,
@@ -22,7 +22,7 @@ def max_tokens_missing(s: Subject) -> Iterator[Finding]:
 
 
 def max_tokens_range(s: Subject) -> Iterator[Finding]:
-    value = s.generation.max_tokens
+    value = s.policy.generation.max_tokens
     if value is None:
         return
     if value < 1:
@@ -48,14 +48,14 @@ def max_tokens_streaming(s: Subject) -> Iterator[Finding]:
     """A max_tokens above the model's non-streaming limit (the catalog's, checked against the
     SDK's own rule): an error for a task that never streams, a warning for one that may (its
     non-streamed calls can outlast the limit), nothing for one that must stream."""
-    value = s.generation.max_tokens
+    value = s.policy.generation.max_tokens
     model = s.model
-    if model is None or not model.non_streaming_time_limit or s.stream == "must":
+    if model is None or not model.non_streaming_time_limit or s.policy.output.stream == "must":
         return
     limit = model.non_streaming_max_tokens
     if value is None or limit is None or value <= limit:
         return
-    if s.stream == "never":
+    if s.policy.output.stream == "never":
         yield error(
             "max-tokens-streaming",
             s.file,
@@ -79,7 +79,7 @@ def max_tokens_streaming(s: Subject) -> Iterator[Finding]:
 
 
 def stop_sequence_blank(s: Subject) -> Iterator[Finding]:
-    for i, stop in enumerate(s.generation.stop_sequences):
+    for i, stop in enumerate(s.policy.generation.stop_sequences):
         if not stop.strip():
             yield error(
                 "stop-sequence-blank",
@@ -89,3 +89,12 @@ def stop_sequence_blank(s: Subject) -> Iterator[Finding]:
                 "never mark the end of an answer.",
                 'Remove it, or write the text that ends an answer, e.g. "</verdict>".',
             )
+
+
+# This module's rules, in the order their findings are reported.
+RULES: tuple[Rule, ...] = (
+    max_tokens_missing,
+    max_tokens_range,
+    max_tokens_streaming,
+    stop_sequence_blank,
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.policy._findings import Finding, error
-from gateway.policy.rules._subject import Subject
+from gateway.policy.rules._subject import Rule, Subject
 
 CHOICE_KEYWORDS = ("auto", "any", "none")
 
@@ -16,20 +16,20 @@ def is_client_tool(tool: dict[str, object]) -> bool:
 
 
 def _names(s: Subject) -> list[str]:
-    return [str(t["name"]) for t in s.tools or ()]
+    return [str(t["name"]) for t in s.policy.tools.definitions or ()]
 
 
 def tool_choice_unknown(s: Subject) -> Iterator[Finding]:
-    choice = s.tool_choice
-    if choice == "auto" or (s.tools is not None and choice in (*CHOICE_KEYWORDS, *_names(s))):
+    choice, declared = s.policy.tools.chosen, s.policy.tools.definitions is not None
+    if choice == "auto" or (declared and choice in (*CHOICE_KEYWORDS, *_names(s))):
         return
-    if s.tools is None:
+    if not declared:
         message = f"Tool choice {choice!r} is set, but the policy declares no tools."
     else:
-        declared = ", ".join(repr(n) for n in _names(s))
+        names = ", ".join(repr(n) for n in _names(s))
         message = (
             f"Tool choice {choice!r} is neither 'auto', 'any' nor 'none', nor a declared tool "
-            f"({declared})."
+            f"({names})."
         )
     yield error(
         "tool-choice-unknown",
@@ -42,9 +42,9 @@ def tool_choice_unknown(s: Subject) -> Iterator[Finding]:
 
 
 def tool_choice_forced_with_thinking(s: Subject) -> Iterator[Finding]:
-    if s.tools is None or s.tool_choice in ("auto", "none"):
+    if s.policy.tools.definitions is None or s.policy.tools.chosen in ("auto", "none"):
         return
-    thinking = s.generation.thinking
+    thinking = s.policy.generation.thinking
     if thinking is not None and thinking.type != "disabled":
         reason = f"with thinking type {thinking.type!r}"
     elif s.model is not None and not s.model.forced_tool_choice:
@@ -55,7 +55,7 @@ def tool_choice_forced_with_thinking(s: Subject) -> Iterator[Finding]:
         "tool-choice-forced-with-thinking",
         s.file,
         "tools.choice",
-        f"Tool choice {s.tool_choice!r} forces a tool call, which the provider refuses "
+        f"Tool choice {s.policy.tools.chosen!r} forces a tool call, which the provider refuses "
         f"{reason}: every request of this task would fail.",
         "Use choice = 'auto' (say in the system prompt which tool to use), or turn thinking "
         "off on a model that allows it.",
@@ -65,7 +65,8 @@ def tool_choice_forced_with_thinking(s: Subject) -> Iterator[Finding]:
 def tool_strict_unsupported(s: Subject) -> Iterator[Finding]:
     if s.model is None or s.model.strict_tools:
         return
-    strict = [str(t["name"]) for t in s.tools or () if t.get("strict") is True]
+    tools = s.policy.tools.definitions or ()
+    strict = [str(t["name"]) for t in tools if t.get("strict") is True]
     if strict:
         yield error(
             "tool-strict-unsupported",
@@ -78,9 +79,9 @@ def tool_strict_unsupported(s: Subject) -> Iterator[Finding]:
 
 
 def tool_server_not_allowed(s: Subject) -> Iterator[Finding]:
-    for tool in s.tools or ():
+    for tool in s.policy.tools.definitions or ():
         kind = str(tool.get("type", "custom"))
-        if is_client_tool(tool) or kind in s.server_tools:
+        if is_client_tool(tool) or kind in s.policy.tools.server:
             continue
         yield error(
             "tool-server-not-allowed",
@@ -92,3 +93,12 @@ def tool_server_not_allowed(s: Subject) -> Iterator[Finding]:
             f'Remove it, or allow exactly this version with server = ["{kind}"] in [tools] '
             "after review.",
         )
+
+
+# This module's rules, in the order their findings are reported.
+RULES: tuple[Rule, ...] = (
+    tool_choice_unknown,
+    tool_choice_forced_with_thinking,
+    tool_strict_unsupported,
+    tool_server_not_allowed,
+)
