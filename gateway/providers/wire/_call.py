@@ -42,10 +42,10 @@ from gateway.providers.wire._failures import Failure, classify, hint_for
 from gateway.providers.wire._profile import WireAuth, WireProfile
 from gateway.providers.wire._retry import RetryPolicy
 
-__all__ = ["MessagesCall", "ms"]
+__all__ = ["MessagesCall"]
 
 
-def ms(seconds: float) -> float:
+def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
@@ -146,8 +146,8 @@ class MessagesCall:
             response_bytes=message_bytes(message),
             request_bytes=http.request.content,
             upstream_request_id=headers.get(self._profile.request_id_header),
-            latency_ms=ms(now - self._attempt_started),
-            total_ms=ms(now - self._started),
+            latency_ms=_ms(now - self._attempt_started),
+            total_ms=_ms(now - self._started),
             attempts=self.attempt,
             rate_limits=self._profile.rate_limits(headers.items()),
             stream=StreamFacts(
@@ -160,7 +160,7 @@ class MessagesCall:
         )
 
     def _since_start(self, moment: float | None) -> float | None:
-        return None if moment is None else ms(moment - self._started)
+        return None if moment is None else _ms(moment - self._started)
 
     def reply(self, http: httpx2.Response, content: bytes) -> ProviderReply:
         """The reply for a read body, or :class:`MalformedResponse` (or an in-stream
@@ -177,8 +177,8 @@ class MessagesCall:
             response_bytes=content,
             request_bytes=http.request.content,
             upstream_request_id=headers.get(self._profile.request_id_header),
-            latency_ms=ms(now - self._attempt_started),
-            total_ms=ms(now - self._started),
+            latency_ms=_ms(now - self._attempt_started),
+            total_ms=_ms(now - self._started),
             attempts=self.attempt,
             rate_limits=self._profile.rate_limits(headers.items()),
         )
@@ -197,7 +197,7 @@ class MessagesCall:
             and not self._delivered
             and self.attempt < self._retry.max_attempts
             and (self._deadline is None or time.monotonic() < self._deadline),
-            latency_ms=ms(time.monotonic() - self._attempt_started),
+            latency_ms=_ms(time.monotonic() - self._attempt_started),
             upstream_message=failure.upstream_message,
         )
         self._last_failure = (exc, failure, report)
