@@ -80,7 +80,7 @@ def test_audit_reads_and_writes_never_run_on_the_event_loop_thread(
     async def run() -> int:
         async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
             store = gw._core.store
-            for name in ("append", "find_response"):
+            for name in ("append", "responses"):
                 original = getattr(store, name)
 
                 def watched(*args: Any, _name: str = name, _original: Any = original) -> Any:
@@ -101,7 +101,7 @@ def test_audit_reads_and_writes_never_run_on_the_event_loop_thread(
             return threading.get_ident()
 
     loop_thread = asyncio.run(run())
-    assert {"append", "find_response"} <= {name for name, _ in where}
+    assert {"append", "responses"} <= {name for name, _ in where}
     assert all(thread != loop_thread for _, thread in where)
     assert kinds(db_path)[-1] == "cancelled"
 
