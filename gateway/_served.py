@@ -42,15 +42,7 @@ from gateway._replayable import outside_world
 from gateway.errors import AuditWriteError, IntegrityAlert
 from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
 
-__all__ = [
-    "Answered",
-    "ReplayCache",
-    "Served",
-    "ServedMemo",
-    "answer_alerted",
-    "recorded_message",
-    "replays",
-]
+__all__ = ["Answered", "ReplayCache", "Served", "ServedMemo"]
 
 DEFAULT_CAPACITY = 4096
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -96,9 +88,9 @@ def answer_alerted(data: Mapping[str, Any]) -> bool:
 class ReplayCache:
     """The replay cache of one gateway: the rule, the memo, the lookup (module docstring)."""
 
-    def __init__(self, recorder: Recorder, memo: ServedMemo | None = None) -> None:
+    def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
-        self._memo = memo if memo is not None else ServedMemo()
+        self._memo = ServedMemo()
 
     def serve(self, prepared: Prepared, answer: Answered | StoredEvent) -> Served | None:
         """The serving rule: the answer to serve for ``prepared``, or None when this one may
