@@ -2,14 +2,16 @@
 (or ``AsyncGateway.complete``) down to the audit store's read of the recorded answer.
 
     $ .venv/bin/python bench/hit_hops.py            # prints the path and its length
-    $ PYTHONPATH=/tmp/old-tree .venv/bin/python bench/hit_hops.py   # another tree's code
+    $ git archive BASE | tar -x -C /tmp/base && cp bench/hit_hops.py /tmp/base/bench/
+    $ (cd /tmp/base && $OLDPWD/.venv/bin/python bench/hit_hops.py)   # the same, for BASE
 
 A first gateway records the answer (a ``replay`` policy on the loopback fake); a second one,
 on the same database with an empty memo, serves it, under ``sys.setprofile``. At the first
 call into ``audit.store`` that reads RESPONSE events (the lookup), the stack is walked back to
 the gateway's entry point; each frame of project code (``gateway/``, ``audit/``) is one hop.
-Worker-thread hops (AsyncGateway) are followed by taking the stack in whichever thread the
-read runs; the async figure is that thread's stack plus the loop's (until the hop).
+For AsyncGateway the read runs in a worker thread, so its figure is that thread's stack (from
+the worker's loop down). Also listed: every function of a top-level ``gateway/`` module that
+the hit enters, and those entered once the request is keyed (stage 4 on: the serving part).
 """
 
 from __future__ import annotations
