@@ -446,6 +446,11 @@ class AuditStore:
 
     def find_response(self, request_hash: str) -> StoredEvent | None:
         """The newest RESPONSE for ``request_hash`` whose ``data["ok"]`` is true."""
+        return next((e for e in self.responses(request_hash) if e.data.get("ok") is True), None)
+
+    def responses(self, request_hash: str) -> Iterator[StoredEvent]:
+        """The chain's RESPONSE events for ``request_hash``, newest first, read a page at a
+        time: candidates only (whether one may be served is for the gateway to decide)."""
         last: int | None = None
         while True:
             query = (
@@ -462,12 +467,9 @@ class AuditStore:
                 query = query.where(Event.seq < last)
             with self._backend.reader.connect() as conn:
                 rows = EventRow.from_result(conn.execute(query))
-            for row in rows:
-                event = _stored(row)
-                if event.data.get("ok") is True:
-                    return event
+            yield from (_stored(row) for row in rows)
             if len(rows) < 50:
-                return None
+                return
             last = rows[-1].seq
 
     def payload(self, content_digest: str) -> bytes:

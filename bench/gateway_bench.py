@@ -57,6 +57,7 @@ import structlog  # noqa: E402
 
 from bench.fsync_probe import probe, summarise  # noqa: E402
 from gateway import AsyncGateway, Gateway  # noqa: E402
+from gateway._prepared import Request  # noqa: E402
 from gateway.logging import configure_logging  # noqa: E402
 
 API_KEY = "sk-bench-not-a-secret"
@@ -495,16 +496,12 @@ def stages(bench: Bench, calls: int) -> None:
         timed("miss: complete() total", miss.complete, "bench_record", PROMPT)
         prepared = timed(
             "miss: prepare (policy, plan, key)",
-            core.pipeline.prepare, "bench_record", prompt=PROMPT,
+            core.pipeline.prepare, Request("bench_record", prompt=PROMPT),
         )  # fmt: skip
         provider = core.providers.get(prepared.plan.provider)
         wire = timed("miss: wire_bytes", provider.wire_bytes, prepared.plan.body)
         timed("  policy.fingerprint (cached)", getattr, prepared.policy, "fingerprint")
-        timed(
-            "miss: intent (REQUEST)",
-            core.recorder.begin,
-            prepared.labels, provider, prepared.plan.body, core.pipeline.intent(prepared),
-        )  # fmt: skip
+        timed("miss: intent (REQUEST data)", core.records.intent, prepared)
         reply = timed(
             "miss: provider.send",
             provider.send,
@@ -512,14 +509,12 @@ def stages(bench: Bench, calls: int) -> None:
             api_version=prepared.plan.api_version,
             on_attempt_failed=print,
         )
-        timed(
-            "miss: record_outcome (RESPONSE)", core.pipeline.record_outcome, prepared, reply, wire
-        )
+        timed("miss: record_outcome (RESPONSE)", core.records.record_outcome, prepared, reply, wire)
         timed("hit: complete() total", hit.complete, "bench_replay", PROMPT)
-        hp = timed("hit: prepare", hcore.pipeline.prepare, "bench_replay", prompt=PROMPT)
-        served = timed("hit: store.find_response", hcore.store.find_response, hp.request_hash)
+        hp = timed("hit: prepare", hcore.pipeline.prepare, Request("bench_replay", prompt=PROMPT))
+        served = timed("hit: store.responses", next, hcore.store.responses(hp.request_hash))
         timed("hit: store.payload", hcore.store.payload, served.payload_digests["response_body"])
-        timed("hit: cached_result (find+payload+CACHE_HIT)", hcore.pipeline.cached_result, hp)
+        timed("hit: planned (lookup+CACHE_HIT)", hcore.planned, hp)
     miss.close()
     hit.close()
     client.close()

@@ -34,6 +34,7 @@ from audit._append import prepare
 from audit.canonical import canonical_bytes
 from bench.gateway_bench import API_KEY, PROMPT, fake_api, write_policies
 from gateway import Gateway
+from gateway._prepared import Request
 from gateway.logging import configure_logging
 
 
@@ -55,10 +56,10 @@ def main() -> None:
             durability="os",
         )
         pipeline = gw._core.pipeline
-        prepared = pipeline.prepare("bench_record", prompt=PROMPT, caller="bench")
+        prepared = pipeline.prepare(Request("bench_record", prompt=PROMPT, caller="bench"))
         provider = gw._core.provider(prepared)
         policy = prepared.policy
-        intent = pipeline.intent(prepared)
+        intent = pipeline.records.intent(prepared)
         wire = provider.wire_bytes(prepared.body)
         payloads = {"request_body": wire}
         labels = prepared.labels

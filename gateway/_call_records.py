@@ -1,10 +1,11 @@
 """The events that begin and end a call the pipeline prepared: its REQUEST intent, then its one
-terminal outcome (RESPONSE, FAILED or CANCELLED), and the Result a RESPONSE or hit stands for;
-and the REJECTED event of a request refused before it became a call.
+terminal outcome (RESPONSE, FAILED or CANCELLED), or its CACHE_HIT; the Result a RESPONSE or a
+hit stands for; and the REJECTED event of a request refused before it became a call.
 
-    records = CallRecords(recorder, served, durability="fsync", policy_bytes=policy_bytes)
+    records = CallRecords(recorder, cache, durability="fsync", policy_bytes=policy_bytes)
     intent = records.intent(prepared)                        # committed by the recorder
     result = records.record_outcome(prepared, reply, wire)    # or record_failed / _cancelled
+    result = records.cache_hit(prepared, cache.lookup(prepared))
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from audit.canonical import canonical_digest
 from gateway._answer_checks import answer_alerts, answer_facts
 from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
+from gateway._call_types import CallLabels, Intent
 from gateway._inputs import EXPERIMENT_CALLER, check_bounded, safe_label
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway._prepared import Prepared
-from gateway._recording import CallLabels, Intent, Recorder, answer_alerted
+from gateway._recording import Recorder
 from gateway._replayable import outside_world
-from gateway._served import Served, ServedMemo
+from gateway._served import Answered, ReplayCache, Served
 from gateway.errors import GatewayError, InputError, OutputValidationError, UpstreamError
 from gateway.policy import Policy
 from gateway.providers._stream import MessageAssembler
@@ -37,13 +39,13 @@ __all__ = ["CallRecords"]
 
 
 class CallRecords:
-    """``served``: the replay memo a RESPONSE in replay mode is added to; ``policy_bytes``:
-    a policy's canonical content (the pipeline's, computed once per policy)."""
+    """``cache``: the replay cache each RESPONSE is offered to; ``policy_bytes``: a policy's
+    canonical content (the pipeline's, computed once per policy)."""
 
     def __init__(
         self,
         recorder: Recorder,
-        served: ServedMemo,
+        cache: ReplayCache,
         *,
         durability: str,
         policy_bytes: Callable[[Policy], bytes],
@@ -51,7 +53,7 @@ class CallRecords:
         self.recorder = recorder
         self.durability = durability
         self.policy_bytes = policy_bytes
-        self._served = served
+        self._cache = cache
 
     def rejected(
         self,
@@ -259,18 +261,17 @@ class CallRecords:
                 check=alert["check"],
                 seq=appended.seq,
             )
-        if data["ok"] and not answer_alerted(data) and prepared.plan.cache_mode == "replay":
-            self._served.put(
-                prepared.request_hash,
-                Served(
-                    seq=appended.seq,
-                    request_id=prepared.request_id,
-                    hash=appended.hash,
-                    stop_reason=stop_reason,
-                    response=reply.response,
-                    size=len(reply.response_bytes),
-                ),
-            )
+        self._cache.offer(
+            prepared,
+            Answered(
+                request_id=prepared.request_id,
+                seq=appended.seq,
+                hash=appended.hash,
+                data=data,
+                response=reply.response,
+                size=len(reply.response_bytes),
+            ),
+        )
         usage = reply.response.get("usage") or {}
         log.info(
             "request_completed",
@@ -293,6 +294,31 @@ class CallRecords:
         return self.result(
             prepared, reply.response, stop_reason, appended.seq, cached=False, checked=check
         )
+
+    def cache_hit(self, prepared: Prepared, served: Served) -> Result:
+        """Commit the CACHE_HIT event that serves ``served`` (a replay hit, stage 4)."""
+        hit_data: dict[str, Any] = {
+            "served_seq": served.seq,
+            "served_request_id": served.request_id,
+            "served_hash": served.hash,
+        }
+        if prepared.stream:
+            hit_data["stream"] = True
+        appended = self.recorder.append(prepared.labels.draft(EventKind.CACHE_HIT, hit_data))
+        result = self.result(
+            prepared, served.response, served.stop_reason, appended.seq, cached=True
+        )
+        log.info(
+            "request_completed",
+            task=prepared.plan.task,
+            request_id=prepared.request_id,
+            seq=appended.seq,
+            cached=True,
+            latency_ms=0.0,
+            tokens=0,
+            attempts=0,
+        )
+        return result
 
     # -- helpers ---------------------------------------------------------------------------
 

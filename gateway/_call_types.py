@@ -1,19 +1,22 @@
 """What one recorded call is made of: its labels, its intent (and whether that is committed),
-how it ended (:class:`Sent`), its one terminal outcome (:class:`Terminal`), and how any
-failure after the intent becomes a typed upstream error.
+how it ended (:data:`Sent`: :class:`Replied` or :class:`Failed`), its one terminal outcome
+(:class:`Terminal`), and how any failure after the intent becomes a typed upstream error.
 
     call = CallLabels(request_id="req_...", task="compliance_review", caller="payments-svc",
                       policy_fingerprint=policy.fingerprint, request_hash="sha256:...")
     intended = Intended(Intent(EventKind.REQUEST, {...}))   # committed by the recorder
+    match sent:
+        case Replied(reply=reply): ...
+        case Failed(error=error): ...
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from audit import EventDraft, EventKind
 from gateway.errors import ConfigurationError, GatewayError, UpstreamError, UpstreamRejected
@@ -22,14 +25,13 @@ from gateway.providers.base import Provider, ProviderReply, RequestNotHonoured
 
 __all__ = [
     "CallLabels",
+    "Failed",
     "Intended",
     "Intent",
+    "Replied",
     "Sent",
-    "Served",
-    "ServedMeanwhile",
     "StreamOutcomes",
     "Terminal",
-    "answer_alerted",
     "cancel_reason",
     "failed",
     "replied",
@@ -83,29 +85,16 @@ class Intent:
     policy_canonical: bytes | None = None  # the content's canonical bytes, when known
 
 
-# A replay hit: its Result (gateway.result, not imported here: the recorder knows no
-# results) and the recorded message it serves.
-Served = tuple[object, Mapping[str, Any]]
-
-
 class Intended:
-    """One call's intent, committed once with the exact bytes about to be sent: by
-    :meth:`Recorder.begin` before the call, or by the provider itself just before it sends
-    (``on_wire``), so that the request is built once. ``wire`` and ``seq`` are set once it
-    is committed; a call that ends before then sent nothing and has no outcome to record.
+    """One call's intent, committed once with the exact bytes about to be sent, by the
+    provider itself just before it sends (``on_wire``), so that the request is built once.
+    ``wire`` and ``seq`` are set once it is committed; a call that ends before then sent
+    nothing and has no outcome to record."""
 
-    ``served_meanwhile``, when given, runs just before the commit, in the same audit hop: a
-    replay miss looked up again under its lock, so that the lookup costs no hop and no
-    second build of its own. What it returns (a hit) stops the call there, nothing sent:
-    :class:`ServedMeanwhile` carries it out of the provider to the caller."""
+    __slots__ = ("intent", "seq", "wire")
 
-    __slots__ = ("intent", "seq", "served_meanwhile", "wire")
-
-    def __init__(
-        self, intent: Intent, *, served_meanwhile: Callable[[], Served | None] | None = None
-    ) -> None:
+    def __init__(self, intent: Intent) -> None:
         self.intent = intent
-        self.served_meanwhile = served_meanwhile
         self.wire: bytes | None = None
         self.seq: int | None = None
 
@@ -114,27 +103,35 @@ class Intended:
         return self.seq is not None
 
 
-class ServedMeanwhile(Exception):
-    """A replay miss found its answer recorded when it looked again, just before its intent
-    would have been committed: nothing was sent; ``result`` is the hit's Result to return,
-    ``message`` the recorded message (a stream streams it as events)."""
-
-    def __init__(self, served: Served) -> None:
-        self.result, self.message = served
-        super().__init__("answered from the log before the request was sent")
-
-
 @dataclass(frozen=True)
-class Sent:
-    """How a recorded call ended: a reply, or a typed error (``detail`` may quote the input:
-    for the audit record only). ``cause`` is the exception behind ``error``."""
+class Replied:
+    """A recorded call that got its answer."""
 
     wire: bytes
     intent_seq: int
-    reply: ProviderReply | None = None
-    error: UpstreamError | None = None
+    reply: ProviderReply
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A recorded call that ended in a typed error (``detail`` may quote the input: for the
+    audit record only). ``cause`` is the exception behind ``error``."""
+
+    wire: bytes
+    intent_seq: int
+    error: UpstreamError
     detail: str | None = None
     cause: BaseException | None = None
+
+    def raise_error(self) -> NoReturn:
+        """Raise the error, chained to its cause unless it is its own cause."""
+        if self.cause is self.error:
+            raise self.error
+        raise self.error from self.cause
+
+
+# How a recorded call ended, once its intent was committed.
+Sent = Replied | Failed
 
 
 class Terminal:
@@ -171,7 +168,7 @@ class StreamOutcomes(Protocol):
 
     def completed(self, reply: ProviderReply) -> None: ...
 
-    def failed(self, sent: Sent, partial: MessageAssembler) -> None: ...
+    def failed(self, sent: Failed, partial: MessageAssembler) -> None: ...
 
     def cancelled(self, partial: MessageAssembler, reason: str) -> None: ...
 
@@ -187,21 +184,14 @@ def cancel_reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def answer_alerted(data: Mapping[str, Any]) -> bool:
-    """Whether a RESPONSE's data says its answer broke its policy's pins (another model, another
-    region, server-side edits: gateway._answer_checks). Such an answer was returned once, with
-    its alert; serving it again as a replay hit would repeat, without a fresh alert, an answer
-    the policy did not allow, so an identical request goes upstream again (docs/gateway.md).
-    Read from the RESPONSE itself, which commits its alerts with the answer."""
-    return bool(data.get("alerts"))
-
-
-def replied(provider: Provider, call: CallLabels, intended: Intended, reply: ProviderReply) -> Sent:
+def replied(
+    provider: Provider, call: CallLabels, intended: Intended, reply: ProviderReply
+) -> Replied:
     """The reply as the call's outcome; a reply to a request whose intent was never committed
     is refused (:func:`unannounced`)."""
     if intended.wire is None or intended.seq is None:
         raise unannounced(provider.name, call.request_id)
-    return Sent(wire=intended.wire, intent_seq=intended.seq, reply=reply)
+    return Replied(intended.wire, intended.seq, reply)
 
 
 def unannounced(provider: str, request_id: str) -> ConfigurationError:
@@ -219,7 +209,7 @@ def unannounced(provider: str, request_id: str) -> ConfigurationError:
     return error
 
 
-def failed(provider: Provider, call: CallLabels, intended: Intended, exc: Exception) -> Sent:
+def failed(provider: Provider, call: CallLabels, intended: Intended, exc: Exception) -> Failed:
     """Whatever went wrong after the intent, as a typed upstream error.
 
     A provider's error as itself; a body the provider could not honour as UpstreamRejected
@@ -236,7 +226,7 @@ def failed(provider: Provider, call: CallLabels, intended: Intended, exc: Except
             raise error
         raise error from exc
     error, detail = failure_of(provider, exc)
-    return Sent(wire=intended.wire, intent_seq=intended.seq, error=error, detail=detail, cause=exc)
+    return Failed(intended.wire, intended.seq, error, detail=detail, cause=exc)
 
 
 def failure_of(provider: Provider, exc: Exception) -> tuple[UpstreamError, str | None]:

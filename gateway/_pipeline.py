@@ -3,16 +3,17 @@
 ``Gateway`` and ``AsyncGateway`` drive these stages in order; every event goes through the one
 recorder (gateway._recording), so both clients record exactly the same events:
 
-    prepared = pipeline.prepare("compliance_review", prompt="...", caller="payments-svc")
-    result = pipeline.cached_result(prepared)              # replay mode only
-    sent = recorder.send(prepared.labels, provider, prepared.plan.body,
-                         api_version=..., intent=pipeline.intent(prepared))
-    result = pipeline.record_outcome(prepared, sent.reply, sent.wire)   # or record_failed
-    pipeline.record_cancelled(prepared, reason="cancelled")           # the caller left
+    prepared = pipeline.prepare(Request("compliance_review", prompt="...", caller="svc"))
+    served = pipeline.cache.lookup(prepared)                     # replay mode only
+    result = pipeline.records.cache_hit(prepared, served)        # a hit: CACHE_HIT
+    sent = recorder.send(prepared.labels, provider, prepared.body, api_version=...,
+                         intent=pipeline.records.intent(prepared))
+    result = pipeline.records.record_outcome(prepared, sent.reply, sent.wire)
     tokens = pipeline.count_tokens("compliance_review", prompt="...", caller="payments-svc")
 
-The call's own events (intent, outcome, refusal) are built by gateway._call_records; the
-types the stages hand each other are in gateway._prepared.
+The call's own events (intent, outcome, hit, refusal) are built by gateway._call_records, which
+offers each answer to the replay cache (gateway._served); the types the stages hand each other
+are in gateway._prepared.
 
 A streamed request is prepared with ``stream=True``: its wire body is the plan's with
 ``"stream": true`` (recorded exactly), its request hash the plan's (the replay key does not
@@ -41,13 +42,11 @@ from gateway._inputs import (
 )
 from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
 from gateway._log import log
-from gateway._prepared import Prepared, Refusal
-from gateway._recording import Intent, Recorder
-from gateway._replayable import outside_world
-from gateway._served import Served, ServedMemo, recorded_message
+from gateway._prepared import Prepared, Refusal, Request
+from gateway._recording import Recorder
+from gateway._served import ReplayCache
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
-    AuditWriteError,
     InputError,
     PolicyError,
     PolicyLoadError,
@@ -56,20 +55,18 @@ from gateway.errors import (
 )
 from gateway.keys import forwarded_user_id
 from gateway.policy import Plan, Policy, PolicySet, plan_request
-from gateway.providers._stream import MessageAssembler
-from gateway.providers.base import ProviderReply
 from gateway.providers.registry import Providers, runs_offline
-from gateway.result import Result
 
-__all__ = ["Prepared", "Refusal", "RequestPipeline"]
+__all__ = ["RequestPipeline"]
 
 # Policies whose canonical content the pipeline keeps (experiments derive many).
 _POLICY_BYTES_LIMIT = 256
 
 
 class RequestPipeline:
-    """Resolve, plan and key a request (REJECTED for a refusal), serve a replay hit, count
-    tokens; the call's own records are :class:`gateway._call_records.CallRecords`'."""
+    """Resolve, plan and key a request (REJECTED for a refusal), count tokens. ``records``:
+    the call's own events (:class:`gateway._call_records.CallRecords`); ``cache``: the replay
+    cache they offer answers to and hits are looked up in (:class:`gateway._served.ReplayCache`)."""
 
     def __init__(
         self,
@@ -94,57 +91,27 @@ class RequestPipeline:
         # A caller-supplied policy transform (the experiment runner's), not offline mode's.
         self._derives_policies = derives_policies
         self._user_id_salt = user_id_salt
-        self._served = ServedMemo()
         self._policy_bytes: dict[str, bytes] = {}
-        self._records = CallRecords(
-            recorder, self._served, durability=durability, policy_bytes=self.policy_bytes
+        self.cache = ReplayCache(recorder)
+        self.records = CallRecords(
+            recorder, self.cache, durability=durability, policy_bytes=self.policy_bytes
         )
 
     # -- stage 1-3: resolve, plan, key ---------------------------------------------------
 
-    def prepare(
-        self,
-        task: str,
-        *,
-        prompt: object = None,
-        messages: object = None,
-        caller: object = None,
-        overrides: Mapping[str, object] | None = None,
-        stream: bool = False,
-        timeout: object = None,
-        counting: bool = False,
-    ) -> Prepared:
-        """``counting``: planned for a token count, not a call (so no delivery mode applies).
-        A refused request is recorded REJECTED and its error raised."""
-        admitted = self.admit(
-            task,
-            prompt=prompt,
-            messages=messages,
-            caller=caller,
-            overrides=overrides,
-            stream=stream,
-            timeout=timeout,
-            counting=counting,
-        )
+    def prepare(self, request: Request) -> Prepared:
+        """The request checked, planned and keyed; a refused one is recorded REJECTED and
+        its error raised."""
+        admitted = self.admit(request)
         if isinstance(admitted, Refusal):
             self.refuse(admitted)
         return admitted
 
-    def admit(
-        self,
-        task: str,
-        *,
-        prompt: object = None,
-        messages: object = None,
-        caller: object = None,
-        overrides: Mapping[str, object] | None = None,
-        stream: bool = False,
-        timeout: object = None,
-        counting: bool = False,
-    ) -> Prepared | Refusal:
+    def admit(self, request: Request) -> Prepared | Refusal:
         """:meth:`prepare` without the audit write: the prepared request, or the refusal to
         record (:meth:`refuse`), so that an asyncio caller can plan on its event loop and
         hand only the write to a worker thread."""
+        task, caller, overrides = request.task, request.caller, request.overrides
         request_id = new_request_id()
         policy: Policy | None = None
         try:
@@ -152,7 +119,7 @@ class RequestPipeline:
             # experiment caller; its records carry the derived policy's label too.
             checked_caller = check_caller(caller, experiment=self._derives_policies)
             overrides = check_overrides(overrides)
-            timeout_s = _check_timeout(timeout)
+            timeout_s = _check_timeout(request.timeout)
             policy = self.policies.get(task)
             self.policies.check_in_effect(policy)  # before its effective_date: refused
             if self._policy_transform is not None:
@@ -165,8 +132,8 @@ class RequestPipeline:
                     f"policy (`gateway experiment` samples); task {task!r} is not derived here.",
                     hint="Name the service itself, such as 'payments-svc'.",
                 )
-            if not counting:
-                _check_stream_mode(policy, stream)
+            if not request.counting:
+                _check_stream_mode(policy, request.stream)
             model = self.catalog.get(policy.model.id)
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {policy.model.id!r} is not in the model catalog.")
@@ -177,11 +144,11 @@ class RequestPipeline:
                     hint="Pass caller='<calling service>' (gateway ask --caller NAME), or set "
                     "GATEWAY_DEFAULT_CALLER for a service with one identity.",
                 )
-            plan = self._plan(policy, model, prompt, messages, overrides, checked_caller)
+            plan = self._plan(policy, model, request, overrides, checked_caller)
             model_version = self.providers.model_version(model.provider, model.id)
         except (PolicyError, InputError) as exc:
             exc.request_id = request_id  # the refusal names its REJECTED record
-            return Refusal(exc, task, caller, policy, overrides)
+            return Refusal(exc, request, policy, overrides)
         return Prepared(
             request_id=request_id,
             caller=checked_caller,
@@ -190,7 +157,7 @@ class RequestPipeline:
             plan=plan,
             request_hash=request_hash_for(plan, model_version),
             model_version=model_version,
-            stream=stream,
+            stream=request.stream,
             timeout_s=timeout_s,
         )
 
@@ -198,8 +165,7 @@ class RequestPipeline:
         self,
         policy: Policy,
         model: ModelInfo,
-        prompt: object,
-        messages: object,
+        request: Request,
         overrides: Mapping[str, object] | None,
         caller: str | None,
     ) -> Plan:
@@ -217,7 +183,7 @@ class RequestPipeline:
         return plan_request(
             policy,
             model,
-            messages_from_input(prompt, messages),
+            messages_from_input(request.prompt, request.messages),
             overrides=overrides,
             caller=caller,
             user_id=user_id,
@@ -227,10 +193,10 @@ class RequestPipeline:
         """Record the REJECTED event of a refused request, then raise its error."""
         error = refusal.error
         assert error.request_id is not None
-        self._records.rejected(
+        self.records.rejected(
             error.request_id,
-            refusal.task,
-            refusal.caller,
+            refusal.request.task,
+            refusal.request.caller,
             refusal.policy,
             refusal.overrides,
             error,
@@ -263,7 +229,7 @@ class RequestPipeline:
         as an intent is; the count is returned, not recorded (an estimate, not evidence). A
         request the policy refuses is recorded REJECTED."""
         prepared = self.prepare(
-            task, prompt=prompt, messages=messages, caller=caller, counting=True
+            Request(task, prompt=prompt, messages=messages, caller=caller, counting=True)
         )
         plan = prepared.plan
         provider = self.providers.get(prepared.model.provider)
@@ -305,96 +271,6 @@ class RequestPipeline:
             raise unannounced(provider.name, prepared.request_id)
         log.info("tokens_counted", task=plan.task, request_id=prepared.request_id)
         return counted
-
-    # -- stage 4: replay -----------------------------------------------------------------
-
-    def cached_result(self, prepared: Prepared) -> Result | None:
-        hit = self.cached_hit(prepared)
-        return hit[0] if hit is not None else None
-
-    def cached_hit(self, prepared: Prepared) -> tuple[Result, Mapping[str, Any]] | None:
-        """A replay hit: its Result and the recorded message it serves (which a streamed
-        request streams as events); ``None`` on a miss or outside replay mode."""
-        if prepared.plan.cache_mode != "replay" or outside_world(prepared.policy):
-            return None  # an answer that depended on the outside world is never replayed
-        served = self._served.get(prepared.request_hash) or self._find_served(prepared)
-        if served is None:
-            return None
-        hit_data: dict[str, Any] = {
-            "served_seq": served.seq,
-            "served_request_id": served.request_id,
-            "served_hash": served.hash,
-        }
-        if prepared.stream:
-            hit_data["stream"] = True
-        appended = self.recorder.append(prepared.labels.draft(EventKind.CACHE_HIT, hit_data))
-        result = self._records.result(
-            prepared, served.response, served.stop_reason, appended.seq, cached=True
-        )
-        log.info(
-            "request_completed",
-            task=prepared.plan.task,
-            request_id=prepared.request_id,
-            seq=appended.seq,
-            cached=True,
-            latency_ms=0.0,
-            tokens=0,
-            attempts=0,
-        )
-        return result, served.response
-
-    def _find_served(self, prepared: Prepared) -> Served | None:
-        event = self.recorder.find_response(prepared.request_hash, prepared.labels)
-        if event is None:
-            return None
-        raw = self.recorder.payload(event, "response_body", prepared.request_id)
-        response = recorded_message(raw)
-        if response is None:
-            raise AuditWriteError(
-                f"the recorded answer at seq {event.seq} is not a readable message, so it was "
-                "not served.",
-                request_id=prepared.request_id,
-                hint="Run 'gateway audit verify'.",
-            )
-        served = Served(
-            seq=event.seq,
-            request_id=event.request_id,
-            hash=event.hash,
-            stop_reason=event.data.get("stop_reason"),
-            response=response,
-            size=len(raw),
-        )
-        self._served.put(prepared.request_hash, served)
-        return served
-
-    # -- stage 5-8: intent, attempts, outcome (gateway._call_records) --------------------
-
-    def intent(self, prepared: Prepared) -> Intent:
-        """The REQUEST event committed before the call (the recorder adds the wire bytes)."""
-        return self._records.intent(prepared)
-
-    def record_failed(
-        self,
-        prepared: Prepared,
-        error: UpstreamError,
-        *,
-        detail: str | None = None,
-        partial: MessageAssembler | None = None,
-    ) -> None:
-        self._records.record_failed(prepared, error, detail=detail, partial=partial)
-
-    def record_cancelled(
-        self,
-        prepared: Prepared,
-        *,
-        reason: str,
-        partial: MessageAssembler | None = None,
-        reply: ProviderReply | None = None,
-    ) -> None:
-        self._records.record_cancelled(prepared, reason=reason, partial=partial, reply=reply)
-
-    def record_outcome(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
-        return self._records.record_outcome(prepared, reply, wire)
 
 
 def _check_stream_mode(policy: Policy, stream: bool) -> None:

@@ -1,22 +1,45 @@
-"""What the request path's stages hand each other: a request that passed its policy
-(:class:`Prepared`), or one it refused, to be recorded REJECTED (:class:`Refusal`).
+"""What the request path's stages hand each other: the caller's arguments (:class:`Request`),
+a request that passed its policy (:class:`Prepared`) or one it refused, to be recorded
+REJECTED (:class:`Refusal`), and where a prepared request stands (:data:`Step`).
 
-    prepared = pipeline.prepare("compliance_review", prompt="...", caller="payments-svc")
+    request = Request("compliance_review", prompt="...", caller="payments-svc")
+    prepared = pipeline.prepare(request)
     prepared.labels          # what every event of the call carries
     prepared.body            # the wire body (the plan's, with "stream": true when streamed)
+    match step:
+        case Hit(result=result): ...       # served from the log
+        case Send(intended=intended): ...  # to be sent, its intent committed as it goes
+        case Miss(): ...                   # a replay miss: look again under its lock
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway._recording import CallLabels
+from gateway._call_types import CallLabels, Intended
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyError
 from gateway.policy import Plan, Policy
+from gateway.result import Result
 
-__all__ = ["Prepared", "Refusal"]
+__all__ = ["Hit", "Miss", "Prepared", "Refusal", "Request", "Send", "Step"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as its caller gave it, unchecked (the pipeline checks every part).
+    ``counting``: planned for a token count, not a call (so no delivery mode applies)."""
+
+    task: str
+    prompt: object = None
+    messages: object = None
+    caller: object = None
+    overrides: Mapping[str, object] | None = None
+    stream: bool = False
+    timeout: object = None
+    counting: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,7 +79,34 @@ class Refusal:
     recorded REJECTED by :meth:`RequestPipeline.refuse`."""
 
     error: PolicyError | InputError
-    task: object
-    caller: object
+    request: Request
     policy: Policy | None
-    overrides: object
+    overrides: object  # as the caller gave them (recorded as requested)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Served from the log: its Result and the recorded message (a stream streams it)."""
+
+    prepared: Prepared
+    result: Result
+    message: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Send:
+    """To be sent: its intent is committed by the provider just before it sends."""
+
+    prepared: Prepared
+    intended: Intended
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A replay miss: looked up again under the request's lock, so that concurrent
+    identical misses make one upstream call and the rest are served from it."""
+
+    prepared: Prepared
+
+
+Step = Hit | Send | Miss

@@ -1,5 +1,9 @@
 """A streamed call, recorded: each event forwarded as it arrives, then exactly one terminal
-outcome however the iteration ends (gateway._recording's ``stream``/``astream``).
+outcome however the iteration ends, through the caller's :class:`StreamOutcomes` (completed:
+RESPONSE; an error mid-stream: FAILED with the partial answer; the caller closed the stream,
+was cancelled or interrupted: CANCELLED with the partial answer). The outcome is claimed in a
+``finally``, so no way out misses it. The intent and each failed attempt are committed by the
+recorder (gateway._recording), exactly as for a call that is not streamed.
 
     events = record_stream(recorder, call, provider, body, api_version="2023-06-01",
                            intended=intended, outcomes=outcomes)
@@ -9,29 +13,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway._call_types import (
     CallLabels,
     Intended,
-    ServedMeanwhile,
     StreamOutcomes,
     Terminal,
     cancel_reason,
     failed,
     unannounced,
 )
+from gateway._recording import Recorder
 from gateway.errors import AuditError
 from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import AttemptFailure, Provider, ProviderReply
 
-if TYPE_CHECKING:
-    from gateway._recording import Recorder
-
 __all__ = ["arecord_stream", "record_stream"]
 
 
-# The same mirrored shape as the recorder's call/acall. Events go to the caller as they come;
+# The same mirrored shape as Recorder.call/acall. Events go to the caller as they come;
 # the terminal outcome is claimed once (Terminal), by the reply, the failure, or the finally.
 
 
@@ -46,8 +47,8 @@ def record_stream(
     outcomes: StreamOutcomes,
     timeout_s: float | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Stream a body, its intent committed first (as in :meth:`call`): each event, then
-    one terminal record (none when the intent was never committed: nothing was sent)."""
+    """Stream a body, its intent committed first (as in :meth:`Recorder.call`): each event,
+    then one terminal record (none when the intent was never committed: nothing was sent)."""
 
     def on_attempt_failed(failure: AttemptFailure) -> None:
         recorder.attempt_failed(call, failure)
@@ -73,8 +74,8 @@ def record_stream(
                 outcomes.completed(item)
                 return
         raise _NoReply(provider.name)
-    except (AuditError, ServedMeanwhile):
-        terminal.claim()  # an attempt could not be recorded (fail closed), or nothing was sent
+    except AuditError:
+        terminal.claim()  # the intent or an attempt could not be recorded: fail closed
         raise
     except Exception as exc:  # every failure after the intent gets an outcome
         if not terminal.claim():
@@ -100,7 +101,7 @@ async def arecord_stream(
     outcomes: StreamOutcomes,
     timeout_s: float | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """:meth:`stream` for asyncio: every record is written in a worker thread; the
+    """:func:`record_stream` for asyncio: every record is written in a worker thread; the
     CANCELLED record is shielded, so a second cancellation cannot stop it."""
 
     async def on_attempt_failed(failure: AttemptFailure) -> None:
@@ -127,7 +128,7 @@ async def arecord_stream(
                 await recorder.threads.submit(outcomes.completed, item)
                 return
         raise _NoReply(provider.name)
-    except (AuditError, ServedMeanwhile):
+    except AuditError:
         terminal.claim()
         raise
     except Exception as exc:  # every failure after the intent gets an outcome

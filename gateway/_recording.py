@@ -5,21 +5,14 @@
                       policy_fingerprint=policy.fingerprint, request_hash="sha256:...")
     sent = recorder.send(call, provider, body, api_version="2023-06-01",
                          intent=Intent(EventKind.REQUEST, {...}, policy.content()))
-    sent.wire, sent.reply, sent.error        # the outcome is the caller's to record
+    match sent: ...                      # Replied or Failed: the outcome is the caller's to record
 
 ``send`` is ``call`` on a fresh :class:`Intended`: the provider builds the request once and,
 just before it sends, hands the exact body bytes to the recorder (``on_wire``), which commits
-the intent with them; then each failed attempt is recorded. Other audit work that belongs
-in the same worker-thread hop (a replay miss looking again under its lock) runs there, just
-before the commit (``Intended.served_meanwhile``). ``asend``/``acall`` are the asyncio twins
-(the intent committed in a worker thread while the loop waits).
-
-``stream``/``astream`` are ``call`` for a streamed answer: they forward each event as it
-arrives and record exactly one terminal outcome, however the iteration ends, through the
-caller's :class:`StreamOutcomes` (completed: RESPONSE; an error mid-stream: FAILED with the
-partial answer; the caller closed the stream, was cancelled or interrupted: CANCELLED with
-the partial answer). The outcome is claimed in a ``finally``, so no way out misses it
-(their loops are in gateway._recorded_streams; what a call is made of, in gateway._call_types).
+the intent with them; then each failed attempt is recorded. ``acall`` is the asyncio twin
+(the intent committed in a worker thread while the loop waits). A streamed answer is recorded
+by gateway._recorded_streams over the same commits; what a call is made of is in
+gateway._call_types.
 
 A call is: an intent event with the exact wire bytes, committed before anything is sent
 (invariant 1; a call that fails before then sent nothing and records no outcome); one
@@ -35,49 +28,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
-from audit import Appended, AuditStore, EventDraft, EventKind, StoredEvent
-from audit.authenticity import SignatureCheck, check_outcome
+from audit import Appended, AuditStore, EventDraft, EventKind
+from audit.authenticity import SignatureCheck
 from audit.errors import AuditStoreError, ContentConflict
 from audit.signing import signature_check
 from audit.store import missing_database
 from gateway._attachment_payloads import stored_payloads
 from gateway._audit_errors import translated
-from gateway._call_types import (
-    CallLabels,
-    Intended,
-    Intent,
-    Sent,
-    ServedMeanwhile,
-    StreamOutcomes,
-    Terminal,
-    answer_alerted,
-    cancel_reason,
-    failed,
-    replied,
-)
-from gateway._recorded_streams import arecord_stream, record_stream
+from gateway._call_types import CallLabels, Intended, Intent, Sent, failed, replied
 from gateway._threads import AuditThreads
-from gateway.errors import AuditError, AuditWriteError, IntegrityAlert
+from gateway.errors import AuditError, AuditWriteError
 from gateway.keys import record_signer, trusted_record_keys
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider
 from gateway.settings import Settings
 
-__all__ = [
-    "CallLabels",
-    "Intended",
-    "Intent",
-    "Recorder",
-    "Sent",
-    "ServedMeanwhile",
-    "StreamOutcomes",
-    "Terminal",
-    "answer_alerted",
-    "cancel_reason",
-]
+__all__ = ["Recorder"]
 
 
 class Recorder:
@@ -173,50 +142,6 @@ class Recorder:
         with contextlib.suppress(AuditStoreError):
             self.store.append(alert)
 
-    def find_response(self, request_hash: str, call: CallLabels) -> StoredEvent | None:
-        """The recorded answer for ``request_hash``, checked before it is used (invariant 8).
-
-        An alerted answer (:func:`answer_alerted`), or one to a request that was not sent as
-        recorded, is not one: the request goes upstream.
-
-        An answer that does not check out is never returned: an INTEGRITY_ALERT event is
-        recorded for ``call`` (what failed, which seq) and :class:`IntegrityAlert` raised.
-        """
-        try:
-            event = self.store.find_response(request_hash)
-            if event is None or answer_alerted(event.data) or not _sent_as_recorded(event):
-                return None
-            problems = check_outcome(self.store, event, signature=self.signature)
-        except AuditStoreError as exc:
-            raise AuditWriteError(
-                f"the audit database could not be searched for a recorded answer: {exc}",
-                request_id=call.request_id,
-            ) from exc
-        if problems:
-            self.append(
-                call.draft(
-                    EventKind.INTEGRITY_ALERT,
-                    {"served_seq": event.seq, "check": "served_answer", "problems": problems},
-                )
-            )
-            raise IntegrityAlert(
-                f"the recorded answer at seq {event.seq} did not check out ({problems[0]}), "
-                "so it was not served.",
-                problems=tuple(problems),
-                request_id=call.request_id,
-            )
-        return event
-
-    def payload(self, event: StoredEvent, name: str, request_id: str) -> bytes:
-        try:
-            return self.store.payload(event.payload_digests[name])
-        except (AuditStoreError, KeyError) as exc:
-            raise AuditWriteError(
-                f"the recorded {name} of seq {event.seq} could not be read.",
-                request_id=request_id,
-                hint="Run 'gateway audit verify'.",
-            ) from exc
-
     @staticmethod
     def reading() -> AbstractContextManager[None]:
         """Reads of the log outside a call (replay selections, recorded payloads)."""
@@ -229,10 +154,6 @@ class Recorder:
         bytes, announced again, change nothing (the outcome says whether they were the same)."""
         if intended.committed:
             return
-        if intended.served_meanwhile is not None:
-            served = intended.served_meanwhile()
-            if served is not None:
-                raise ServedMeanwhile(served)  # through the provider as itself: not sent
         intent = intended.intent
         appended = self.append(
             call.draft(
@@ -293,19 +214,6 @@ class Recorder:
         the call (:meth:`call`)."""
         return self.call(call, provider, body, api_version=api_version, intended=Intended(intent))
 
-    async def asend(
-        self,
-        call: CallLabels,
-        provider: Provider,
-        body: Mapping[str, Any],
-        *,
-        api_version: str,
-        intent: Intent,
-    ) -> Sent:
-        """:meth:`send` for asyncio: the intent is committed in a worker thread."""
-        intended = Intended(intent)
-        return await self.acall(call, provider, body, api_version=api_version, intended=intended)
-
     # The two I/O loops below mirror each other line for line; the decisions are _failed's.
 
     def call(
@@ -318,8 +226,8 @@ class Recorder:
         intended: Intended,
         timeout_s: float | None = None,
     ) -> Sent:
-        """Send a body, its intent committed first (by the provider's ``on_wire``, unless
-        :meth:`begin` did), recording each failed attempt."""
+        """Send a body, its intent committed first (by the provider's ``on_wire``),
+        recording each failed attempt."""
 
         def on_attempt_failed(failure: AttemptFailure) -> None:
             self.attempt_failed(call, failure)
@@ -332,7 +240,7 @@ class Recorder:
                 timeout_s=timeout_s,
                 on_wire=self.on_wire_for(call, intended),
             )
-        except (AuditError, ServedMeanwhile):
+        except AuditError:
             raise  # the intent or an attempt could not be recorded: stopped, fail closed
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)
@@ -363,66 +271,8 @@ class Recorder:
                 timeout_s=timeout_s,
                 on_wire=self.aon_wire_for(call, intended),
             )
-        except (AuditError, ServedMeanwhile):
+        except AuditError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)
         return replied(provider, call, intended, reply)
-
-    # A stream: the same mirrored shape (gateway._recorded_streams). Events go to the caller as
-    # they come; the terminal outcome is claimed once (Terminal), by the reply, the failure,
-    # or the finally.
-
-    def stream(
-        self,
-        call: CallLabels,
-        provider: Provider,
-        body: Mapping[str, Any],
-        *,
-        api_version: str,
-        intended: Intended,
-        outcomes: StreamOutcomes,
-        timeout_s: float | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """Stream a body, its intent committed first (as in :meth:`call`): each event, then
-        one terminal record (none when the intent was never committed: nothing was sent)."""
-        return record_stream(
-            self,
-            call,
-            provider,
-            body,
-            api_version=api_version,
-            intended=intended,
-            outcomes=outcomes,
-            timeout_s=timeout_s,
-        )
-
-    def astream(
-        self,
-        call: CallLabels,
-        provider: Provider,
-        body: Mapping[str, Any],
-        *,
-        api_version: str,
-        intended: Intended,
-        outcomes: StreamOutcomes,
-        timeout_s: float | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """:meth:`stream` for asyncio: every record is written in a worker thread; the
-        CANCELLED record is shielded, so a second cancellation cannot stop it."""
-        return arecord_stream(
-            self,
-            call,
-            provider,
-            body,
-            api_version=api_version,
-            intended=intended,
-            outcomes=outcomes,
-            timeout_s=timeout_s,
-        )
-
-
-def _sent_as_recorded(event: StoredEvent) -> bool:
-    """False when the RESPONSE says the bytes sent were not the recorded request's: its
-    answer is to another request, so it must not be served for the recorded one."""
-    return event.data.get("sent_as_recorded") is not False

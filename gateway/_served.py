@@ -1,22 +1,27 @@
-"""An in-process memo of recorded answers, so a replay hit need not search the log.
+"""The replay cache: which recorded answer may be served (:meth:`ReplayCache.serve`, the one
+serving rule), the in-process memo of answers that passed it, and the lookup.
 
-    memo = ServedMemo()
-    memo.put(request_hash, Served(seq=12, request_id="req_...", hash="sha256:...", ...))
-    served = memo.get(request_hash)       # None when unknown: look in the audit store
+    cache = ReplayCache(recorder)
+    served = cache.lookup(prepared)                  # None: a miss (or not a replay request)
+    cache.offer(prepared, Answered(seq, hash, data, response, size))  # a RESPONSE just committed
 
-Only answers that are already committed to the audit log go in (after their RESPONSE append
-returned, or after find_response read them), so serving from the memo never serves anything
-the log does not hold; the CACHE_HIT event still names the served seq. The log is append-only,
-so a committed answer stays valid. Bounded in entries and in bytes of recorded answers: the
-least recently used entries are dropped first.
+Both sides go through :meth:`ReplayCache.serve`: the memo takes only answers the rule lets
+through, and the lookup asks the audit store for candidates (:meth:`AuditStore.responses`,
+newest first, which knows nothing of what the gateway serves) and serves the newest that the
+rule lets through. A candidate from the log is authenticated before it is read (invariant 8);
+one this process just committed is the bytes it hashed.
+
+Only answers committed to the audit log go in the memo, so serving from it never serves
+anything the log does not hold; the CACHE_HIT event still names the served seq. The log is
+append-only, so a committed answer stays valid. Bounded in entries and in bytes of recorded
+answers: the least recently used entries are dropped first. Within one process the memo keeps
+serving the answer it first saw for a request hash; an answer another instance records later
+for the same hash (only possible under a ``record`` policy with an identical request) is
+served once this entry ages out.
 
 Recorded answers are read by :func:`recorded_message`, whichever way they were delivered: a
 RESPONSE body is the message as JSON (a streamed answer is recorded assembled), and a body
 recorded as the raw event stream is assembled from its events.
-
-Within one process the memo keeps serving the answer it first saw for a request hash; an
-answer another instance records later for the same hash (only possible under a ``record``
-policy with an identical request) is served once this entry ages out.
 """
 
 from __future__ import annotations
@@ -24,10 +29,20 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from audit import EventKind, StoredEvent
+from audit.authenticity import check_outcome
+from audit.errors import AuditStoreError
+from gateway._prepared import Prepared
+from gateway._recording import Recorder
+from gateway._replayable import outside_world
+from gateway.errors import AuditWriteError, IntegrityAlert
 from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
+
+__all__ = ["Answered", "ReplayCache", "Served", "ServedMemo"]
 
 DEFAULT_CAPACITY = 4096
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -41,6 +56,143 @@ class Served:
     stop_reason: str | None
     response: dict[str, Any]  # read-only by convention: results copy what they hand out
     size: int  # bytes of the recorded response body, for the memo's byte bound
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A RESPONSE this process has just committed: its seq and hash, its data, the message."""
+
+    request_id: str
+    seq: int
+    hash: str
+    data: Mapping[str, Any]
+    response: dict[str, Any]
+    size: int  # bytes of the response body as recorded
+
+
+def replays(prepared: Prepared) -> bool:
+    """Whether a request may be served a recorded answer at all: under a ``replay`` policy,
+    and not one whose answers depend on the outside world (gateway._replayable)."""
+    return prepared.plan.cache_mode == "replay" and outside_world(prepared.policy) is None
+
+
+def answer_alerted(data: Mapping[str, Any]) -> bool:
+    """Whether a RESPONSE's data says its answer broke its policy's pins (another model, another
+    region, server-side edits: gateway._answer_checks). Such an answer was returned once, with
+    its alert; serving it again as a replay hit would repeat, without a fresh alert, an answer
+    the policy did not allow, so an identical request goes upstream again (docs/gateway.md).
+    Read from the RESPONSE itself, which commits its alerts with the answer."""
+    return bool(data.get("alerts"))
+
+
+class ReplayCache:
+    """The replay cache of one gateway: the rule, the memo, the lookup (module docstring)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+        self._memo = ServedMemo()
+
+    def serve(self, prepared: Prepared, answer: Answered | StoredEvent) -> Served | None:
+        """The serving rule: the answer to serve for ``prepared``, or None when this one may
+        not be. It may when the request replays (:func:`replays`) and the answer passed its
+        output check (``ok``), raised no alert (:func:`answer_alerted`) and answers the bytes
+        that were sent (``sent_as_recorded``); a recorded one must also authenticate and be
+        a readable message, or the request fails closed (IntegrityAlert, AuditWriteError)."""
+        data = answer.data
+        if (
+            not replays(prepared)
+            or data.get("ok") is not True
+            or answer_alerted(data)
+            or data.get("sent_as_recorded") is False
+        ):
+            return None
+        match answer:
+            case Answered():
+                # Committed by this process a moment ago: the bytes it hashed, the message parsed.
+                return Served(
+                    seq=answer.seq,
+                    request_id=answer.request_id,
+                    hash=answer.hash,
+                    stop_reason=data.get("stop_reason"),
+                    response=answer.response,
+                    size=answer.size,
+                )
+            case StoredEvent():
+                self._authenticate(prepared, answer)
+                return self._read(prepared, answer)
+
+    def offer(self, prepared: Prepared, answer: Answered) -> None:
+        """The write side: remember a RESPONSE just committed, if the rule would serve it."""
+        served = self.serve(prepared, answer)
+        if served is not None:
+            self._memo.put(prepared.request_hash, served)
+
+    def lookup(self, prepared: Prepared) -> Served | None:
+        """The read side: the answer to serve for ``prepared`` (from the memo, else the newest
+        candidate in the log that the rule lets through), or None on a miss."""
+        if not replays(prepared):
+            return None
+        served = self._memo.get(prepared.request_hash)
+        if served is not None:
+            return served
+        try:
+            for candidate in self._recorder.store.responses(prepared.request_hash):
+                served = self.serve(prepared, candidate)
+                if served is not None:
+                    self._memo.put(prepared.request_hash, served)
+                    return served
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit database could not be searched for a recorded answer: {exc}",
+                request_id=prepared.request_id,
+            ) from exc
+        return None
+
+    def _authenticate(self, prepared: Prepared, event: StoredEvent) -> None:
+        """Invariant 8: an answer that does not check out is never served; an INTEGRITY_ALERT
+        event is recorded for this request (what failed, which seq) and IntegrityAlert raised."""
+        recorder = self._recorder
+        problems = check_outcome(recorder.store, event, signature=recorder.signature)
+        if not problems:
+            return
+        recorder.append(
+            prepared.labels.draft(
+                EventKind.INTEGRITY_ALERT,
+                {"served_seq": event.seq, "check": "served_answer", "problems": problems},
+            )
+        )
+        raise IntegrityAlert(
+            f"the recorded answer at seq {event.seq} did not check out ({problems[0]}), "
+            "so it was not served.",
+            problems=tuple(problems),
+            request_id=prepared.request_id,
+        )
+
+    def _read(self, prepared: Prepared, event: StoredEvent) -> Served:
+        try:
+            raw = self._recorder.store.payload(event.payload_digests["response_body"])
+        except (AuditStoreError, KeyError) as exc:
+            raise AuditWriteError(
+                f"the recorded response_body of seq {event.seq} could not be read.",
+                request_id=prepared.request_id,
+                hint="Run 'gateway audit verify'.",
+            ) from exc
+        response = recorded_message(raw)
+        if response is None:
+            raise AuditWriteError(
+                f"the recorded answer at seq {event.seq} is not a readable message, so it was "
+                "not served.",
+                request_id=prepared.request_id,
+                hint="Run 'gateway audit verify'.",
+            )
+        return Served(
+            seq=event.seq,
+            request_id=event.request_id,
+            hash=event.hash,
+            stop_reason=event.data.get("stop_reason"),
+            response=response,
+            size=len(raw),
+        )
 
 
 class ServedMemo:

@@ -17,30 +17,46 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, ExitStack
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gateway._recording import Sent, ServedMeanwhile
+from gateway._call_types import Failed, Intended
+from gateway._prepared import Hit, Send
+from gateway._recorded_streams import arecord_stream, record_stream
 from gateway.providers._stream import MessageAssembler, message_events
 from gateway.providers.base import ProviderReply
 from gateway.result import Result
 
 if TYPE_CHECKING:
-    from gateway._pipeline import Prepared, RequestPipeline
-    from gateway._recording import Intended
+    from gateway._call_records import CallRecords
+    from gateway._prepared import Prepared
+    from gateway._recording import Recorder
+    from gateway.providers.base import Provider
 
-__all__ = ["AsyncStream", "Stream"]
+__all__ = [
+    "AsyncOpened",
+    "AsyncStream",
+    "AsyncStreaming",
+    "Opened",
+    "Outcomes",
+    "Replayed",
+    "Stream",
+    "Streaming",
+    "aopened",
+    "opened",
+]
 
 Event = dict[str, Any]
 
 
 class Outcomes:
-    """The pipeline's terminal records for one stream (the recorder picks which, once)."""
+    """The terminal records for one stream (the stream recorder picks which, once)."""
 
-    def __init__(self, pipeline: RequestPipeline, prepared: Prepared, intended: Intended) -> None:
-        self._pipeline = pipeline
+    def __init__(self, records: CallRecords, prepared: Prepared, intended: Intended) -> None:
+        self._records = records
         self._prepared = prepared
         self._intended = intended  # committed before anything was sent, so before completed
         self.result: Result | None = None
@@ -48,18 +64,14 @@ class Outcomes:
     def completed(self, reply: ProviderReply) -> None:
         wire = self._intended.wire
         assert wire is not None
-        self.result = self._pipeline.record_outcome(self._prepared, reply, wire)
+        self.result = self._records.record_outcome(self._prepared, reply, wire)
 
-    def failed(self, sent: Sent, partial: MessageAssembler) -> None:
-        error = sent.error
-        assert error is not None
-        self._pipeline.record_failed(self._prepared, error, detail=sent.detail, partial=partial)
-        if sent.cause is error:
-            raise error
-        raise error from sent.cause
+    def failed(self, sent: Failed, partial: MessageAssembler) -> None:
+        self._records.record_failed(self._prepared, sent.error, detail=sent.detail, partial=partial)
+        sent.raise_error()
 
     def cancelled(self, partial: MessageAssembler, reason: str) -> None:
-        self._pipeline.record_cancelled(self._prepared, reason=reason, partial=partial)
+        self._records.record_cancelled(self._prepared, reason=reason, partial=partial)
 
 
 class _StreamBase:
@@ -106,17 +118,16 @@ class Stream(_StreamBase):
         try:
             opened = self._open(self._stack)
             self._request_id = opened.request_id
-            if opened.cached is not None:
-                self._cached, message = opened.cached
-                self._events = message_events(message)
-            else:
-                assert opened.events is not None
-                self._outcomes = opened.outcomes
-                events = opened.events
-                self._events = events
-                self._close = getattr(events, "close", None)
-                self._throw = getattr(events, "throw", None)
-                self._first = next(events, None)  # failures before the first event raise here
+            match opened:
+                case Replayed(result=result, message=message):
+                    self._cached = result
+                    self._events = message_events(message)
+                case Streaming(events=events, outcomes=outcomes):
+                    self._outcomes = outcomes
+                    self._events = events
+                    self._close = getattr(events, "close", None)
+                    self._throw = getattr(events, "throw", None)
+                    self._first = next(events, None)  # failures before the first event: here
         except BaseException:
             self._finish()
             raise
@@ -162,7 +173,7 @@ class Stream(_StreamBase):
 class AsyncStream(_StreamBase):
     """One streamed request for asyncio; made by :meth:`AsyncGateway.stream`."""
 
-    def __init__(self, open_stream: Callable[[AsyncExitStack], Any]) -> None:
+    def __init__(self, open_stream: Callable[[AsyncExitStack], Awaitable[AsyncOpened]]) -> None:
         self._open = open_stream
         self._stack = AsyncExitStack()
         self._source: AsyncIterator[Event] | None = None
@@ -171,25 +182,19 @@ class AsyncStream(_StreamBase):
 
     async def __aenter__(self) -> AsyncStream:
         try:
-            opened: Opened = await self._open(self._stack)
+            opened = await self._open(self._stack)
             self._request_id = opened.request_id
-            if opened.cached is not None:
-                self._cached, message = opened.cached
-                self._replayed = message_events(message)
-            else:
-                assert opened.aevents is not None
-                self._outcomes = opened.outcomes
-                self._source = opened.aevents
-                try:
-                    self._first = await self._source.__anext__()
-                except StopAsyncIteration:
-                    self._first = None
-                except ServedMeanwhile as found:  # recorded while it waited for its lock
-                    if not isinstance(found.result, Result):
-                        raise
-                    self._source = None
-                    self._cached = found.result
-                    self._replayed = message_events(found.message)
+            match opened:
+                case Replayed(result=result, message=message):
+                    self._cached = result
+                    self._replayed = message_events(message)
+                case AsyncStreaming(events=events, outcomes=outcomes):
+                    self._outcomes = outcomes
+                    self._source = events
+                    try:
+                        self._first = await events.__anext__()
+                    except StopAsyncIteration:
+                        self._first = None
         except BaseException:
             await self._finish()
             raise
@@ -239,23 +244,67 @@ class AsyncStream(_StreamBase):
         await self._finish(exc)
 
 
-class Opened:
-    """What opening a stream gave: a replay hit (its Result and message), or the recorder's
-    event iterator (sync or async) with the outcomes that will hold the Result."""
+@dataclass(frozen=True)
+class Replayed:
+    """A stream opened on a replay hit: its Result and the recorded message to stream."""
 
-    __slots__ = ("aevents", "cached", "events", "outcomes", "request_id")
+    request_id: str
+    result: Result
+    message: Mapping[str, Any]
 
-    def __init__(
-        self,
-        request_id: str,
-        *,
-        cached: tuple[Result, Mapping[str, Any]] | None = None,
-        events: Iterator[Event] | None = None,
-        aevents: AsyncIterator[Event] | None = None,
-        outcomes: Outcomes | None = None,
-    ) -> None:
-        self.request_id = request_id
-        self.cached = cached
-        self.events = events
-        self.aevents = aevents
-        self.outcomes = outcomes
+
+@dataclass(frozen=True)
+class Streaming:
+    """A stream opened upstream: the stream recorder's events, and the outcomes that will
+    hold its Result."""
+
+    request_id: str
+    events: Iterator[Event]
+    outcomes: Outcomes
+
+
+@dataclass(frozen=True)
+class AsyncStreaming:
+    """:class:`Streaming` for asyncio."""
+
+    request_id: str
+    events: AsyncIterator[Event]
+    outcomes: Outcomes
+
+
+Opened = Replayed | Streaming
+AsyncOpened = Replayed | AsyncStreaming
+
+
+def opened(
+    step: Hit | Send, recorder: Recorder, records: CallRecords, provider: Provider
+) -> Opened:
+    """A stream to be sent, recorded as it goes (gateway._recorded_streams), or its hit."""
+    if isinstance(step, Hit):
+        return Replayed(step.prepared.request_id, step.result, step.message)
+    args, options, outcomes = _streamed(step, recorder, records, provider)
+    return Streaming(step.prepared.request_id, record_stream(*args, **options), outcomes)
+
+
+def aopened(
+    step: Hit | Send, recorder: Recorder, records: CallRecords, provider: Provider
+) -> AsyncOpened:
+    """:func:`opened` for asyncio."""
+    if isinstance(step, Hit):
+        return Replayed(step.prepared.request_id, step.result, step.message)
+    args, options, outcomes = _streamed(step, recorder, records, provider)
+    return AsyncStreaming(step.prepared.request_id, arecord_stream(*args, **options), outcomes)
+
+
+def _streamed(
+    send: Send, recorder: Recorder, records: CallRecords, provider: Provider
+) -> tuple[tuple[Any, ...], dict[str, Any], Outcomes]:
+    prepared = send.prepared
+    outcomes = Outcomes(records, prepared, send.intended)
+    options = {
+        "api_version": prepared.plan.api_version,
+        "intended": send.intended,
+        "outcomes": outcomes,
+        "timeout_s": prepared.timeout_s,
+    }
+    return (recorder, prepared.labels, provider, prepared.body), options, outcomes

@@ -15,6 +15,12 @@ make one upstream call per instance: the others wait and are served from the aud
 ``offline=True`` runs every task on the local model (see gateway.offline). ``policy_transform``
 derives the policy actually used from the reviewed one (experiments use it to vary sampling);
 the derived policy is what the audit log records, with its own fingerprint.
+
+Both clients take the same steps (gateway._prepared): ``_Core.begin`` resolves, plans and keys
+the request, then gives a :class:`Hit` (served from the log), a :class:`Send` (to be sent), or
+a :class:`Miss` (a replay miss), which takes the request's lock and looks again
+(``_Core.looked_again``) before it is sent. Whether a recorded answer may be served is decided
+in one place, gateway._served.
 """
 
 from __future__ import annotations
@@ -23,22 +29,16 @@ import asyncio
 import functools
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
+from gateway._call_types import Failed, Intended, Replied, Sent, Terminal, cancel_reason
 from gateway._locks import AsyncKeyedLocks, KeyedLocks
-from gateway._pipeline import Prepared, Refusal, RequestPipeline
-from gateway._recording import (
-    Intended,
-    Recorder,
-    Sent,
-    ServedMeanwhile,
-    Terminal,
-    cancel_reason,
-)
-from gateway._streams import AsyncStream, Opened, Outcomes, Stream
+from gateway._pipeline import RequestPipeline
+from gateway._prepared import Hit, Miss, Prepared, Refusal, Request, Send, Step
+from gateway._recording import Recorder
+from gateway._streams import AsyncOpened, AsyncStream, Opened, Stream, aopened, opened
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
 from gateway.evidence import check_approvals, trusted_approvers
@@ -49,25 +49,14 @@ from gateway.providers.registry import Providers
 from gateway.result import Result
 from gateway.settings import Settings
 
-
-@dataclass(frozen=True)
-class _Step:
-    """Where a request stands: served (``cached``), to be sent (``intended``: its intent is
-    committed already, or will be by the provider just before it sends), or neither (a
-    replay miss, to be looked up again under its lock)."""
-
-    prepared: Prepared
-    cached: Result | None = None
-    intended: Intended | None = None
-    message: Mapping[str, Any] | None = None  # the recorded message of a hit (to stream it)
-
-    @property
-    def pending(self) -> bool:
-        return self.cached is None and self.intended is None
+S = TypeVar("S", bound=Step)
 
 
 class _Core:
-    """What both clients share: settings, catalog, policies, the recorder, the providers."""
+    """What both clients share: settings, catalog, policies, the recorder, the providers, and
+    the stages that do I/O (each method below is one worker-thread hop for AsyncGateway:
+    audit reads and writes block, so they are grouped to make as few hops as the locking
+    allows)."""
 
     def __init__(
         self,
@@ -109,6 +98,8 @@ class _Core:
             policy_transform=transform,
             derives_policies=policy_transform is not None,
         )
+        self.records = self.pipeline.records
+        self.cache = self.pipeline.cache
         # A service pays each provider's start-up (the SDK's import: about a second) now,
         # rather than on its first request.
         in_use = self._providers_in_use(transform)
@@ -125,125 +116,48 @@ class _Core:
                 names.add(model.provider)
         return names
 
-    # Each method below is one worker-thread hop for AsyncGateway: audit reads and writes
-    # block, so they are grouped to make as few hops per request as the locking allows.
-
-    def start(
-        self,
-        task: str,
-        prompt: object,
-        messages: object,
-        caller: object,
-        overrides: Mapping[str, object] | None,
-        stream: bool = False,
-        timeout: object = None,
-    ) -> _Step:
+    def begin(self, request: Request) -> Step:
         """Resolve, plan and key (a refusal is recorded and raised); then :meth:`planned`."""
-        prepared = self.pipeline.prepare(
-            task,
-            prompt=prompt,
-            messages=messages,
-            caller=caller,
-            overrides=overrides,
-            stream=stream,
-            timeout=timeout,
-        )
-        return self.planned(prepared)
+        return self.planned(self.pipeline.prepare(request))
 
-    def planned(self, prepared: Prepared) -> _Step:
+    def planned(self, prepared: Prepared) -> Step:
         """Serve a recorded answer (replay: a lookup) or go on to send (record: no I/O here,
-        the intent is committed by the provider). A replay miss is left pending: it is
-        looked up again under its lock."""
-        if prepared.plan.cache_mode == "replay":
-            return self._hit(prepared) or _Step(prepared)
-        return _Step(prepared, intended=self.intended(prepared))
+        the intent is committed by the provider). A replay miss is a :class:`Miss`."""
+        if prepared.plan.cache_mode != "replay":
+            return Send(prepared, Intended(self.records.intent(prepared)))
+        served = self.cache.lookup(prepared)
+        if served is None:
+            return Miss(prepared)
+        return Hit(prepared, self.records.cache_hit(prepared, served), served.response)
 
-    def look_or_begin(self, prepared: Prepared) -> _Step:
-        """Under the request's lock: an answer recorded meanwhile, or go on to send."""
-        if (hit := self._hit(prepared)) is not None:
-            return hit
-        return _Step(prepared, intended=self.intended(prepared))
-
-    def sending_unless_served(self, prepared: Prepared) -> _Step:
-        """A replay miss to send under its lock, looked up again in the hop that commits its
-        intent as the provider sends (an answer found there is raised as ServedMeanwhile):
-        the request is built once, and the lookup makes no hop of its own."""
-        intended = Intended(
-            self.pipeline.intent(prepared),
-            served_meanwhile=lambda: self.pipeline.cached_hit(prepared),
-        )
-        return _Step(prepared, intended=intended)
-
-    def _hit(self, prepared: Prepared) -> _Step | None:
-        hit = self.pipeline.cached_hit(prepared)
-        return None if hit is None else _Step(prepared, cached=hit[0], message=hit[1])
+    def looked_again(self, prepared: Prepared) -> Hit | Send:
+        """Under a replay miss's lock, so that concurrent identical misses make one upstream
+        call: the answer recorded meanwhile, or go on to send. Both clients do this."""
+        match self.planned(prepared):
+            case Miss():
+                return Send(prepared, Intended(self.records.intent(prepared)))
+            case Hit() | Send() as step:
+                return step
 
     def provider(self, prepared: Prepared) -> Provider:
         return self.providers.get(prepared.plan.provider)
 
-    def intended(self, prepared: Prepared) -> Intended:
-        return Intended(self.pipeline.intent(prepared))
-
-    def call(self, prepared: Prepared, intended: Intended) -> Sent:
-        return self.recorder.call(
-            prepared.labels,
-            self.provider(prepared),
-            prepared.body,
-            api_version=prepared.plan.api_version,
-            intended=intended,
-            timeout_s=prepared.timeout_s,
-        )
-
-    async def acall(self, prepared: Prepared, intended: Intended) -> Sent:
-        return await self.recorder.acall(
-            prepared.labels,
-            self.provider(prepared),
-            prepared.body,
-            api_version=prepared.plan.api_version,
-            intended=intended,
-            timeout_s=prepared.timeout_s,
-        )
-
-    def opened(self, step: _Step, *, asynchronous: bool) -> Opened:
-        """A stream to be sent (or its hit found): the recorder's events, sync or async,
-        with the outcomes that will hold the Result."""
-        prepared = step.prepared
-        if step.cached is not None:
-            assert step.message is not None
-            return Opened(prepared.request_id, cached=(step.cached, step.message))
-        assert step.intended is not None
-        outcomes = Outcomes(self.pipeline, prepared, step.intended)
-        args = (prepared.labels, self.provider(prepared), prepared.body)
-        options: dict[str, Any] = {
-            "api_version": prepared.plan.api_version,
-            "intended": step.intended,
-            "outcomes": outcomes,
-            "timeout_s": prepared.timeout_s,
-        }
-        if asynchronous:
-            aevents = self.recorder.astream(*args, **options)
-            return Opened(prepared.request_id, aevents=aevents, outcomes=outcomes)
-        events = self.recorder.stream(*args, **options)
-        return Opened(prepared.request_id, events=events, outcomes=outcomes)
-
     def cancelled(self, prepared: Prepared, reason: str, sent: Sent | None) -> None:
         """Record CANCELLED for a call its caller left (whether its answer had arrived)."""
-        reply = sent.reply if sent is not None else None
-        self.pipeline.record_cancelled(prepared, reason=reason, reply=reply)
+        reply = sent.reply if isinstance(sent, Replied) else None
+        self.records.record_cancelled(prepared, reason=reason, reply=reply)
 
     def finish(self, prepared: Prepared, sent: Sent, terminal: Terminal | None = None) -> Result:
         """Record the call's outcome: RESPONSE, or FAILED and the typed error raised.
         ``terminal``: the claim a cancellation may have taken first (then nothing is done)."""
         if terminal is not None and not terminal.claim():
             raise _AlreadyCancelled
-        if sent.reply is not None:
-            return self.pipeline.record_outcome(prepared, sent.reply, sent.wire)
-        error = sent.error
-        assert error is not None  # a Sent holds a reply or an error
-        self.pipeline.record_failed(prepared, error, detail=sent.detail)
-        if sent.cause is error:
-            raise error
-        raise error from sent.cause
+        match sent:
+            case Replied(wire=wire, reply=reply):
+                return self.records.record_outcome(prepared, reply, wire)
+            case Failed(error=error, detail=detail):
+                self.records.record_failed(prepared, error, detail=detail)
+                sent.raise_error()
 
     def close(self) -> None:
         try:
@@ -336,28 +250,35 @@ class Gateway(_Client):
         """Run one request and return its answer. ``timeout`` (seconds): the longest wait for
         the upstream to answer or between two reads; no retry starts after it (recorded in
         the intent)."""
-        core = self._core
         # Hits need no lock; a replay miss takes the per-request lock and looks again, so that
         # concurrent identical misses make one upstream call and the rest are served from it.
-        step = core.start(task, prompt, messages, caller, overrides, timeout=timeout)
-        if step.pending:
+        core = self._core
+        step = core.begin(Request(task, prompt, messages, caller, overrides, timeout=timeout))
+        if isinstance(step, Miss):
             with self._locks.hold(step.prepared.request_hash):
-                return self._complete(core.look_or_begin(step.prepared))
+                return self._complete(core.looked_again(step.prepared))
         return self._complete(step)
 
-    def _complete(self, step: _Step) -> Result:
-        if step.cached is not None:
-            return step.cached
-        intended = step.intended
-        assert intended is not None
-        core = self._core
-        try:
-            sent = core.call(step.prepared, intended)
-        except KeyboardInterrupt as exc:  # the caller left: one terminal outcome still
-            if intended.committed:
-                core.cancelled(step.prepared, cancel_reason(exc), None)
-            raise
-        return core.finish(step.prepared, sent)
+    def _complete(self, step: Hit | Send) -> Result:
+        match step:
+            case Hit(result=result):
+                return result
+            case Send(prepared=prepared, intended=intended):
+                core = self._core
+                try:
+                    sent = core.recorder.call(
+                        prepared.labels,
+                        core.provider(prepared),
+                        prepared.body,
+                        api_version=prepared.plan.api_version,
+                        intended=intended,
+                        timeout_s=prepared.timeout_s,
+                    )
+                except KeyboardInterrupt as exc:  # the caller left: one terminal outcome still
+                    if intended.committed:
+                        core.cancelled(prepared, cancel_reason(exc), None)
+                    raise
+                return core.finish(prepared, sent)
 
     def stream(
         self,
@@ -374,11 +295,11 @@ class Gateway(_Client):
 
         def open_stream(stack: ExitStack) -> Opened:
             core = self._core
-            step = core.start(task, prompt, messages, caller, overrides, True, timeout)
-            if step.pending:  # a replay miss streams under its lock (see complete)
+            step = core.begin(Request(task, prompt, messages, caller, overrides, True, timeout))
+            if isinstance(step, Miss):  # a replay miss streams under its lock (see complete)
                 stack.enter_context(self._locks.hold(step.prepared.request_hash))
-                step = core.look_or_begin(step.prepared)
-            return core.opened(step, asynchronous=False)
+                step = core.looked_again(step.prepared)
+            return opened(step, core.recorder, core.records, core.provider(step.prepared))
 
         return Stream(open_stream)
 
@@ -438,50 +359,26 @@ class AsyncGateway(_Client):
         caller that cancels the call can still name its audit record."""
         # The same steps and locking as Gateway.complete, with the audit work in worker-thread
         # hops: a hit makes one hop in all, a record-mode miss two (the intent, committed as
-        # the provider sends, and the outcome), a replay miss three.
-        step = await self._start(
-            task, prompt, messages, caller, overrides, False, timeout, told=on_request_id
-        )
-        if step.pending:
+        # the provider sends, and the outcome), a replay miss four (the look under its lock).
+        request = Request(task, prompt, messages, caller, overrides, timeout=timeout)
+        step = await self._begin(request, told=on_request_id)
+        if isinstance(step, Miss):
             async with self._locks.hold(step.prepared.request_hash):
-                try:
-                    return await self._complete(self._core.sending_unless_served(step.prepared))
-                except ServedMeanwhile as found:
-                    if not isinstance(found.result, Result):
-                        raise
-                    return found.result
+                return await self._complete(
+                    await self._step(self._core.looked_again, step.prepared)
+                )
         return await self._complete(step)
 
-    async def _start(
-        self,
-        task: str,
-        prompt: object,
-        messages: object,
-        caller: object,
-        overrides: Mapping[str, object] | None,
-        stream: bool,
-        timeout: object,
-        *,
-        told: Callable[[str], object] | None,
-    ) -> _Step:
-        """:meth:`_Core.start` for asyncio: planned on the loop where that needs no I/O
+    async def _begin(self, request: Request, *, told: Callable[[str], object] | None) -> Step:
+        """:meth:`_Core.begin` for asyncio: planned on the loop where that needs no I/O
         (then a record-mode miss makes no hop before the provider's), else in one hop."""
         core = self._core
-        args = (task, prompt, messages, caller, overrides, stream, timeout)
         if not core.plans_on_loop:
-            return await self._step(core.start, *args, told=told)
-        admitted = core.pipeline.admit(
-            task,
-            prompt=prompt,
-            messages=messages,
-            caller=caller,
-            overrides=overrides,
-            stream=stream,
-            timeout=timeout,
-        )
+            return await self._step(core.begin, request, told=told)
+        admitted = core.pipeline.admit(request)
         if isinstance(admitted, Refusal):
             await core.recorder.threads.to_end(core.pipeline.refuse, admitted)
-        assert isinstance(admitted, Prepared)  # refuse() raised
+            raise admitted.error  # refuse() raised it in the worker thread
         if admitted.plan.cache_mode == "replay":
             return await self._step(core.planned, admitted, told=told)
         if told is not None:
@@ -489,22 +386,27 @@ class AsyncGateway(_Client):
         return core.planned(admitted)
 
     async def _step(
-        self, stage: Callable[..., _Step], *args: Any, told: Callable[[str], object] | None = None
-    ) -> _Step:
-        """One worker-thread hop that may commit an intent. A cancellation meanwhile cannot
-        stop the thread, so it is waited for, and an intent it committed gets its CANCELLED
-        outcome before the cancellation goes on. ``told``: given the request id once known."""
+        self,
+        stage: Callable[[Any], S],
+        given: Request | Prepared,
+        *,
+        told: Callable[[str], object] | None = None,
+    ) -> S:
+        """One worker-thread hop of ``stage``. A cancellation meanwhile cannot stop the
+        thread, so it is waited for, and an intent it committed gets its CANCELLED outcome
+        before the cancellation goes on. ``told``: given the request id once known."""
         threads = self._core.recorder.threads
-        job = threads.submit(stage, *args)
+        job = threads.submit(stage, given)
         try:
-            step: _Step = await job
+            step: S = await job
         except asyncio.CancelledError as exc:
             await job.settled()
-            cancelled = None if job.failed() else job.result()
-            if cancelled is not None and told is not None:
+            if job.failed():
+                raise
+            cancelled = job.result()
+            if told is not None:
                 told(cancelled.prepared.request_id)
-            intended = cancelled.intended if cancelled is not None else None
-            if cancelled is not None and intended is not None and intended.committed:
+            if isinstance(cancelled, Send) and cancelled.intended.committed:
                 await threads.to_end(
                     self._core.cancelled, cancelled.prepared, cancel_reason(exc), None
                 )
@@ -513,26 +415,32 @@ class AsyncGateway(_Client):
             told(step.prepared.request_id)
         return step
 
-    async def _complete(self, step: _Step) -> Result:
-        if step.cached is not None:
-            return step.cached
-        intended = step.intended
-        assert intended is not None
-        core = self._core
-        prepared = step.prepared
-        terminal = Terminal()
-        sent: Sent | None = None
-        threads = core.recorder.threads
-        try:
-            sent = await core.acall(prepared, intended)
-            # The outcome is written in a thread that a cancellation cannot stop: whichever of
-            # it and the cancellation claims the terminal outcome first records it.
-            return await threads.submit(core.finish, prepared, sent, terminal)
-        except asyncio.CancelledError as exc:
-            # Cancelled before its intent was committed, a call sent nothing: no outcome.
-            if intended.committed and terminal.claim():
-                await threads.to_end(core.cancelled, prepared, cancel_reason(exc), sent)
-            raise
+    async def _complete(self, step: Hit | Send) -> Result:
+        match step:
+            case Hit(result=result):
+                return result
+            case Send(prepared=prepared, intended=intended):
+                core = self._core
+                terminal = Terminal()
+                sent: Sent | None = None
+                threads = core.recorder.threads
+                try:
+                    sent = await core.recorder.acall(
+                        prepared.labels,
+                        core.provider(prepared),
+                        prepared.body,
+                        api_version=prepared.plan.api_version,
+                        intended=intended,
+                        timeout_s=prepared.timeout_s,
+                    )
+                    # The outcome is written in a thread that a cancellation cannot stop:
+                    # whichever of it and the cancellation claims the outcome records it.
+                    return await threads.submit(core.finish, prepared, sent, terminal)
+                except asyncio.CancelledError as exc:
+                    # Cancelled before its intent was committed, a call sent nothing.
+                    if intended.committed and terminal.claim():
+                        await threads.to_end(core.cancelled, prepared, cancel_reason(exc), sent)
+                    raise
 
     def stream(
         self,
@@ -548,15 +456,14 @@ class AsyncGateway(_Client):
         """``Gateway.stream`` for asyncio: ``async with agw.stream(...) as s: async for event
         in s: ...``, then ``s.result``. ``on_request_id``: as for :meth:`complete`."""
 
-        async def open_stream(stack: AsyncExitStack) -> Opened:
+        async def open_stream(stack: AsyncExitStack) -> AsyncOpened:
             core = self._core
-            step = await self._start(
-                task, prompt, messages, caller, overrides, True, timeout, told=on_request_id
-            )
-            if step.pending:  # a hit found under the lock: the stream's ServedMeanwhile
+            request = Request(task, prompt, messages, caller, overrides, True, timeout)
+            step = await self._begin(request, told=on_request_id)
+            if isinstance(step, Miss):  # a replay miss streams under its lock (see complete)
                 await stack.enter_async_context(self._locks.hold(step.prepared.request_hash))
-                step = core.sending_unless_served(step.prepared)
-            return core.opened(step, asynchronous=True)
+                step = await self._step(core.looked_again, step.prepared)
+            return aopened(step, core.recorder, core.records, core.provider(step.prepared))
 
         return AsyncStream(open_stream)
 

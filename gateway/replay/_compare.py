@@ -13,8 +13,8 @@ from typing import Any
 
 from audit import AuditStore
 from audit.authenticity import SignatureCheck, check_outcome
+from gateway._call_types import Failed, Sent
 from gateway._output_check import check_json_output, response_text
-from gateway._recording import Sent
 from gateway.catalog import Catalog
 from gateway.replay._answers import answer_side
 from gateway.replay._diff import compare_text, json_changes
@@ -33,7 +33,7 @@ def compare_answers(
     """``asked``: the model the replay sent to (priced as the one that answered unless
     the answer names another). ``signature``: the read path's record-signature check; the
     recorded answer is shown only once its record checks out, as everywhere it is shown."""
-    if sent.reply is None:
+    if isinstance(sent, Failed):
         return {"outcome": Outcome.FAILED, "reason": str(sent.error or "no answer")}
     new_text = response_text(sent.reply.response)
     replayed = answer_side(

@@ -25,9 +25,10 @@ from typing import Any
 
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from gateway._attachment_payloads import stored_payloads
+from gateway._call_types import CallLabels, Intent, Replied, Sent
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway._keys import GATEWAY_VERSION, request_hash_for
-from gateway._recording import CallLabels, Intent, Recorder, Sent
+from gateway._recording import Recorder
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.policy import Policy
@@ -276,7 +277,7 @@ class Replayer:
         row.fields = compare_answers(
             self.store, self.catalog, recorded, sent, recorded.model_id, self.recorder.signature
         )
-        if sent.reply is not None:
+        if isinstance(sent, Replied):
             current = self.providers.model_version(call.provider, str(request.data.get("model_id")))
             if current != request.data.get("model_version"):
                 row.fields["reason"] = "the model's version changed since the recording."
@@ -386,13 +387,13 @@ class Replayer:
 
     @staticmethod
     def _keep_sent(row: _Row, sent: Sent) -> None:
-        if sent.reply is not None:
+        if isinstance(sent, Replied):
             row.attempts = sent.reply.attempts
             row.payloads = {
                 **stored_payloads("request_body", sent.reply.request_bytes),
                 "response_body": sent.reply.response_bytes,
             }
-        elif sent.error is not None:
+        else:
             row.attempts = sent.error.attempts
 
     # -- recording -----------------------------------------------------------------------------

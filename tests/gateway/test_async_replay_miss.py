@@ -1,7 +1,7 @@
-"""An AsyncGateway replay miss looks again for its answer in the hop that commits its intent,
-as the provider sends the request it built once: the recorded bytes are what the upstream
-received, and a miss whose answer was recorded while it waited for its lock is served from
-the log with nothing sent and no REQUEST of its own."""
+"""An AsyncGateway replay miss looks again for its answer under its lock, as Gateway's does,
+then commits its intent as the provider sends the request it built once: the recorded bytes
+are what the upstream received, and a miss whose answer was recorded while it waited for its
+lock is served from the log with nothing sent and no REQUEST of its own."""
 
 from __future__ import annotations
 

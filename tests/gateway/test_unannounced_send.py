@@ -17,6 +17,7 @@ import pytest
 
 from audit import AuditStore, EventKind
 from gateway._call_types import CallLabels, Intended, Intent
+from gateway._recorded_streams import arecord_stream, record_stream
 from gateway._recording import Recorder
 from gateway.errors import ConfigurationError
 from gateway.providers.base import OnAttemptFailed, OnWire, ProviderReply, StreamItem
@@ -108,8 +109,13 @@ def test_an_answer_to_a_request_never_announced_is_refused(tmp_path: Path, mode:
             if mode == "send":
                 recorder.call(_labels(), provider, BODY, **options)
             elif mode == "stream":
-                for _event in recorder.stream(
-                    _labels(), provider, {**BODY, "stream": True}, outcomes=outcomes, **options
+                for _event in record_stream(
+                    recorder,
+                    _labels(),
+                    provider,
+                    {**BODY, "stream": True},
+                    outcomes=outcomes,
+                    **options,
                 ):
                     raise AssertionError("no event of an unrecorded request reaches the caller")
             else:
@@ -118,8 +124,13 @@ def test_an_answer_to_a_request_never_announced_is_refused(tmp_path: Path, mode:
                     if mode == "asend":
                         await recorder.acall(_labels(), provider, BODY, **options)
                         return
-                    async for _event in recorder.astream(
-                        _labels(), provider, {**BODY, "stream": True}, outcomes=outcomes, **options
+                    async for _event in arecord_stream(
+                        recorder,
+                        _labels(),
+                        provider,
+                        {**BODY, "stream": True},
+                        outcomes=outcomes,
+                        **options,
                     ):
                         raise AssertionError("no event reaches the caller")
 

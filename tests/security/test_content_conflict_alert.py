@@ -12,6 +12,7 @@ import pytest
 from audit import AuditStore, EventKind
 from audit.canonical import digest
 from gateway import AuditWriteError, Gateway
+from gateway._prepared import Request
 from tests.gateway.conftest import MakeGateway, db_path, make_gateway, policy_dir  # noqa: F401
 
 PROMPT = "The reviewer reads the"
@@ -23,7 +24,7 @@ def test_a_planted_request_body_is_refused_with_an_integrity_alert(
 ) -> None:
     gw: Gateway = make_gateway(offline=True)
     gw.complete("offline_demo", "an earlier question", caller="desk")  # the database exists
-    prepared = gw._core.pipeline.prepare("offline_demo", prompt=PROMPT, caller="desk")
+    prepared = gw._core.pipeline.prepare(Request("offline_demo", prompt=PROMPT, caller="desk"))
     wire = gw._core.provider(prepared).wire_bytes(prepared.body)
     with sqlite3.connect(db_path) as conn:  # whoever can write the file, ahead of the request
         conn.execute(
