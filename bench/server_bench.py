@@ -175,7 +175,7 @@ def main() -> None:
         )
         os.environ.update(env)
         from gateway import AsyncGateway, Settings
-        from gateway.keys import CallerKeys
+        from gateway.callers import CallerKeys
         from gateway.logging import configure_logging
 
         settings = Settings.from_env()

@@ -111,7 +111,7 @@ def test_no_ordinary_caller_can_hide_under_the_experiment_name(
     a service naming itself so, a default caller and a server key are refused."""
     from audit import AuditStore
     from gateway.errors import InputError
-    from gateway.keys import CallerKeys
+    from gateway.callers import CallerKeys
 
     with (
         Gateway(policy_dir=policy_dir, database_url=sqlite_url, durability="os") as gw,
