@@ -57,8 +57,8 @@ import structlog  # noqa: E402
 
 from bench.fsync_probe import probe, summarise  # noqa: E402
 from gateway import AsyncGateway, Gateway  # noqa: E402
-from gateway._prepared import Request  # noqa: E402
 from gateway.logging import configure_logging  # noqa: E402
+from gateway.request import Request  # noqa: E402
 
 API_KEY = "sk-bench-not-a-secret"
 SYSTEM = "You review transactions against the firm's rules. Answer in one short paragraph."

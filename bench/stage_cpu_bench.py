@@ -34,8 +34,8 @@ from audit._append import prepare
 from audit.canonical import canonical_bytes
 from bench.gateway_bench import API_KEY, PROMPT, fake_api, write_policies
 from gateway import Gateway
-from gateway._prepared import Request
 from gateway.logging import configure_logging
+from gateway.request import Request
 
 
 def main() -> None:

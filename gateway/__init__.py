@@ -10,8 +10,6 @@
 The public API is exactly ``__all__``; everything else is internal.
 """
 
-from gateway._streams import AsyncStream, Stream
-from gateway.client import AsyncGateway, Gateway
 from gateway.errors import (
     AuditError,
     AuditUnavailable,
@@ -29,6 +27,7 @@ from gateway.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
+from gateway.request import AsyncGateway, AsyncStream, Gateway, Stream
 from gateway.result import Result
 from gateway.settings import Durability, Settings
 

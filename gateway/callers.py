@@ -36,8 +36,8 @@ from gateway._audit_errors import translated
 from gateway._inputs import check_caller
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
-from gateway._recording import Recorder
 from gateway.errors import InputError
+from gateway.request import Recorder
 from gateway.settings import Settings
 
 __all__ = ["CallerKey", "CallerKeys", "IssuedKey", "KeyRing", "hash_key"]

@@ -34,11 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway.catalog import Catalog, ModelInfo
-from gateway.client import Gateway
 from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyViolation
-from gateway.offline import offline_policy
 from gateway.policy import Caller, Policy, PolicySet, plan_request
 from gateway.providers.registry import runs_offline
+from gateway.request import Gateway, offline_policy
 from gateway.sampling.processors import validate_parameters
 from gateway.settings import Settings
 

@@ -18,9 +18,7 @@ from typing import Any, cast
 
 import click
 
-from gateway._audit_content import RecordedContent
 from gateway._inputs import EXPERIMENT_CALLER
-from gateway._usage import GroupBy, UsageReport, UsageRow
 from gateway.catalog import Catalog
 from gateway.cli._context import settings_of
 from gateway.cli._render import (
@@ -37,7 +35,11 @@ from gateway.evidence import (
     Auditing,
     EventFilter,
     EventKind,
+    GroupBy,
+    RecordedContent,
     StoredEvent,
+    UsageReport,
+    UsageRow,
 )
 from gateway.policy import PolicySet
 from gateway.settings import Settings

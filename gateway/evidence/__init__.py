@@ -18,6 +18,7 @@ from gateway.evidence._approvals import (
     sign_approval,
     trusted_approvers,
 )
+from gateway.evidence._audit_content import RecordedContent
 from gateway.evidence._auditing import (
     Auditing,
     EventFilter,
@@ -47,6 +48,7 @@ from gateway.evidence._receipts import (
 )
 from gateway.evidence._signoff_sheet import signoff_sheet
 from gateway.evidence._timestamping import timestamp
+from gateway.evidence._usage import GroupBy, UsageReport, UsageRow, answer_cost
 from gateway.evidence._witnessing import WitnessOutcome, witness
 
 __all__ = [
@@ -56,13 +58,18 @@ __all__ = [
     "EventFilter",
     "EventKind",
     "ExportVerifyReport",
+    "GroupBy",
     "ReceiptReport",
+    "RecordedContent",
     "Step",
     "StoredEvent",
     "TimeStampCheck",
+    "UsageReport",
+    "UsageRow",
     "VerifyReport",
     "WitnessCheck",
     "WitnessOutcome",
+    "answer_cost",
     "approval_draft",
     "approval_status",
     "check_approvals",

@@ -52,10 +52,8 @@ from audit.signing import (
     UnusableKey,
     signature_check,
 )
-from gateway._audit_content import PARTS, RecordedContent, recorded_content
 from gateway._audit_errors import translated
 from gateway._inputs import check_name
-from gateway._usage import GroupBy, UsageReport, priced, usage_report
 from gateway.catalog import Catalog
 from gateway.errors import (
     ConfigurationError,
@@ -70,8 +68,10 @@ from gateway.evidence._approvals import (
     sign_approval,
     trusted_approvers,
 )
+from gateway.evidence._audit_content import PARTS, RecordedContent, recorded_content
 from gateway.evidence._export_verify import ExportVerifyReport
 from gateway.evidence._export_verify import verify_export as _verify_export
+from gateway.evidence._usage import GroupBy, UsageReport, priced, usage_report
 from gateway.keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.policy import PolicySet
 from gateway.settings import Settings

@@ -7,7 +7,7 @@
 Each text is cut at ``TEXT_LIMIT`` characters with a visible mark saying how much was left
 out; the report escapes it where it is shown (it is untrusted model output). Cost is the
 answer's recorded usage at the catalog's prices for the model that answered
-(gateway._usage.answer_cost); a model or token kind without a sourced price is *unpriced*
+(gateway.evidence.answer_cost); a model or token kind without a sourced price is *unpriced*
 (``cost_usd`` None with ``priced`` False), never 0.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gateway._usage import answer_cost
 from gateway.catalog import Catalog
+from gateway.evidence import answer_cost
 
 TEXT_LIMIT = 2_000  # characters of each answer a report shows
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from audit import AuditStore
 from audit.authenticity import SignatureCheck, check_outcome
-from gateway._call_types import Failed, Sent
 from gateway._output_check import check_json_output, response_text
 from gateway.catalog import Catalog
 from gateway.replay._answers import answer_side
 from gateway.replay._diff import compare_text, json_changes
 from gateway.replay._model import Outcome
 from gateway.replay._recorded import Recorded, response_json
+from gateway.request import Failed, Sent
 
 
 def compare_answers(

@@ -22,9 +22,9 @@ from audit import AuditStore, EventKind, StoredEvent
 from audit.errors import ContentMismatch, NotFound
 from gateway._attachment_payloads import restored
 from gateway._inputs import EXPERIMENT_CALLER
-from gateway._replayable import outside_world
 from gateway.errors import InputError
 from gateway.policy import Policy
+from gateway.request import outside_world
 
 DEFAULT_LIMIT = 50
 

@@ -25,10 +25,8 @@ from typing import Any
 
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from gateway._attachment_payloads import stored_payloads
-from gateway._call_types import CallLabels, Intent, Replied, Sent
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway._keys import GATEWAY_VERSION, request_hash_for
-from gateway._recording import Recorder
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.policy import Policy
@@ -54,6 +52,7 @@ from gateway.replay._recorded import (
     request_body,
 )
 from gateway.replay._verify import verify_request
+from gateway.request import CallLabels, Intent, Recorder, Replied, Sent
 from gateway.settings import Settings
 
 Progress = Callable[[RequestReplay], None]

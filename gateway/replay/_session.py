@@ -14,13 +14,13 @@ from __future__ import annotations
 from types import TracebackType
 
 from gateway._inputs import EXPERIMENT_CALLER, check_name
-from gateway._recording import Recorder
 from gateway.catalog import Catalog
 from gateway.errors import InputError
 from gateway.providers.registry import Providers
 from gateway.replay._model import ReplayReport
 from gateway.replay._recorded import Selection
 from gateway.replay._runner import PreparedRun, Progress, Replayer
+from gateway.request import Recorder
 from gateway.settings import Settings
 
 

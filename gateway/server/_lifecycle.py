@@ -28,9 +28,9 @@ from audit.store import sqlite_path
 from gateway._log import log
 from gateway.callers import CallerKeys, KeyRing
 from gateway.catalog import Catalog
-from gateway.client import AsyncGateway
 from gateway.errors import GatewayError
 from gateway.policy import PolicySet
+from gateway.request import AsyncGateway
 from gateway.server._auth import Authenticator
 from gateway.settings import Settings
 

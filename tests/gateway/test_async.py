@@ -14,7 +14,7 @@ import sqlalchemy
 from sqlalchemy.engine import Engine
 
 from gateway import AsyncGateway, Settings
-from gateway._threads import AuditThreads
+from gateway.request import AuditThreads
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import API_KEY, kinds
 
@@ -146,7 +146,7 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     assert len(threads) == 1
 
 
-# -- the worker threads themselves (gateway._threads) ---------------------------------------
+# -- the worker threads themselves (gateway.request) ---------------------------------------
 
 REQUEST_TAG: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_TAG", default="")
 

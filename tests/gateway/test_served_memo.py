@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway._served import Served, ServedMemo
+from gateway.request import Served, ServedMemo
 
 
 def _served(seq: int, size: int = 10) -> Served:

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from gateway._prepared import Request
-from gateway._served import Answered
+from gateway.request import Answered, Request
 from tests.gateway.conftest import MakeGateway
 
 PROMPT = "Transaction: EUR 4,100 to a long-standing supplier."

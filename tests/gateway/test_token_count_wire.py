@@ -12,13 +12,12 @@ import pytest
 
 from audit import AuditStore, EventKind
 from gateway import AsyncGateway, Gateway, Settings
-from gateway._pipeline import RequestPipeline
-from gateway._recording import Recorder
 from gateway.catalog import Catalog
 from gateway.errors import AuditWriteError, ConfigurationError
 from gateway.policy import PolicySet
 from gateway.providers.anthropic import AnthropicProvider
 from gateway.providers.registry import Providers
+from gateway.request import Recorder, RequestPipeline
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway.conftest import API_KEY
 from tests.gateway.test_unannounced_send import SkipsOnWire

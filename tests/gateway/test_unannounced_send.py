@@ -16,12 +16,10 @@ from typing import Any
 import pytest
 
 from audit import AuditStore, EventKind
-from gateway._call_types import CallLabels, Intended, Intent
-from gateway._recorded_streams import arecord_stream, record_stream
-from gateway._recording import Recorder
 from gateway.errors import ConfigurationError
 from gateway.providers.base import OnAttemptFailed, OnWire, ProviderReply, StreamItem
 from gateway.providers.local import LocalProvider
+from gateway.request import CallLabels, Intended, Intent, Recorder, arecord_stream, record_stream
 
 ROOT = Path(__file__).resolve().parents[2]
 BODY: dict[str, Any] = {
@@ -152,7 +150,7 @@ def test_the_refusal_holds_under_python_dash_o(tmp_path: Path) -> None:
         f"""
         import sys
         from audit import AuditStore
-        from gateway._recording import Recorder
+        from gateway.request import Recorder
         from gateway.errors import ConfigurationError
         from tests.gateway.test_unannounced_send import BODY, SkipsOnWire, _intended, _labels
 

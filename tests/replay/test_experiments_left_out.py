@@ -110,8 +110,8 @@ def test_no_ordinary_caller_can_hide_under_the_experiment_name(
     """The listing leaves the experiment caller out, so only the runner may record under it:
     a service naming itself so, a default caller and a server key are refused."""
     from audit import AuditStore
-    from gateway.errors import InputError
     from gateway.callers import CallerKeys
+    from gateway.errors import InputError
 
     with (
         Gateway(policy_dir=policy_dir, database_url=sqlite_url, durability="os") as gw,

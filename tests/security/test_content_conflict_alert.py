@@ -12,7 +12,7 @@ import pytest
 from audit import AuditStore, EventKind
 from audit.canonical import digest
 from gateway import AuditWriteError, Gateway
-from gateway._prepared import Request
+from gateway.request import Request
 from tests.gateway.conftest import MakeGateway, db_path, make_gateway, policy_dir  # noqa: F401
 
 PROMPT = "The reviewer reads the"

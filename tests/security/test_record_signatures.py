@@ -273,7 +273,7 @@ def test_the_record_key_is_a_file_beside_the_database_and_never_in_it(
 def test_postgres_without_a_record_key_refuses_to_write(pg_url: str, tmp_path: Path) -> None:
     upgrade(pg_url)
     from gateway import ConfigurationError
-    from gateway._recording import Recorder
+    from gateway.request import Recorder
 
     with pytest.raises(ConfigurationError, match="no record key"):
         Recorder.open(Settings(database_url=pg_url))

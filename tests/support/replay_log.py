@@ -19,9 +19,9 @@ from typing import Any
 from audit import EventDraft, EventKind
 from gateway import Gateway, Settings
 from gateway._keys import request_hash_for
-from gateway._recording import Recorder
 from gateway.catalog import Catalog
 from gateway.policy import Policy, plan_request
+from gateway.request import Recorder
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """The stages of one request that do not depend on how the caller waits (DESIGN.md §3).
 
 ``Gateway`` and ``AsyncGateway`` drive these stages in order; every event goes through the one
-recorder (gateway._recording), so both clients record exactly the same events:
+recorder (_recording), so both clients record exactly the same events:
 
     prepared = pipeline.prepare(Request("compliance_review", prompt="...", caller="svc"))
     served = pipeline.cache.lookup(prepared)                     # replay mode only
@@ -11,9 +11,9 @@ recorder (gateway._recording), so both clients record exactly the same events:
     result = pipeline.records.record_outcome(prepared, sent.reply, sent.wire)
     tokens = pipeline.count_tokens("compliance_review", prompt="...", caller="payments-svc")
 
-The call's own events (intent, outcome, hit, refusal) are built by gateway._call_records, which
-offers each answer to the replay cache (gateway._served); the types the stages hand each other
-are in gateway._prepared.
+The call's own events (intent, outcome, hit, refusal) are built by _call_records, which
+offers each answer to the replay cache (_served); the types the stages hand each other
+are in _prepared.
 
 A streamed request is prepared with ``stream=True``: its wire body is the plan's with
 ``"stream": true`` (recorded exactly), its request hash the plan's (the replay key does not
@@ -32,8 +32,6 @@ from audit import EventKind
 from audit.canonical import canonical_bytes
 from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
-from gateway._call_records import CallRecords
-from gateway._call_types import unannounced
 from gateway._inputs import (
     EXPERIMENT_CALLER,
     check_caller,
@@ -42,9 +40,6 @@ from gateway._inputs import (
 )
 from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
 from gateway._log import log
-from gateway._prepared import Prepared, Refusal, Request
-from gateway._recording import Recorder
-from gateway._served import ReplayCache
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
     InputError,
@@ -56,6 +51,11 @@ from gateway.errors import (
 from gateway.keys import forwarded_user_id
 from gateway.policy import Plan, Policy, PolicySet, plan_request
 from gateway.providers.registry import Providers, runs_offline
+from gateway.request._call_records import CallRecords
+from gateway.request._call_types import unannounced
+from gateway.request._prepared import Prepared, Refusal, Request
+from gateway.request._recording import Recorder
+from gateway.request._served import ReplayCache
 
 __all__ = ["RequestPipeline"]
 
@@ -65,8 +65,8 @@ _POLICY_BYTES_LIMIT = 256
 
 class RequestPipeline:
     """Resolve, plan and key a request (REJECTED for a refusal), count tokens. ``records``:
-    the call's own events (:class:`gateway._call_records.CallRecords`); ``cache``: the replay
-    cache they offer answers to and hits are looked up in (:class:`gateway._served.ReplayCache`)."""
+    the call's own events (:class:`_call_records.CallRecords`); ``cache``: the replay
+    cache they offer answers to and hits are looked up in (:class:`_served.ReplayCache`)."""
 
     def __init__(
         self,

@@ -12,15 +12,15 @@ One instance is safe to share across the threads of a web service (``Gateway``) 
 of one event loop (``AsyncGateway``). Concurrent identical requests under a ``replay`` policy
 make one upstream call per instance: the others wait and are served from the audit log.
 
-``offline=True`` runs every task on the local model (see gateway.offline). ``policy_transform``
+``offline=True`` runs every task on the local model (see _offline). ``policy_transform``
 derives the policy actually used from the reviewed one (experiments use it to vary sampling);
 the derived policy is what the audit log records, with its own fingerprint.
 
-Both clients take the same steps (gateway._prepared): ``_Core.begin`` resolves, plans and keys
+Both clients take the same steps (_prepared): ``_Core.begin`` resolves, plans and keys
 the request, then gives a :class:`Hit` (served from the log), a :class:`Send` (to be sent), or
 a :class:`Miss` (a replay miss), which takes the request's lock and looks again
 (``_Core.looked_again``) before it is sent. Whether a recorded answer may be served is decided
-in one place, gateway._served.
+in one place, _served.
 """
 
 from __future__ import annotations
@@ -33,19 +33,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from gateway._call_types import Failed, Intended, Replied, Sent, Terminal, cancel_reason
-from gateway._locks import AsyncKeyedLocks, KeyedLocks
-from gateway._pipeline import RequestPipeline
-from gateway._prepared import Hit, Miss, Prepared, Refusal, Request, Send, Step
-from gateway._recording import Recorder
-from gateway._streams import AsyncOpened, AsyncStream, Opened, Stream, aopened, opened
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
 from gateway.evidence import check_approvals, trusted_approvers
-from gateway.offline import offline_policy
 from gateway.policy import Policy, PolicySet
 from gateway.providers.base import Provider
 from gateway.providers.registry import Providers
+from gateway.request._call_types import Failed, Intended, Replied, Sent, Terminal, cancel_reason
+from gateway.request._locks import AsyncKeyedLocks, KeyedLocks
+from gateway.request._offline import offline_policy
+from gateway.request._pipeline import RequestPipeline
+from gateway.request._prepared import Hit, Miss, Prepared, Refusal, Request, Send, Step
+from gateway.request._recording import Recorder
+from gateway.request._streams import AsyncOpened, AsyncStream, Opened, Stream, aopened, opened
 from gateway.result import Result
 from gateway.settings import Settings
 
@@ -291,7 +291,7 @@ class Gateway(_Client):
         timeout: float | None = None,
     ) -> Stream:
         """A streamed request: ``with gw.stream(...) as s: for event in s: ...``, then
-        ``s.result``. See gateway._streams for what happens on each way out."""
+        ``s.result``. See _streams for what happens on each way out."""
 
         def open_stream(stack: ExitStack) -> Opened:
             core = self._core
@@ -335,7 +335,7 @@ class Gateway(_Client):
 class AsyncGateway(_Client):
     """The asyncio gateway: the same stages and records as ``Gateway``, awaited.
 
-    Audit reads and writes run in the gateway's worker threads (gateway._threads), so that an
+    Audit reads and writes run in the gateway's worker threads (_threads), so that an
     fsync or a SQLite lock wait never blocks the event loop.
     """
 

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway._call_types import CallLabels, Intended
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyError
 from gateway.policy import Plan, Policy
+from gateway.request._call_types import CallLabels, Intended
 from gateway.result import Result
 
 __all__ = ["Hit", "Miss", "Prepared", "Refusal", "Request", "Send", "Step"]

@@ -17,22 +17,22 @@ from typing import Any
 
 from audit import EventKind
 from audit.canonical import canonical_digest
-from gateway._answer_checks import answer_alerts, answer_facts
 from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
-from gateway._call_types import CallLabels, Intent
 from gateway._inputs import EXPERIMENT_CALLER, check_bounded, safe_label
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
-from gateway._prepared import Prepared
-from gateway._recording import Recorder
-from gateway._replayable import outside_world
-from gateway._served import Answered, ReplayCache, Served
 from gateway.errors import GatewayError, InputError, OutputValidationError, UpstreamError
 from gateway.policy import Policy
 from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import ProviderReply
+from gateway.request._answer_checks import answer_alerts, answer_facts
+from gateway.request._call_types import CallLabels, Intent
+from gateway.request._prepared import Prepared
+from gateway.request._recording import Recorder
+from gateway.request._replayable import outside_world
+from gateway.request._served import Answered, ReplayCache, Served
 from gateway.result import Result, answer_blocks
 
 __all__ = ["CallRecords"]

@@ -3,7 +3,7 @@ outcome however the iteration ends, through the caller's :class:`StreamOutcomes`
 RESPONSE; an error mid-stream: FAILED with the partial answer; the caller closed the stream,
 was cancelled or interrupted: CANCELLED with the partial answer). The outcome is claimed in a
 ``finally``, so no way out misses it. The intent and each failed attempt are committed by the
-recorder (gateway._recording), exactly as for a call that is not streamed.
+recorder (_recording), exactly as for a call that is not streamed.
 
     events = record_stream(recorder, call, provider, body, api_version="2023-06-01",
                            intended=intended, outcomes=outcomes)
@@ -15,7 +15,10 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from gateway._call_types import (
+from gateway.errors import AuditError
+from gateway.providers._stream import MessageAssembler
+from gateway.providers.base import AttemptFailure, Provider, ProviderReply
+from gateway.request._call_types import (
     CallLabels,
     Intended,
     StreamOutcomes,
@@ -24,10 +27,7 @@ from gateway._call_types import (
     failed,
     unannounced,
 )
-from gateway._recording import Recorder
-from gateway.errors import AuditError
-from gateway.providers._stream import MessageAssembler
-from gateway.providers.base import AttemptFailure, Provider, ProviderReply
+from gateway.request._recording import Recorder
 
 __all__ = ["arecord_stream", "record_stream"]
 

@@ -10,7 +10,7 @@ Entering the block resolves, plans and keys the request, commits its intent (or,
 mode, finds the recorded answer) and waits for the first event, so anything that fails before
 the stream begins raises from the ``with`` line, with the usual error types. Leaving the block
 before the stream ended closes the upstream connection and records CANCELLED (the recorder
-does it; see gateway._recording). A replay hit streams the recorded message as events.
+does it; see _recording). A replay hit streams the recorded message as events.
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gateway._call_types import Failed, Intended
-from gateway._prepared import Hit, Send
-from gateway._recorded_streams import arecord_stream, record_stream
 from gateway.providers._stream import MessageAssembler, message_events
 from gateway.providers.base import ProviderReply
+from gateway.request._call_types import Failed, Intended
+from gateway.request._prepared import Hit, Send
+from gateway.request._recorded_streams import arecord_stream, record_stream
 from gateway.result import Result
 
 if TYPE_CHECKING:
-    from gateway._call_records import CallRecords
-    from gateway._prepared import Prepared
-    from gateway._recording import Recorder
     from gateway.providers.base import Provider
+    from gateway.request._call_records import CallRecords
+    from gateway.request._prepared import Prepared
+    from gateway.request._recording import Recorder
 
 __all__ = [
     "AsyncOpened",
@@ -279,7 +279,7 @@ AsyncOpened = Replayed | AsyncStreaming
 def opened(
     step: Hit | Send, recorder: Recorder, records: CallRecords, provider: Provider
 ) -> Opened:
-    """A stream to be sent, recorded as it goes (gateway._recorded_streams), or its hit."""
+    """A stream to be sent, recorded as it goes (_recorded_streams), or its hit."""
     if isinstance(step, Hit):
         return Replayed(step.prepared.request_id, step.result, step.message)
     args, options, outcomes = _streamed(step, recorder, records, provider)

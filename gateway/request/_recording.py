@@ -11,8 +11,8 @@
 just before it sends, hands the exact body bytes to the recorder (``on_wire``), which commits
 the intent with them; then each failed attempt is recorded. ``acall`` is the asyncio twin
 (the intent committed in a worker thread while the loop waits). A streamed answer is recorded
-by gateway._recorded_streams over the same commits; what a call is made of is in
-gateway._call_types.
+by _recorded_streams over the same commits; what a call is made of is in
+_call_types.
 
 A call is: an intent event with the exact wire bytes, committed before anything is sent
 (invariant 1; a call that fails before then sent nothing and records no outcome); one
@@ -39,11 +39,11 @@ from audit.signing import signature_check
 from audit.store import missing_database
 from gateway._attachment_payloads import stored_payloads
 from gateway._audit_errors import translated
-from gateway._call_types import CallLabels, Intended, Intent, Sent, failed, replied
-from gateway._threads import AuditThreads
 from gateway.errors import AuditError, AuditWriteError
 from gateway.keys import record_signer, trusted_record_keys
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider
+from gateway.request._call_types import CallLabels, Intended, Intent, Sent, failed, replied
+from gateway.request._threads import AuditThreads
 from gateway.settings import Settings
 
 __all__ = ["Recorder"]

@@ -36,11 +36,11 @@ from typing import Any
 from audit import EventKind, StoredEvent
 from audit.authenticity import check_outcome
 from audit.errors import AuditStoreError
-from gateway._prepared import Prepared
-from gateway._recording import Recorder
-from gateway._replayable import outside_world
 from gateway.errors import AuditWriteError, IntegrityAlert
 from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
+from gateway.request._prepared import Prepared
+from gateway.request._recording import Recorder
+from gateway.request._replayable import outside_world
 
 __all__ = ["Answered", "ReplayCache", "Served", "ServedMemo"]
 
@@ -72,13 +72,13 @@ class Answered:
 
 def replays(prepared: Prepared) -> bool:
     """Whether a request may be served a recorded answer at all: under a ``replay`` policy,
-    and not one whose answers depend on the outside world (gateway._replayable)."""
+    and not one whose answers depend on the outside world (_replayable)."""
     return prepared.plan.cache_mode == "replay" and outside_world(prepared.policy) is None
 
 
 def answer_alerted(data: Mapping[str, Any]) -> bool:
     """Whether a RESPONSE's data says its answer broke its policy's pins (another model, another
-    region, server-side edits: gateway._answer_checks). Such an answer was returned once, with
+    region, server-side edits: _answer_checks). Such an answer was returned once, with
     its alert; serving it again as a replay hit would repeat, without a fresh alert, an answer
     the policy did not allow, so an identical request goes upstream again (docs/gateway.md).
     Read from the RESPONSE itself, which commits its alerts with the answer."""
