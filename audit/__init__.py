@@ -17,8 +17,10 @@ from audit.errors import (
     NotFound,
     SchemaMismatch,
 )
-from audit.export import EventFilter, ExportSummary, export_events
-from audit.models import (
+from audit.reports.export import EventFilter, ExportSummary, export_events
+from audit.reports.requests import RequestSummary, list_requests
+from audit.store import AuditStore
+from audit.store.models import (
     Appended,
     Checkpoint,
     Defect,
@@ -28,8 +30,6 @@ from audit.models import (
     StoredEvent,
     VerifyReport,
 )
-from audit.requests import RequestSummary, list_requests
-from audit.store import AuditStore
 
 __all__ = [
     "AppendFailed",

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from audit.signing import key_id
+from audit.store.signing import key_id
 from gateway._export_verify import ExportVerifyReport
 from gateway.auditing import (
     Auditing,

@@ -4,7 +4,7 @@ shown as "incomplete", which means a process died between intent and outcome).""
 from __future__ import annotations
 
 from audit import EventKind
-from audit.requests import OUTCOMES
+from audit.reports.requests import OUTCOMES
 
 NOT_AN_OUTCOME = {EventKind.REQUEST, EventKind.ATTEMPT_FAILED}
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventKind
-from audit.signing import Signer
+from audit.store.signing import Signer
 from gateway import Gateway, Settings
 from gateway.approvals import trusted_approvers
 from gateway.cli import main

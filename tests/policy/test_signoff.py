@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore
-from audit.signing import Signer, signature_check
+from audit.store.signing import Signer, signature_check
 from gateway import Gateway, Settings
 from gateway.approvals import approval_draft, approval_status, check_approvals, sign_approval
 from gateway.auditing import record_signer, trusted_record_keys

@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from audit import AuditStore, EventKind, list_requests
+from audit.verify import verify_log
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_POLICIES = ROOT / "policies"
@@ -128,7 +129,7 @@ class LogState:
 
 def log_state(url: str) -> LogState:
     with AuditStore.open(url, durability="os") as store:
-        report = store.verify()
+        report = verify_log(store)
         rows = list_requests(store, limit=None)
         kinds: dict[str, list[str]] = {}
         seqs: dict[str, list[int]] = {}
