@@ -66,8 +66,8 @@ import writers_bench as wb  # noqa: E402
 
 from audit.canonical import canonical_bytes  # noqa: E402
 from audit.proofs.merkle import tree_head  # noqa: E402
-from audit.store._append import Prepared, prepare  # noqa: E402
 from audit.store._group import GroupCommitter  # noqa: E402
+from audit.store._prepare import Prepared, prepare  # noqa: E402
 from audit.store.chain import GENESIS, canonical_time  # noqa: E402
 from audit.store.models import EventKind  # noqa: E402
 from audit.store.signing import Signer, TrustedKeys  # noqa: E402

@@ -30,7 +30,8 @@ from contextlib import suppress
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit.errors import AppendFailed
-from audit.store._append import Appender, Known, Prepared
+from audit.store._append import Appender
+from audit.store._prepare import Known, Prepared
 from audit.store._sequenced_append import SequencedAppender
 from audit.store.backend import Backend
 from audit.store.models import Appended

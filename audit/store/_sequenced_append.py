@@ -28,7 +28,8 @@ from sqlalchemy.exc import InvalidRequestError, SQLAlchemyError
 
 from audit.canonical import canonical_bytes
 from audit.errors import AppendFailed
-from audit.store._append import APPEND_HINT, Known, Prepared, _Insert, conflict_of
+from audit.store._append import APPEND_HINT, _Insert, conflict_of
+from audit.store._prepare import Known, Prepared
 from audit.store.backend import Backend, db_reason
 from audit.store.chain import canonical_time
 from audit.store.models import Appended

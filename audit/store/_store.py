@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, Self
 
 from sqlalchemy import ColumnElement, case, func, inspect, select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from audit.canonical import digest
 from audit.errors import (
@@ -32,89 +30,22 @@ from audit.errors import (
     NotFound,
     UnreadableContent,
 )
-from audit.store._append import Prepared, interrupted, item_specific, prepare
+from audit.store._append import interrupted, item_specific
 from audit.store._fork import on_fork_child
 from audit.store._group import GroupCommitter
 from audit.store._log_format import LogFormat
-from audit.store.backend import Backend, db_reason
+from audit.store._opening import begin_format_2, missing_database, unavailable
+from audit.store._prepare import Prepared, prepare
+from audit.store._reads import EVENTS, READ_PAGE, EventKey, filters_of, stored_event
+from audit.store.backend import Backend
 from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
-from audit.store.chain import (
-    GENESIS,
-    EventRow,
-    as_bytes,
-)
+from audit.store.chain import GENESIS, EventRow, as_bytes
 from audit.store.migrate import check_at_head, create_schema, current_revision
-from audit.store.models import (
-    Appended,
-    EventDraft,
-    EventKind,
-    StoredEvent,
-)
+from audit.store.models import Appended, EventDraft, EventKind, StoredEvent
 from audit.store.schema import AuditMeta, Event, Payload, PolicyVersion
-from audit.store.sequenced import LOG_FORMATS, begin_sequenced, sequenced_from, unlinked
+from audit.store.sequenced import LOG_FORMATS, sequenced_from, unlinked
 from audit.store.signing import Signer
-
-# Rows a verify reads and checks at a time. Smaller is faster down to about 1,000: a page's
-# rows, bodies and payloads stay in the CPU's cache while they are checked (2,000 against
-# 5,000: 1.1-1.2x events/s, bench/results/verify.md run 4).
-PAGE = 2000
-READ_PAGE = 1000  # rows of the other reads (list, export, a request's events)
-# The one data key of an event read back from a body that cannot be parsed (damaged, or
-# nested deeper than a reader accepts): its value says why.
-UNREADABLE = "_unreadable"
-INSUFFICIENT_PRIVILEGE = "42501"  # audit_begin_sequenced() from a role that may not begin it
-EVENTS = Event.__table__  # selected whole: EventRow.from_result checks the column names
-
-
-def _unavailable(exc: BaseException) -> DatabaseUnavailable:
-    reason = db_reason(exc)
-    return DatabaseUnavailable(
-        f"cannot open the audit database ({reason}).",
-        hint="Check GATEWAY_DATABASE_URL, that the server is up, and that the file is an "
-        "audit database (not corrupt).",
-    )
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file a SQLite URL names (None for any other URL, or one that does not parse)."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return None
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return None
-    return Path(parsed.database)
-
-
-def missing_database(url: str) -> DatabaseUnavailable | None:
-    """The error for a SQLite URL whose file does not exist (None if it exists, or for any
-    other backend): what a read-only open raises instead of creating an empty database."""
-    path = sqlite_path(url)
-    if path is None or path.exists():
-        return None
-    return DatabaseUnavailable(
-        f"no audit database at {str(path)!r}.",
-        hint="Check GATEWAY_DATABASE_URL: this command reads an existing audit database and "
-        "creates none.",
-    )
-
-
-def _begin_format_2(backend: Backend) -> int:
-    """Begin format 2 (once: a log already in it returns its era), or say in one line that
-    this database role may not: only the tables' owner or the application role can."""
-    try:
-        with backend.writer.begin() as conn:
-            return begin_sequenced(conn)
-    except SQLAlchemyError as exc:
-        if getattr(getattr(exc, "orig", None), "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
-            raise
-        raise LogFormatUnsupported(
-            "this database role may not begin audit log format 2 (only the tables' owner "
-            "or the application role can).",
-            hint="Begin it as the application role (a gateway, or `gateway audit integrate`, "
-            "with GATEWAY_AUDIT_FORMAT=2), or unset GATEWAY_AUDIT_FORMAT for this role.",
-        ) from exc
 
 
 class AuditStore:
@@ -188,10 +119,10 @@ class AuditStore:
                 ).scalar_one()
                 era = sequenced_from(conn)
             if era is None and log_format == 2:
-                era = _begin_format_2(backend)
+                era = begin_format_2(backend)
         except SQLAlchemyError as exc:
             backend.dispose()
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
         except BaseException:
             backend.dispose()
             raise
@@ -253,7 +184,7 @@ class AuditStore:
         try:
             return self._writer.follow()
         except SQLAlchemyError as exc:
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
 
     @property
     def group_commits(self) -> int:
@@ -278,7 +209,7 @@ class AuditStore:
             rows = EventRow.from_result(conn.execute(select(EVENTS).where(Event.seq == seq)))
         if not rows:
             raise NotFound(f"there is no audit event with seq {seq}.")
-        return _stored(rows[0])
+        return stored_event(rows[0])
 
     def events_for_request(self, request_id: str) -> list[StoredEvent]:
         return list(self._iter_where([Event.request_id == request_id]))
@@ -299,7 +230,7 @@ class AuditStore:
         """Events in seq order matching every given filter (``until`` is exclusive);
         ``request_ids`` keeps the events of those requests only; ``exclude_caller`` leaves
         out the events recorded under that caller."""
-        where = _filters(task, caller, kind, since, until, before_seq, exclude_caller)
+        where = filters_of(task, caller, kind, since, until, before_seq, exclude_caller)
         if request_ids is not None:
             where.append(Event.request_id.in_(sorted(set(request_ids))))
         return self._iter_where(where, after_seq=after_seq)
@@ -320,7 +251,7 @@ class AuditStore:
         :meth:`iter_events`) comes last, oldest first; with ``having_kind``, only requests
         with a matching event of that kind. The database groups and sorts: memory holds
         ``limit`` ids, whatever the size of the log."""
-        where = _filters(task, caller, kind, since, until, None, exclude_caller)
+        where = filters_of(task, caller, kind, since, until, None, exclude_caller)
         first = func.min(Event.seq).label("first_seq")
         query = (
             select(Event.request_id, first)
@@ -348,7 +279,7 @@ class AuditStore:
     ) -> int:
         """How many requests have an event matching the filters (as :meth:`iter_events`):
         counted by the database, so memory does not grow with the log."""
-        where = _filters(task, caller, kind, since, until, None, exclude_caller)
+        where = filters_of(task, caller, kind, since, until, None, exclude_caller)
         query = select(func.count(func.distinct(Event.request_id))).where(Event.seq >= 1, *where)
         with self._backend.reader.connect() as conn:
             return int(conn.execute(query).scalar_one())
@@ -370,7 +301,7 @@ class AuditStore:
         """The seq, request id and policy fingerprint of up to ``limit`` events matching the
         filters (as :meth:`iter_events`) after ``after_seq``, in seq order: columns only, no
         body is read, so a caller can page through a selection cheaply before loading it."""
-        where = _filters(task, caller, kind, since, until, before_seq, exclude_caller)
+        where = filters_of(task, caller, kind, since, until, before_seq, exclude_caller)
         if request_ids is not None:
             where.append(Event.request_id.in_(sorted(set(request_ids))))
         query = (
@@ -409,7 +340,7 @@ class AuditStore:
         self, where: list[ColumnElement[bool]], *, after_seq: int = 0
     ) -> Iterator[StoredEvent]:
         for row in self._rows(where, after_seq=after_seq):
-            yield _stored(row)
+            yield stored_event(row)
 
     def _rows(
         self, where: list[ColumnElement[bool]], *, after_seq: int = 0, page: int = READ_PAGE
@@ -451,7 +382,7 @@ class AuditStore:
             with self._backend.reader.connect() as conn:
                 rows = EventRow.from_result(conn.execute(query))
             for row in rows:
-                event = _stored(row)
+                event = stored_event(row)
                 if event.data.get("ok") is True:
                     return event
             if len(rows) < 50:
@@ -504,56 +435,3 @@ class AuditStore:
                 .limit(1)
             ).first()
         return (row.seq, row.hash) if row else (0, GENESIS)
-
-
-class EventKey(NamedTuple):
-    """An event's place, request and policy, read from its columns alone."""
-
-    seq: int
-    request_id: str
-    policy_fingerprint: str | None
-
-
-def _filters(
-    task: str | None,
-    caller: str | None,
-    kind: EventKind | str | None,
-    since: datetime | None,
-    until: datetime | None,
-    before_seq: int | None,
-    exclude_caller: str | None = None,
-) -> list[ColumnElement[bool]]:
-    where: list[ColumnElement[bool]] = []
-    if task is not None:
-        where.append(Event.task == task)
-    if caller is not None:
-        where.append(Event.caller == caller)
-    if kind is not None:
-        where.append(Event.kind == EventKind(kind).value)
-    if since is not None:
-        where.append(Event.recorded_at >= since)
-    if until is not None:
-        where.append(Event.recorded_at < until)
-    if before_seq is not None:
-        where.append(Event.seq < before_seq)
-    if exclude_caller is not None:  # NULL is another caller: plain != would drop those rows
-        where.append(Event.caller.is_distinct_from(exclude_caller))
-    return where
-
-
-_TARGET_COLUMNS = (Event.seq, Event.kind, Event.request_id, Event.request_hash, Event.hash)
-
-
-def _stored(row: EventRow) -> StoredEvent:
-    try:
-        parsed = bounded_loads(row.body)  # depth and size bounded: a stored body is untrusted
-        data = parsed.get("data") or {}
-        payloads = parsed.get("payloads") or {}
-        if not isinstance(data, dict) or not isinstance(payloads, dict):
-            raise ValueError("its data or payloads are not JSON objects")
-        if not all(isinstance(v, str) for v in payloads.values()):
-            raise ValueError("its payload digests are not strings")
-    except (ValueError, AttributeError) as exc:
-        # A damaged body still reads, its data marked unreadable; verify names the defect.
-        data, payloads = {UNREADABLE: f"the event body cannot be read: {exc}"}, {}
-    return StoredEvent(**row._asdict(), data=data, payload_digests=payloads)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from audit import EventDraft, EventKind, InvalidEvent
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
-from audit.store._append import prepare
+from audit.store._prepare import prepare
 from audit.store.bounded import MAX_DATA_DEPTH, MAX_DEPTH, check_draft
 from audit.store.chain import BodyTemplate
 

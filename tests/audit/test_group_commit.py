@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
-from audit.store._append import Appender, Prepared, item_specific, prepare
+from audit.store._append import Appender, item_specific
 from audit.store._group import GroupCommitter
+from audit.store._prepare import Prepared, prepare
 from audit.store.backend import CHAIN_LOCK_SQL, Backend
 from audit.store.models import Appended
 from tests.audit.conftest import Raw

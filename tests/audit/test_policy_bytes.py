@@ -74,7 +74,7 @@ def test_content_and_bytes_together_are_refused(sqlite_url: str) -> None:
 
 
 def test_a_caller_buffer_changed_after_the_check_does_not_change_the_stored_policy() -> None:
-    from audit.store._append import prepare
+    from audit.store._prepare import prepare
 
     buffer = bytearray(BYTES)
     # model_construct skips validation, which would have made it bytes: any caller can.

@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, select
 
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from audit.reports.export import COLUMNS
-from audit.store._append import prepare
+from audit.store._prepare import prepare
 from audit.store.chain import GENESIS, MIRRORED, EventRow, event_body, link_hash
 from audit.store.models import EXPORT_COLUMNS, SIGNATURE_COLUMNS
 from audit.store.schema import EVENT_COLUMNS, Event
