@@ -68,6 +68,7 @@ from gateway._record_keys import record_key_path as record_key_path
 from gateway._record_keys import record_signer as record_signer
 from gateway._record_keys import trusted_record_keys as trusted_record_keys
 from gateway._usage import GroupBy, UsageReport, priced, usage_report
+from gateway._vocabulary import request_status
 from gateway.approvals import (
     ApprovalStatus,
     approval_draft,
@@ -232,7 +233,7 @@ class Auditing:
         ``cost_usd`` None where unpriced, as :meth:`usage`)."""
         catalog = catalog if catalog is not None else Catalog.load(self._settings.catalog_override)
         with translated():
-            rows = list_requests(self._store, filters, limit=limit)
+            rows = list_requests(self._store, filters, status=request_status, limit=limit)
         return [priced(row, catalog) for row in rows]
 
     def count_requests(self, filters: EventFilter | None = None) -> int:

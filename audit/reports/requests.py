@@ -1,17 +1,17 @@
 """One row per request, with its status, for `gateway audit list`.
 
-    rows = list_requests(store, EventFilter(task="compliance_review"), limit=50)
-    rows[0].status        # "completed" | "failed" | "rejected" | "cache hit" | "incomplete" | ...
+    rows = list_requests(store, EventFilter(task="t"), status=request_status, limit=50)
+    rows[0].status        # what request_status folded from the request's events
 
-A request's status comes from its outcome event: RESPONSE → completed, FAILED → failed,
-REJECTED → rejected, CACHE_HIT → cache hit; a REQUEST with no outcome is incomplete (the
-process died or is still waiting upstream). Reviewer reads (export, checkpoint) and replays
-are listed under their own kind. ``label`` names a request made under a derived policy (an
-experiment, offline mode): the ``derived.label`` its first event records.
+A request's status is the caller's: ``status`` folds it over the request's events in seq
+order (the gateway passes the rule of its own vocabulary). ``label`` names a request made
+under a derived policy (an experiment, offline mode): the ``derived.label`` its first event
+records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -23,27 +23,6 @@ from audit.store import AuditStore
 from audit.store.models import EventKind, StoredEvent
 from audit.store.sequenced import unlinked_requests
 
-OUTCOMES = {
-    EventKind.RESPONSE: "completed",
-    EventKind.FAILED: "failed",
-    EventKind.REJECTED: "rejected",
-    EventKind.CACHE_HIT: "cache hit",
-    EventKind.REPLAY: "replay",
-    EventKind.EXPORT: "export",
-    EventKind.CHECKPOINT: "checkpoint",
-    EventKind.CANCELLED: "cancelled",
-    EventKind.INTEGRITY_ALERT: "integrity alert",
-    EventKind.ACCESS: "access",
-    EventKind.APPROVAL: "approval",
-    EventKind.TOKEN_COUNT: "token count",
-    EventKind.CALLER_KEY: "caller key",
-    EventKind.CALLER_KEY_REVOKED: "key revoked",
-    # After the RESPONSE: the answer was returned, but what it reported about itself differs
-    # from what its policy pinned, which an auditor should see in the list.
-    EventKind.ANSWER_ALERT: "answer alert",
-    # Format 2: a seq whose writer never committed (audit.store.sequenced); a request of its own.
-    EventKind.VOID: "void",
-}
 # The recorded usage fields the list carries, and the column each is shown in.
 USAGE_COLUMNS = {
     "input_tokens": "input_tokens",
@@ -52,7 +31,9 @@ USAGE_COLUMNS = {
     "cache_read_input_tokens": "cache_read_tokens",
 }
 PENDING_PAGE = 1_000  # request ids asked about in one query
-FLAGGED = "flagged"  # a RESPONSE whose answer failed its output check (data ok = false)
+# How a request's status folds over its events (the gateway's vocabulary): the status so far
+# ("" before the first event) and the next event give the status after it.
+StatusRule = Callable[[str, StoredEvent], str]
 
 
 class RequestSummary(BaseModel):
@@ -90,7 +71,8 @@ class _Acc:
     """Mutable while the events stream past; frozen into a RequestSummary at the end."""
 
     first: StoredEvent
-    status: str = "incomplete"
+    rule: StatusRule
+    status: str = ""
     last_seq: int = 0
     attempts_failed: int = 0
     kinds: list[str] = field(default_factory=list)
@@ -101,9 +83,7 @@ class _Acc:
         self.kinds.append(event.kind.value)
         if event.kind == EventKind.ATTEMPT_FAILED:
             self.attempts_failed += 1
-        self.status = OUTCOMES.get(event.kind, self.status)
-        if event.kind == EventKind.RESPONSE and event.data.get("ok") is False:
-            self.status = FLAGGED
+        self.status = self.rule(self.status, event)
         self.measures.update(_measures(event))
 
     def summary(self) -> RequestSummary:
@@ -150,9 +130,14 @@ def _label(first: StoredEvent) -> str | None:
 
 
 def list_requests(
-    store: AuditStore, filters: EventFilter | None = None, *, limit: int | None = 50
+    store: AuditStore,
+    filters: EventFilter | None = None,
+    *,
+    status: StatusRule,
+    limit: int | None = 50,
 ) -> list[RequestSummary]:
-    """The newest ``limit`` requests with an event matching the filters, oldest first.
+    """The newest ``limit`` requests with an event matching the filters, oldest first, each
+    with the status that ``status`` folds from its events (the store gives them no meaning).
 
     ``kind`` selects requests that have an event of that kind; the other filters apply to
     the events themselves. With a ``limit`` the database picks the requests and memory holds
@@ -168,7 +153,7 @@ def list_requests(
             return []
     accs: dict[str, _Acc] = {}  # insertion-ordered: by first seq
     for event in store.iter_events(**where, request_ids=ids):
-        accs.setdefault(event.request_id, _Acc(first=event)).add(event)
+        accs.setdefault(event.request_id, _Acc(first=event, rule=status)).add(event)
     selected = [
         a.summary() for a in accs.values() if filters.kind is None or filters.kind.value in a.kinds
     ]

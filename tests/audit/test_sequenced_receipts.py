@@ -33,6 +33,7 @@ from audit.store.chain import link_hash
 from audit.store.migrate import upgrade
 from audit.store.roles import grant
 from audit.store.signing import Signer
+from gateway._vocabulary import request_status
 from gateway.cli import main
 from tests.support.postgres import PostgresServer
 
@@ -361,7 +362,7 @@ def test_audit_list_asks_about_pending_events_once_a_page_not_once_a_row(pg_url:
             "before_cursor_execute",
             lambda *a: asked.append(a[2]) if "FROM chain" in a[2] else None,
         )
-        rows = list_requests(store, EventFilter(), limit=None)
+        rows = list_requests(store, EventFilter(), status=request_status, limit=None)
     assert len(rows) == 1_001 and len(asked) == 2
     assert [r.request_id for r in rows if r.pending_integration] == ["late-0", "late-1"]
 

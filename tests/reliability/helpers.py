@@ -19,6 +19,7 @@ from typing import Any
 
 from audit import AuditStore, EventKind, list_requests
 from audit.verify import verify_log
+from gateway._vocabulary import request_status
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_POLICIES = ROOT / "policies"
@@ -130,7 +131,7 @@ class LogState:
 def log_state(url: str) -> LogState:
     with AuditStore.open(url, durability="os") as store:
         report = verify_log(store)
-        rows = list_requests(store, limit=None)
+        rows = list_requests(store, status=request_status, limit=None)
         kinds: dict[str, list[str]] = {}
         seqs: dict[str, list[int]] = {}
         hashes: dict[str, str | None] = {}

@@ -25,6 +25,7 @@ from audit import AuditStore, EventFilter, export_events, list_requests
 from audit.proofs import verified_checkpoint
 from audit.store.signing import Signer, Trust, TrustedKeys
 from audit.verify import verify_log
+from gateway._vocabulary import request_status
 from gateway.replay._recorded import Selection, _ids_from_filters
 
 url = sys.argv[1]
@@ -42,8 +43,9 @@ with AuditStore.open(url, "os", signer=signer) as store:
         tracemalloc.stop()
         gc.enable()
 
-    measure("list", lambda: list_requests(store, EventFilter(), limit=50))
-    measure("list_kind", lambda: list_requests(store, EventFilter(kind="response"), limit=50))
+    measure("list", lambda: list_requests(store, EventFilter(), status=request_status, limit=50))
+    responses = EventFilter(kind="response")
+    measure("list_kind", lambda: list_requests(store, responses, status=request_status, limit=50))
     measure("show", lambda: store.events_for_request("req-7"))
     measure("replay_selection", lambda: _ids_from_filters(store, Selection()))
     measure("export", lambda: export_events(store, io.StringIO(), "jsonl",

@@ -38,6 +38,7 @@ from audit.store.chain import event_body, link_hash
 from audit.store.migrate import upgrade
 from audit.store.roles import grant
 from audit.verify import verify_log
+from gateway._vocabulary import request_status
 from tests.audit.conftest import Raw, fill
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
@@ -123,7 +124,7 @@ def test_list_show_and_export_read_an_over_deep_event(deep_log: tuple[str, int])
         assert list(deep.data) == [UNREADABLE]
         assert "nested" in deep.data[UNREADABLE]
         assert json.dumps(deep.json_row())  # renders
-        rows = list_requests(store, limit=None)
+        rows = list_requests(store, status=request_status, limit=None)
         assert "export-deep" in [r.request_id for r in rows]
         out = io.StringIO()
         summary = export_events(store, out, "jsonl")
@@ -201,7 +202,7 @@ def test_a_body_whose_data_is_not_an_object_reads_as_unreadable(tmp_path: Any) -
         raw.close()
         event = store.event(seq + 1)
         assert list(event.data) == [UNREADABLE] and event.payload_digests == {}
-        assert len(list_requests(store)) == 2
+        assert len(list_requests(store, status=request_status)) == 2
 
 
 def test_policy_content_is_read_within_bounds_and_checked(tmp_path: Any) -> None:
