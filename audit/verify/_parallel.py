@@ -16,10 +16,10 @@ one-process walk makes: its defects are put in the order that walk finds them (p
 gap and link, hash, the relied-on checkpoint, signature and body, the checkpoint), and
 capped and sorted per page the same way.
 
-Pages are seq ranges of :data:`audit.store.PAGE` rows, which are the one-process walk's pages
-exactly when the log holds every seq 1..highest and nothing else; so the range walk is taken
-only then (:func:`walk_jobs`, from the census). A log with a gap is a damaged log, and is
-walked by the one process. Page k goes to worker k mod n, :data:`AHEAD` pages queued per
+Pages are seq ranges of :data:`audit.verify._walk.PAGE` rows, which are the one-process
+walk's pages exactly when the log holds every seq 1..highest and nothing else; so the range
+walk is taken only then (:func:`walk_jobs`, from the census). A log with a gap is a damaged
+log, and is walked by the one process. Page k goes to worker k mod n, :data:`AHEAD` pages queued per
 worker, results read back in order: memory stays at a few pages whatever the log's size.
 """
 

@@ -38,7 +38,7 @@ from audit.store.backend import Backend
 from audit.store.chain import EventRow, as_bytes
 from audit.store.schema import EVENT_COLUMNS, Event
 
-PAGE_ROWS = 2000  # the default; verify passes audit.store.PAGE
+PAGE_ROWS = 2000  # the default; verify passes audit.verify._walk.PAGE
 _CHUNK = 900  # values in one IN list (SQLite's default limit on variables is far above)
 _SCAN_FROM = 64  # referenced payloads in a page from which a scan beats lookups
 _SCAN_SLACK = 64  # rows scanned beyond one per referenced payload (others' payloads)
