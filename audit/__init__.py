@@ -5,6 +5,16 @@
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="r1"))
 
 ``audit`` knows nothing of Claude, policies or the gateway; it imports nothing from them.
+Its rooms, each importing only those listed before it:
+
+- ``audit.store``: open a database, append events, read and find them (AuditStore), with
+  the schema, the typed values, the chain's link hash, record signatures and migrations;
+- ``audit.proofs``: the Merkle tree, signed checkpoints, receipts, witness cosignatures and
+  RFC 3161 time-stamps;
+- ``audit.verify``: the walk that checks a whole log (``verify_log(store)``) and the read
+  path's check of one event;
+- ``audit.sequenced``: log format 2's integrator, and its heads and receipts;
+- ``audit.reports``: the export and the list of requests.
 """
 
 from audit.errors import (
@@ -17,8 +27,10 @@ from audit.errors import (
     NotFound,
     SchemaMismatch,
 )
-from audit.export import EventFilter, ExportSummary, export_events
-from audit.models import (
+from audit.reports.export import EventFilter, ExportSummary, export_events
+from audit.reports.requests import RequestSummary, list_requests
+from audit.store import AuditStore
+from audit.store.models import (
     Appended,
     Checkpoint,
     Defect,
@@ -28,8 +40,6 @@ from audit.models import (
     StoredEvent,
     VerifyReport,
 )
-from audit.requests import RequestSummary, list_requests
-from audit.store import AuditStore
 
 __all__ = [
     "AppendFailed",

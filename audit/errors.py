@@ -90,9 +90,9 @@ class ContentConflict(AppendFailed):
 
 
 class UnreadableContent(AuditStoreError):
-    """Stored content that cannot be parsed within the store's limits (see audit._bounded)."""
+    """Stored content that cannot be parsed within the store's limits (see audit.store.bounded)."""
 
 
 class LogFormatUnsupported(AuditStoreError):
     """A log format that does not exist, or that this backend cannot hold (format 2 needs
-    PostgreSQL's SEQUENCE and an integrator; audit._sequenced)."""
+    PostgreSQL's SEQUENCE and an integrator; audit.store.sequenced)."""

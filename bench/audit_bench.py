@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from audit import AuditStore, EventDraft, EventKind  # noqa: E402
-from audit.migrate import upgrade  # noqa: E402
+from audit.store.migrate import upgrade  # noqa: E402
+from audit.verify import verify_log  # noqa: E402
 
 PAYLOAD = 512  # bytes of request body per event in the big log (a short prompt)
 
@@ -134,7 +135,7 @@ def child(what: str, url: str) -> None:
     with AuditStore.open(url, "os") as store:
         start = time.perf_counter()
         if what == "verify":
-            report = store.verify()
+            report = verify_log(store)
             assert report.ok, report.defects[:3]
             events, size = report.events_checked, report.bytes_checked
         else:

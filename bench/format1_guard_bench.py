@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import writers_bench as wb  # noqa: E402
 
 from audit import AuditStore, EventKind  # noqa: E402
-from audit.signing import Signer  # noqa: E402
+from audit.store.signing import Signer  # noqa: E402
 
 
 def _guard_0007_sql() -> str:

@@ -5,7 +5,7 @@
 Each round, on a fresh database of a throwaway PostgreSQL server: a store opened in format 1
 appends from ``--threads`` threads (each append timed); after ``--before`` seconds another
 store begins format 2; the first store's next append is refused by the chain guard, and it
-follows (audit._era_writer) while its threads go on for ``--after`` seconds. Reported per
+follows (audit.store._log_format) while its threads go on for ``--after`` seconds. Reported per
 round, as ratios within the round (the machine is shared): the slowest append around the
 switch against the median format-1 append, and the format-2 median against the format-1
 median; plus appends/s in each phase, and the checks that nothing was lost or recorded twice
@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.migrate import upgrade
-from audit.signing import Signer
+from audit.store.migrate import upgrade
+from audit.store.signing import Signer
 from tests.support.postgres import running_postgres
 
 SIGNER = Signer.from_text("b7" * 32)

@@ -215,7 +215,7 @@ def postgres_url(given: str | None) -> Iterator[str | None]:
     if given is None:
         yield None
         return
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     if given != "auto":
         upgrade(given)

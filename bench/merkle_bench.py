@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from audit import AuditStore  # noqa: E402
-from audit._log_tree import log_leaves, tree_hashes  # noqa: E402
-from audit._merkle_store import MerkleState  # noqa: E402
-from audit.merkle import inclusion_path, scan  # noqa: E402
+from audit.proofs.merkle import inclusion_path, scan  # noqa: E402
+from audit.proofs.merkle_store import MerkleState  # noqa: E402
+from audit.proofs.tree import log_leaves, tree_hashes  # noqa: E402
 
 
 def _rows(start: int, end: int) -> Any:

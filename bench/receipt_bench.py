@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from audit import AuditStore, EventDraft, EventKind  # noqa: E402
-from audit.migrate import upgrade  # noqa: E402
-from audit.signing import Signer  # noqa: E402
+from audit.store.migrate import upgrade  # noqa: E402
+from audit.store.signing import Signer  # noqa: E402
 
 CHECKPOINT_KEY = "11" * 32
 INTEGRATOR_KEY = "5e" * 32
@@ -48,13 +48,13 @@ integrator = "%s"
 with AuditStore.open(url) as store:
     if log_format == 2:
         try:
-            from audit.integrated_receipts import make_integrated_receipt
+            from audit.sequenced.receipts import make_integrated_receipt
             prove = lambda rid: make_integrated_receipt(store, rid, [integrator])
         except ImportError:  # the baseline: signed the stored tree's root
-            from audit.receipts import make_receipt
+            from audit.proofs.receipts import make_receipt
             prove = lambda rid: make_receipt(store, rid, key)
     else:
-        from audit.receipts import make_receipt
+        from audit.proofs.receipts import make_receipt
         prove = lambda rid: make_receipt(store, rid, key)
     prove(ids[0])  # the stored tree caught up, connections open
     times = []
@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--proofs", type=int, default=50)
     parser.add_argument("--baseline", type=Path, required=True, help="an older tree")
     args = parser.parse_args()
-    from audit._integrate import Integrator
+    from audit.sequenced.integrator import Integrator
     from tests.support.postgres import running_postgres
 
     requests = args.events // 2

@@ -10,7 +10,7 @@
 - verify of the same log without signature checks (a store with no signer, no keys) and
   with them (``trust=`` the signer's key), so the difference is the signature check;
 - the read path's check of one recorded answer (``check_outcome``) with and without the
-  :func:`audit.signing.signature_check`.
+  :func:`audit.store.signing.signature_check`.
 
 Results print as JSON lines; bench/results/security.md keeps a run.
 """
@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from audit import AuditStore, EventDraft, EventKind  # noqa: E402
-from audit.authenticity import check_outcome  # noqa: E402
-from audit.signing import Signer, Trust, TrustedKeys, signature_check  # noqa: E402
+from audit.store.signing import Signer, Trust, TrustedKeys, signature_check  # noqa: E402
+from audit.verify import verify_log  # noqa: E402
+from audit.verify.authenticity import check_outcome  # noqa: E402
 
 
 def per_call_us(fn: object, number: int) -> float:
@@ -71,7 +72,7 @@ def appends(url: str, signer: Signer | None, single: int, batched: int) -> dict[
 def verify_s(url: str, trust: Trust | None) -> float:
     with AuditStore.open(url, "os") as store:
         start = time.perf_counter()
-        report = store.verify(trust=trust)
+        report = verify_log(store, trust=trust)
         elapsed = time.perf_counter() - start
         assert report.ok, report.defects[:3]
         assert report.signatures_checked is (trust is not None)

@@ -64,13 +64,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import writers_bench as wb  # noqa: E402
 
-from audit._append import Prepared, prepare  # noqa: E402
-from audit._group import GroupCommitter  # noqa: E402
 from audit.canonical import canonical_bytes  # noqa: E402
-from audit.chain import GENESIS, canonical_time  # noqa: E402
-from audit.merkle import tree_head  # noqa: E402
-from audit.models import EventKind  # noqa: E402
-from audit.signing import Signer, TrustedKeys  # noqa: E402
+from audit.proofs.merkle import tree_head  # noqa: E402
+from audit.store._group import GroupCommitter  # noqa: E402
+from audit.store._prepare import Prepared, prepare  # noqa: E402
+from audit.store.chain import GENESIS, canonical_time  # noqa: E402
+from audit.store.models import EventKind  # noqa: E402
+from audit.store.signing import Signer, TrustedKeys  # noqa: E402
 
 INTEGRATOR_KEY = "ee" * 32
 
@@ -439,7 +439,7 @@ def integrator(args: argparse.Namespace) -> None:
         links = []
         for seq, body_hash, _written in prefix:
             link = sha((head + body_hash).encode())
-            frontier.push(leaf(link))  # the leaf is the linked hash, as audit.merkle's
+            frontier.push(leaf(link))  # the leaf is the linked hash, as audit.proofs.merkle's
             links.append((seq, head, link))
             head = link
         size = prefix[-1][0]

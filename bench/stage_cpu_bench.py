@@ -30,8 +30,8 @@ sys.path.insert(0, os.getcwd())
 
 import structlog
 
-from audit._append import prepare
 from audit.canonical import canonical_bytes
+from audit.store._prepare import prepare
 from bench.gateway_bench import API_KEY, PROMPT, fake_api, write_policies
 from gateway import Gateway
 from gateway.logging import configure_logging

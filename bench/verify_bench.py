@@ -44,7 +44,12 @@ sys.path.insert(0, sys.argv[1])
 if os.environ.get("VERIFY_BENCH_GC_OFF"):
     gc.disable()  # as `gateway audit verify` runs it
 from audit import AuditStore
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.store.signing import Signer, Trust, TrustedKeys
+try:
+    from audit.verify import verify_log
+except ImportError:  # a tree from before audit.verify, whose store verified itself
+    def verify_log(store, *args, **kwargs):
+        return store.verify(*args, **kwargs)
 url, mode = sys.argv[2], sys.argv[3]
 jobs = int(os.environ.get("VERIFY_BENCH_JOBS", "0"))
 trust = Trust(TrustedKeys.of([Signer.from_text(sys.argv[4]).public_key]))
@@ -52,7 +57,7 @@ kwargs = {}
 if mode == "links":
     trust = None
 elif mode == "since":
-    from audit import checkpoint as checkpoints
+    from audit.proofs import checkpoint as checkpoints
     with open(sys.argv[5], encoding="utf-8") as f:
         cp = checkpoints.loads(f.read())
     kwargs["relied"] = checkpoints.relied_on(cp, trust.keys, {cp.public_key})
@@ -62,12 +67,16 @@ if jobs:
     kwargs["jobs"] = jobs  # the code before --jobs has no such parameter: not passed to it
 with AuditStore.open(url, "os") as store:
     start, cpu = time.perf_counter(), time.process_time()
-    report = store.verify(trust=trust, **kwargs)
+    report = verify_log(store, trust=trust, **kwargs)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert report.ok, report.defects[:3]
     if mode == "write":
-        from audit import checkpoint as checkpoints
-        made = store.verified_checkpoint(report, bytes.fromhex(sys.argv[6]))
+        from audit.proofs import checkpoint as checkpoints
+        try:
+            from audit.proofs import verified_checkpoint
+        except ImportError:  # a tree from before audit.proofs
+            verified_checkpoint = type(store).verified_checkpoint
+        made = verified_checkpoint(store, report, bytes.fromhex(sys.argv[6]))
         with open(sys.argv[5], "w", encoding="utf-8") as f:
             f.write(checkpoints.dumps(made))
 mb = lambda who: resource.getrusage(who).ru_maxrss / 1024
@@ -107,7 +116,7 @@ def make_sqlite_log(path: Path, events: int) -> None:
     from audit_bench import draft
 
     from audit import AuditStore
-    from audit.signing import Signer
+    from audit.store.signing import Signer
 
     start = time.perf_counter()
     with AuditStore.open(f"sqlite:///{path}", "os", signer=Signer.from_text(RECORD_SEED)) as s:
@@ -199,7 +208,7 @@ def migrate(code: Path, url: str) -> None:
     """Migrated by the new code's tree, not this checkout's (which may be further on)."""
     subprocess.run(
         [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-         "from audit.migrate import upgrade; upgrade(sys.argv[2])", str(code), url],
+         "from audit.store.migrate import upgrade; upgrade(sys.argv[2])", str(code), url],
         check=True, cwd="/",
     )  # fmt: skip
 
@@ -208,7 +217,7 @@ def head_of(code: Path) -> str:
     """The schema revision a code tree's migrations end at."""
     out = subprocess.run(
         [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-         "from audit.migrate import head_revision; print(head_revision())", str(code)],
+         "from audit.store.migrate import head_revision; print(head_revision())", str(code)],
         check=True, cwd="/", capture_output=True, text=True,
     )  # fmt: skip
     return out.stdout.strip()

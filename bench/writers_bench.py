@@ -14,7 +14,7 @@ through the public ``append`` for ``--seconds``. All processes start at the same
 here (tests/support/postgres.py); every point gets a fresh, migrated database.
 
 Afterwards the log is checked: the seqs the writers were given are exactly 1..N, every
-event is stored once (count, distinct event_id, max seq) and ``store.verify()`` passes with
+event is stored once (count, distinct event_id, max seq) and ``verify_log(store)`` passes with
 every writer's public key trusted (links, lifecycle, signatures).
 
 Where time goes (PostgreSQL): each writer times its own chain-lock transactions through
@@ -47,7 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from audit import AuditStore, EventDraft, EventKind  # noqa: E402
-from audit.signing import Signer, Trust, TrustedKeys  # noqa: E402
+from audit.store.signing import Signer, Trust, TrustedKeys  # noqa: E402
+from audit.verify import verify_log  # noqa: E402
 
 PAYLOAD = 512  # bytes per event body payload
 WARM_UP_S = 1.0  # after the last process is ready, before the measured window
@@ -97,7 +98,7 @@ class LockProbe:
     def __init__(self, store: AuditStore) -> None:
         from sqlalchemy import event
 
-        from audit._backend import CHAIN_LOCK_SQL
+        from audit.store.backend import CHAIN_LOCK_SQL
 
         engine = store._backend.writer  # bench-only: the engine the appender uses
         local = threading.local()
@@ -365,7 +366,7 @@ def check_log(
     trust = Trust(TrustedKeys.of(keys))
     start = time.perf_counter()
     with AuditStore.open(url, "os", create=False) as store:
-        report = store.verify(trust=trust)
+        report = verify_log(store, trust=trust)
     if not report.ok or report.events_checked != n:
         raise AssertionError(f"verify failed: {report.defects[:3]}")
     if integrator_key is not None and (report.pending_integration or report.head_seq != n):
@@ -434,7 +435,7 @@ def postgres_server(max_connections: int = 200) -> Iterator[Any]:
 
 def fresh_postgres(server: Any) -> tuple[str, str, str]:
     """(url, dsn, database name) of a new, migrated database."""
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     name = server.create_database()
     url = server.url(name)

@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Self
 
 from audit import EventDraft, EventKind, StoredEvent
-from audit.authenticity import check_event
+from audit.verify.authenticity import check_event
 from gateway._audit_errors import translated
 from gateway._inputs import check_caller
 from gateway._keys import GATEWAY_VERSION

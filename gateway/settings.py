@@ -64,7 +64,7 @@ class Settings(BaseModel):
     # The audit log's format (docs/scaling.md): 1, one chain linked under a lock by every
     # writer; 2 (PostgreSQL only), seqs from a SEQUENCE and links made by `gateway audit
     # integrate`. A log in format 2 stays in it; a gateway or `audit integrate` with 2
-    # begins it, and a gateway opened before follows it (audit._era_writer).
+    # begins it, and a gateway opened before follows it (audit.store._log_format).
     audit_format: Literal[1, 2] = 1
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None

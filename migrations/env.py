@@ -3,7 +3,7 @@
     $ alembic upgrade head              # developers; URL from GATEWAY_DATABASE_URL
     $ gateway db upgrade                # operators; same migrations, packaged in the wheel
 
-When ``audit.migrate`` runs the migrations it hands over an open connection in
+When ``audit.store.migrate`` runs the migrations it hands over an open connection in
 ``config.attributes["connection"]``; otherwise this file opens one from the URL.
 """
 
@@ -14,7 +14,7 @@ import os
 from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
-from audit.schema import metadata
+from audit.store.schema import metadata
 
 config = context.config
 
@@ -26,7 +26,7 @@ def _run(connection: Connection) -> None:
         # Each migration commits on its own, so a failure leaves the database at the revision
         # before it. Alembic only does so on a connection not yet in a transaction: one handed
         # over inside a transaction runs every migration in that transaction (the caller's
-        # choice; audit.migrate.create_schema makes a new database whole that way).
+        # choice; audit.store.migrate.create_schema makes a new database whole that way).
         transaction_per_migration=True,
         compare_type=True,
         render_as_batch=connection.dialect.name == "sqlite",

@@ -25,6 +25,9 @@ from gateway.cli._render import Progress, parse_when, shown
 from gateway.cli.audit_cmd import experiments_left_out_line, known_tasks_line
 from gateway.errors import InputError
 from gateway.replay import (
+    SIMILARITY_MEANS,
+    AnswerSide,
+    LiveTotals,
     Mode,
     Outcome,
     PreparedRun,
@@ -32,12 +35,11 @@ from gateway.replay import (
     ReplaySession,
     ReportContext,
     RequestReplay,
+    RowSpool,
     Selection,
+    identical_means,
     write_html,
 )
-from gateway.replay._answers import AnswerSide, LiveTotals
-from gateway.replay._model import SIMILARITY_MEANS, identical_means
-from gateway.replay._spool import RowSpool
 
 TABLE_TEXT = 200  # characters of each answer in the table (the report holds more)
 

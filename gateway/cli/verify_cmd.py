@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from audit.signing import key_id
+from audit.store.signing import key_id
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._render import Progress, echo_json, open_output, shown

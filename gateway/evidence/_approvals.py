@@ -40,9 +40,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
-from audit.authenticity import SignatureCheck, check_event
 from audit.canonical import canonical_bytes
-from audit.signing import TrustedKeys, UnusableKey, key_id
+from audit.store.signing import TrustedKeys, UnusableKey, key_id
+from audit.verify.authenticity import SignatureCheck, check_event
 from gateway._audit_errors import translated
 from gateway._inputs import check_name
 from gateway.errors import ConfigurationError, PolicyLoadError

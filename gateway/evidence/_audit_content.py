@@ -8,7 +8,7 @@ The content lives in the payloads a request's events reference: the wire body se
 (``request_body`` of the REQUEST: system prompt, messages) and the answer (``response_body``
 of the RESPONSE, or what a failed or cancelled stream delivered, ``partial_response``). A
 cache hit's content is the RESPONSE it served. Before any of it is read, the events are put
-through the read path's own check (:func:`audit.authenticity.check_outcome`: hash, link,
+through the read path's own check (:func:`audit.verify.authenticity.check_outcome`: hash, link,
 columns, record signature under the trusted keys, the preceding REQUEST, payload digests),
 so a reviewer is never shown what the gateway itself would refuse to serve.
 """
@@ -21,10 +21,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from audit import AuditStore, AuditStoreError, EventKind, StoredEvent
-from audit._bounded import UnreadableJSON
-from audit._bounded import loads as bounded_loads
-from audit.authenticity import SignatureCheck, check_event, check_outcome
-from audit.lifecycle import TERMINAL
+from audit.store.bounded import UnreadableJSON
+from audit.store.bounded import loads as bounded_loads
+from audit.verify.authenticity import SignatureCheck, check_event, check_outcome
+from audit.verify.lifecycle import TERMINAL
 from gateway._attachment_payloads import restored
 
 __all__ = ["ContentRead", "RecordedContent", "recorded_content"]

@@ -40,20 +40,23 @@ from audit import (
     VerifyReport,
     export_events,
     list_requests,
-    migrate,
-    roles,
 )
-from audit import checkpoint as checkpoints
-from audit.export import ExportFormat
-from audit.models import EventDraft
-from audit.signing import (
+from audit.proofs import checkpoint as checkpoints
+from audit.proofs import take_checkpoint, verified_checkpoint
+from audit.reports.export import ExportFormat
+from audit.sequenced import integrated_checkpoint
+from audit.store import migrate, roles
+from audit.store.models import EventDraft
+from audit.store.signing import (
     Trust,
     TrustedKeys,
     UnusableKey,
     signature_check,
 )
+from audit.verify import check_checkpoint, verify_log
 from gateway._audit_errors import translated
 from gateway._inputs import check_name
+from gateway._vocabulary import request_status
 from gateway.catalog import Catalog
 from gateway.errors import (
     ConfigurationError,
@@ -221,7 +224,7 @@ class Auditing:
         ``cost_usd`` None where unpriced, as :meth:`usage`)."""
         catalog = catalog if catalog is not None else Catalog.load(self._settings.catalog_override)
         with translated():
-            rows = list_requests(self._store, filters, limit=limit)
+            rows = list_requests(self._store, filters, status=request_status, limit=limit)
         return [priced(row, catalog) for row in rows]
 
     def count_requests(self, filters: EventFilter | None = None) -> int:
@@ -386,7 +389,8 @@ class Auditing:
 
         ``since_verified``: a verified checkpoint (:meth:`verified_checkpoint`) signed by
         ``GATEWAY_CHECKPOINT_KEY`` (not a record key), never accepted unpinned; the record
-        signatures it attests are not checked again (audit.checkpoint.relied_on says what is).
+        signatures it attests are not checked again (audit.proofs.checkpoint.relied_on says what
+        is).
         ``measure_head``: for a verified checkpoint.
         """
         keys = trusted_record_keys(self._settings, self._store.signer, trusted_keys)
@@ -404,18 +408,19 @@ class Auditing:
             attesters = {checkpoints.public_key(own)} if own is not None else set()
             base = self._load_checkpoint(since_verified)
             with translated():
-                self._store.check_checkpoint(base)
+                check_checkpoint(self._store, base)
                 relied = checkpoints.relied_on(base, keys, attesters)
         if checkpoint is not None:
             head = self._load_checkpoint(checkpoint)
             with translated():
-                self._store.check_checkpoint(head)  # another database's: say that first
+                check_checkpoint(self._store, head)  # another database's: say that first
                 pinned = checkpoints.pinned(
                     head, pins, unsafe_accept_unpinned=unsafe_accept_unpinned_checkpoint
                 )
         trust = Trust(keys, allow_unsigned_before or 1, integrator_keys(self._settings))
         with translated():
-            report = self._store.verify(
+            report = verify_log(
+                self._store,
                 progress,
                 checkpoint=head,
                 trust=trust,
@@ -505,7 +510,9 @@ class Auditing:
         # A format-2 log's head is the integrator's newest checkpoint, checked under its key.
         integrators = [k.public_key for k in integrator_keys(self._settings) or ()]
         with translated():
-            return store.checkpoint(key, integrators)
+            if store.sequenced_from is not None:
+                return integrated_checkpoint(store, key, integrators)
+            return take_checkpoint(store, key)
 
     def verified_checkpoint(self, report: VerifyReport, rests_on: Path | None = None) -> Checkpoint:
         """Sign, with ``GATEWAY_CHECKPOINT_KEY``, that ``report`` (a :meth:`verify` with
@@ -519,7 +526,7 @@ class Auditing:
             )
         base = self._load_checkpoint(rests_on) if rests_on is not None else None
         with translated():
-            return self._store.verified_checkpoint(report, key, base)
+            return verified_checkpoint(self._store, report, key, base)
 
     def _signing_key(self) -> bytes | None:
         secret = self._settings.checkpoint_key

@@ -1,4 +1,4 @@
-"""The offline verify's checks of an export's format-2 part (audit._sequenced, audit._export_chain).
+"""The offline verify's checks of an export's format-2 part (audit.sequenced).
 
     era = Era.of_head(head_record)             # from the signed EXPORT event's data
     checks = SequencedChecks(era, record_keys, integrator_keys, unfiltered=True, defect=...)
@@ -24,14 +24,14 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from audit import checkpoint as cp
-from audit._export_chain import CHECKPOINT_KEY
-from audit._frontier import Frontier, FrontierError
-from audit._sequenced import chain_link
-from audit.chain import GENESIS
 from audit.errors import CheckpointError
-from audit.models import EventKind
-from audit.signing import SEQUENCED_PREV, TrustedKeys
+from audit.proofs import checkpoint as cp
+from audit.proofs.frontier import Frontier, FrontierError
+from audit.sequenced.export_chain import CHECKPOINT_KEY
+from audit.store.chain import GENESIS
+from audit.store.models import EventKind
+from audit.store.sequenced import chain_link
+from audit.store.signing import SEQUENCED_PREV, TrustedKeys
 
 Report = Callable[[int, int | None, str, str], None]  # line, seq, kind, detail
 
@@ -60,7 +60,7 @@ class Era(NamedTuple):
 
 
 def link_of(prev: str, event_hash: str) -> str | None:
-    """:func:`audit._sequenced.chain_link`, or None for text that is not ASCII (no hash is):
+    """:func:`audit.store.sequenced.chain_link`, or None for text that is not ASCII (no hash is):
     an export's text is untrusted, and a bad record must be a defect, never a crash."""
     try:
         return chain_link(prev, event_hash)

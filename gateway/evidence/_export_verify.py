@@ -35,13 +35,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from audit._body_parse import parse_body
-from audit._bounded import UnreadableJSON
-from audit._bounded import loads as bounded_loads
-from audit.chain import MIRRORED, link_hash
-from audit.export import HEAD_KEY
-from audit.models import SIGNED_EXPORT_COLUMNS, EventKind
-from audit.signing import TrustedKeys
+from audit.reports.export import HEAD_KEY
+from audit.store.bounded import UnreadableJSON
+from audit.store.bounded import loads as bounded_loads
+from audit.store.chain import MIRRORED, link_hash
+from audit.store.models import SIGNED_EXPORT_COLUMNS, EventKind
+from audit.store.signing import TrustedKeys
+from audit.verify.body import parse_body
 from gateway.evidence._export_sequenced import Era, SequencedChecks, link_of
 
 __all__ = ["ExportDefect", "ExportVerifyReport", "verify_export"]
@@ -93,7 +93,7 @@ class _Walk:
             era, keys, integrators, unfiltered=unfiltered, defect=self.defect
         )
         self.defects: list[ExportDefect] = []
-        self.digest = hashlib.sha256()  # audit.export.rows_digest, kept as the walk goes
+        self.digest = hashlib.sha256()  # audit.reports.export.rows_digest, kept as the walk goes
         self.count = 0
         self.first: int | None = None
         self.last: int | None = None

@@ -1,9 +1,9 @@
 """`gateway audit integrate`'s library side: open a format-2 log and run its integrator.
 
-    step = integrate(settings, key_text, once=True, grace_s=30)   # -> audit._integrate.Step
+    step = integrate(settings, key_text, once=True, grace_s=30)  # -> audit.sequenced.Step
 
 Opens the audit database of ``settings`` (``audit_format = 2`` begins format 2 on a
-PostgreSQL log that has not yet), then runs :class:`audit._integrate.Integrator` with the
+PostgreSQL log that has not yet), then runs :class:`audit.sequenced.integrator.Integrator` with the
 integrator's key: until nothing is left to link (``once``) or until ``stop`` is set. The
 key signs the integrator's checkpoints and the voids of seqs whose writer died; verify and
 the read path accept its public key from GATEWAY_INTEGRATOR_PUBLIC_KEYS for those only (never
@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 from audit import AuditStore
-from audit._integrate import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_GRACE_S, Integrator, Step
+from audit.sequenced.integrator import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_GRACE_S, Integrator, Step
 from gateway._audit_errors import translated
 from gateway._inputs import key_seed
 from gateway.settings import Settings

@@ -1,4 +1,4 @@
-"""Receipts and tree checkpoints as the gateway's callers see them (audit.receipts).
+"""Receipts and tree checkpoints as the gateway's callers see them (audit.proofs.receipts).
 
     receipt = prove(settings, "req-1")      # GATEWAY_CHECKPOINT_KEY's, or the integrator's
     Path("receipt.json").write_text(receipt_text(receipt))
@@ -15,18 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from audit import checkpoint as checkpoints
-from audit.cosignature import Witness, WitnessCheck
 from audit.errors import CheckpointError
-from audit.integrated_receipts import (
-    integrated_head,
-    make_integrated_receipt,
-    rebuild_integrated_tree,
-)
-from audit.receipt_checks import ConsistencyReport, ReceiptReport
-from audit.receipt_checks import check_consistency as _check_consistency
-from audit.receipt_checks import check_receipt as _check_receipt
-from audit.receipts import (
+from audit.proofs import checkpoint as checkpoints
+from audit.proofs.cosignature import Witness, WitnessCheck
+from audit.proofs.receipt_checks import ConsistencyReport, ReceiptReport
+from audit.proofs.receipt_checks import check_consistency as _check_consistency
+from audit.proofs.receipt_checks import check_receipt as _check_receipt
+from audit.proofs.receipts import (
     Receipt,
     TreeCheckpoint,
     dumps,
@@ -36,8 +31,13 @@ from audit.receipts import (
     signed_head,
     verifier_key,
 )
+from audit.proofs.timestamp import TimeStampCheck
+from audit.sequenced.receipts import (
+    integrated_head,
+    make_integrated_receipt,
+    rebuild_integrated_tree,
+)
 from audit.store import AuditStore
-from audit.timestamp import TimeStampCheck
 from gateway._audit_errors import translated
 from gateway._inputs import read_text_file
 from gateway.errors import ConfigurationError, InputError

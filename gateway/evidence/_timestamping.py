@@ -1,4 +1,4 @@
-"""RFC 3161 time-stamps on tree checkpoints (audit.timestamp), as the gateway's callers see it.
+"""RFC 3161 time-stamps on tree checkpoints (audit.proofs), as the gateway's callers see it.
 
     outcome = timestamp(Path("head.json"), "https://tsa.example/tsr", tsa_certs=[Path("ca.pem")])
     roots = tsa_roots([Path("ca.pem")])          # for check_receipt / check_consistency
@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 from cryptography.x509 import Certificate
 
-from audit.receipts import RECEIPT_FORMAT, dumps, load_checkpoint, load_receipt
-from audit.timestamp import (
+from audit.proofs.receipts import RECEIPT_FORMAT, dumps, load_checkpoint, load_receipt
+from audit.proofs.timestamp import (
     MAX_RESPONSE,
     accept_response,
     check_time_stamps,

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from audit import EventFilter, EventKind, StoredEvent
-from audit.requests import USAGE_COLUMNS, RequestSummary
+from audit.reports.requests import USAGE_COLUMNS, RequestSummary
 from gateway.catalog import Catalog, ModelInfo
 
 __all__ = [

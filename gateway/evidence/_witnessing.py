@@ -1,4 +1,4 @@
-"""A witness cosigns tree checkpoints (audit.witness), as the gateway's callers see it.
+"""A witness cosigns tree checkpoints (audit.proofs.witness), as the gateway's callers see it.
 
     outcome = witness(settings, Path("head.json"), seed_hex, "witness.bank.example/w1",
                       Path("w1-state.json"), [log_public_key_hex])
@@ -24,17 +24,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from audit.cosignature import cosigner_vkey, public_of
 from audit.errors import AuditStoreError
-from audit.receipts import (
+from audit.proofs.cosignature import cosigner_vkey, public_of
+from audit.proofs.receipts import (
     RECEIPT_FORMAT,
     dumps,
     load_checkpoint,
     load_receipt,
     stored_consistency_proof,
 )
+from audit.proofs.witness import Witnessed, WitnessState, cosign
 from audit.store import AuditStore
-from audit.witness import Witnessed, WitnessState, cosign
 from gateway._audit_errors import translated
 from gateway._inputs import key_seed, read_text_file
 from gateway.errors import InputError

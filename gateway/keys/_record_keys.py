@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from audit.signing import KEY_HINT, Signer, TrustedKeys, UnusableKey, create_key_file
 from audit.store import sqlite_path
+from audit.store.signing import KEY_HINT, Signer, TrustedKeys, UnusableKey, create_key_file
 from gateway.errors import AuditUnavailable, ConfigurationError, InputError
 from gateway.settings import Settings
 

@@ -49,7 +49,6 @@ from gateway.providers._ngram import (
     detokenize,
     tokenize,
 )
-from gateway.providers._stream import message_events
 from gateway.providers.base import (
     AsyncOnAttemptFailed,
     AsyncOnWire,
@@ -59,6 +58,7 @@ from gateway.providers.base import (
     StreamFacts,
     StreamItem,
 )
+from gateway.providers.stream import message_events
 from gateway.sampling import sample
 
 __all__ = [

@@ -8,9 +8,11 @@
 See docs/replay.md for the modes and what each records.
 """
 
+from gateway.replay._answers import AnswerSide, LiveTotals
 from gateway.replay._diff import TextComparison, compare_text, json_changes
 from gateway.replay._html import render_html, write_html
 from gateway.replay._model import (
+    SIMILARITY_MEANS,
     Check,
     FieldChange,
     Mode,
@@ -20,14 +22,19 @@ from gateway.replay._model import (
     RequestReplay,
     Summary,
     TaskSummary,
+    identical_means,
 )
 from gateway.replay._recorded import Selection
 from gateway.replay._runner import PreparedRun, Replayer
 from gateway.replay._session import ReplaySession
+from gateway.replay._spool import RowSpool
 
 __all__ = [
+    "SIMILARITY_MEANS",
+    "AnswerSide",
     "Check",
     "FieldChange",
+    "LiveTotals",
     "Mode",
     "Outcome",
     "PreparedRun",
@@ -36,11 +43,13 @@ __all__ = [
     "Replayer",
     "ReportContext",
     "RequestReplay",
+    "RowSpool",
     "Selection",
     "Summary",
     "TaskSummary",
     "TextComparison",
     "compare_text",
+    "identical_means",
     "json_changes",
     "render_html",
     "write_html",

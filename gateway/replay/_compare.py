@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from audit import AuditStore
-from audit.authenticity import SignatureCheck, check_outcome
+from audit.verify.authenticity import SignatureCheck, check_outcome
 from gateway._output_check import check_json_output, response_text
 from gateway.catalog import Catalog
 from gateway.replay._answers import answer_side

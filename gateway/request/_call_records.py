@@ -25,8 +25,8 @@ from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway.errors import GatewayError, InputError, OutputValidationError, UpstreamError
 from gateway.policy import Policy
-from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import ProviderReply
+from gateway.providers.stream import MessageAssembler
 from gateway.request._answer_checks import answer_alerts, answer_facts
 from gateway.request._call_types import CallLabels, Intent
 from gateway.request._prepared import Prepared

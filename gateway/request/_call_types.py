@@ -20,8 +20,8 @@ from typing import Any, NoReturn, Protocol
 
 from audit import EventDraft, EventKind
 from gateway.errors import ConfigurationError, GatewayError, UpstreamError, UpstreamRejected
-from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import Provider, ProviderReply, RequestNotHonoured
+from gateway.providers.stream import MessageAssembler
 
 __all__ = [
     "CallLabels",

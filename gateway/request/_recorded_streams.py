@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from gateway.errors import AuditError
-from gateway.providers._stream import MessageAssembler
 from gateway.providers.base import AttemptFailure, Provider, ProviderReply
+from gateway.providers.stream import MessageAssembler
 from gateway.request._call_types import (
     CallLabels,
     Intended,

@@ -33,10 +33,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from audit import Appended, AuditStore, EventDraft, EventKind
-from audit.authenticity import SignatureCheck
 from audit.errors import AuditStoreError, ContentConflict
-from audit.signing import signature_check
 from audit.store import missing_database
+from audit.store.signing import signature_check
+from audit.verify.authenticity import SignatureCheck
 from gateway._attachment_payloads import stored_payloads
 from gateway._audit_errors import translated
 from gateway.errors import AuditError, AuditWriteError

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit import EventKind, StoredEvent
-from audit.authenticity import check_outcome
 from audit.errors import AuditStoreError
+from audit.verify.authenticity import check_outcome
 from gateway.errors import AuditWriteError, IntegrityAlert
-from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
+from gateway.providers.stream import MalformedStream, StreamErrorEvent, StreamRelay
 from gateway.request._prepared import Prepared
 from gateway.request._recording import Recorder
 from gateway.request._replayable import outside_world

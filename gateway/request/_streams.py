@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gateway.providers._stream import MessageAssembler, message_events
 from gateway.providers.base import ProviderReply
+from gateway.providers.stream import MessageAssembler, message_events
 from gateway.request._call_types import Failed, Intended
 from gateway.request._prepared import Hit, Send
 from gateway.request._recorded_streams import arecord_stream, record_stream

@@ -25,8 +25,8 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from audit._bounded import UnreadableJSON
-from audit._bounded import loads as bounded_loads
+from audit.store.bounded import UnreadableJSON
+from audit.store.bounded import loads as bounded_loads
 from gateway.callers import CallerKey
 from gateway.errors import GatewayError, UnknownTask
 from gateway.policy import plan_request

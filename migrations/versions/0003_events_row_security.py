@@ -8,7 +8,7 @@ Reviewers' reads are recorded (``audit export`` and ``audit checkpoint`` append 
 or ``checkpoint`` event before they stream or sign), so a reviewer needs INSERT on ``events``,
 but must not be able to forge a request or a response. PostgreSQL grants privileges per table,
 not per row, so this revision enables row-level security on ``events`` with three permissive
-policies, for PUBLIC (``audit.roles.grant`` then needs no per-role policy):
+policies, for PUBLIC (``audit.store.roles.grant`` then needs no per-role policy):
 
 - ``events_read``: every row is visible to whoever holds SELECT (the privilege still decides).
 - ``events_append``: any kind, for a role that may also INSERT into ``payloads``. Only a full

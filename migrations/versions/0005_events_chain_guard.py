@@ -13,7 +13,7 @@ already holds it, so for the gateway it is a no-op re-entry) and refuses the row
 
 - ``seq`` is the highest seq >= 1 plus one (1 on an empty chain), and ``prev_hash`` is that
   row's ``hash`` (the genesis value on an empty chain);
-- ``hash = 'sha256:' || hex(sha256(prev_hash || body))``, as ``audit.chain.link_hash``;
+- ``hash = 'sha256:' || hex(sha256(prev_hash || body))``, as ``audit.store.chain.link_hash``;
 - the body is a version-1 event body whose ``seq``, ``event_id``, ``request_id``, ``kind``,
   ``task``, ``caller``, ``policy_fingerprint``, ``request_hash`` and ``recorded_at`` (the
   fixed-width UTC form) equal the columns, with JSON types (``"1"`` is not ``1``);
@@ -41,9 +41,9 @@ depends_on: str | Sequence[str] | None = None
 
 FUNCTION = "events_chain_guard"
 TRIGGER = "events_chain_guard"
-CHAIN_LOCK_KEY = 0x41554454  # audit._backend.CHAIN_LOCK_KEY, frozen here as migrations are
-GENESIS = "sha256:" + "0" * 64  # audit.chain.GENESIS
-TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'  # audit.chain.format_time
+CHAIN_LOCK_KEY = 0x41554454  # audit.store.backend.CHAIN_LOCK_KEY, frozen here as migrations are
+GENESIS = "sha256:" + "0" * 64  # audit.store.chain.GENESIS
+TIME_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'  # audit.store.chain.format_time
 
 # {schema} is filled in at migration time (quoted); the rest is the function body.
 BODY = """

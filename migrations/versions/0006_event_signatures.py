@@ -8,7 +8,7 @@ The hash chain proves order, not authorship: whoever can INSERT can append a wel
 So each event is signed by the writing gateway's record key, a key the database never holds.
 The signature cannot live inside the hashed body (it signs the body), so it is stored beside
 it: ``signature`` is the base64 Ed25519 signature of the event's ``hash`` (which covers
-``prev_hash`` and the body; see ``audit.signing``), ``key_id`` the short fingerprint of the
+``prev_hash`` and the body; see ``audit.store.signing``), ``key_id`` the short fingerprint of the
 public key that made it. Both are nullable: rows written before this revision have neither,
 and verify reports them as unsigned (a defect unless ``--allow-unsigned-before`` says the log
 predates signing).

@@ -19,7 +19,7 @@ PostgreSQL:
   bytes that were sent. ``content_digest_guard`` refuses, for every role, a row whose key is
   not ``sha256`` of its content (and a payload whose ``size`` is not the content's length).
   SQLite has no ``sha256`` in SQL; there the store compares the bytes on every insert
-  (``audit._append``), as it also does here.
+  (``audit.store._append``), as it also does here.
 - The chain lock was ``pg_advisory_xact_lock``, which any role that can connect may take
   (``pg_advisory_lock`` even for the whole session) and so hang every gateway. It is now a
   row lock, ``SELECT ... FOR UPDATE`` on the ``chain_lock`` row of ``audit_meta``, taken by
@@ -105,7 +105,7 @@ END
 # owner with the triggers off) under the digest of an event's content, holding other bytes,
 # refuses the event. CONTENT_CONFLICT tells the store which refusal this is (ContentConflict);
 # DETAIL names the row as "TABLE DIGEST".
-CONTENT_CONFLICT = "23A01"  # audit._backend.CONTENT_CONFLICT; class 23, integrity
+CONTENT_CONFLICT = "23A01"  # audit.store.backend.CONTENT_CONFLICT; class 23, integrity
 PAYLOAD_INTACT = """
       PERFORM 1 FROM {schema}.payloads p WHERE p.digest = ref
         AND p.size = length(p.content) AND p.digest = 'sha256:' || encode(sha256(p.content), 'hex');

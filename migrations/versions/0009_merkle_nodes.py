@@ -7,14 +7,14 @@ Create Date: 2026-12-07
 ``merkle_nodes(level, node_index, hash)`` holds, for every complete subtree of the RFC 6962
 tree over the log, the hash of leaves [node_index * 2^level, (node_index + 1) * 2^level);
 level 0 holds the leaf hashes. It is derived from the ``hash`` column of ``events`` and
-filled incrementally by ``gateway audit tree-head`` and ``prove`` (audit._merkle_store), so
+filled incrementally by ``gateway audit tree-head`` and ``prove`` (audit.proofs.merkle_store), so
 this revision only creates the empty table: an existing log's nodes are computed on first
 use. The rows are never trusted: every proof made from them is checked against the root the
 signer computed, and ``gateway audit tree-head --rebuild`` recomputes them from the log.
 
 No append-only triggers: the table holds no evidence (the log and the signed heads do), and
 a rebuild deletes it. On PostgreSQL the application and reviewer roles get INSERT and SELECT
-(audit.roles), never DELETE; a rebuild runs as the owner.
+(audit.store.roles), never DELETE; a rebuild runs as the owner.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Both backends (so the models and ``alembic check`` agree everywhere; SQLite neve
 - ``chain(seq, prev_hash, hash)``: one link per seq, ``hash = sha256(prev_hash || hash of
   the event)``, the first one's ``prev_hash`` the last format-1 event's hash;
 - ``chain_checkpoints(size, root, chain_head, made_at, checkpoint)``: the integrator's
-  signed checkpoints (the JSON of ``audit.checkpoint.dumps``).
+  signed checkpoints (the JSON of ``audit.proofs.checkpoint.dumps``).
 
 PostgreSQL only:
 
@@ -36,7 +36,7 @@ PostgreSQL only:
   (0003's ``events_append``: a writer voiding its own seqs after a rollback) or by a role
   that may INSERT into ``chain`` (the integrator; policy ``events_append_voids``).
 - ``chain`` and ``chain_checkpoints`` are append-only (0001's ``audit_refuse_change``);
-  ``audit.roles`` grants INSERT on them to the integrator role only.
+  ``audit.store.roles`` grants INSERT on them to the integrator role only.
 
 Downgrade: refused once the era has begun (format-2 rows cannot be read as format 1);
 before that it restores 0007's guard and drops the rest.
@@ -58,7 +58,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 SEQUENCE = "events_seq"
-ERA_KEY = "sequenced_from"  # audit._sequenced.ERA_KEY
+ERA_KEY = "sequenced_from"  # audit.store.sequenced.ERA_KEY
 ERA_FUNCTION = "audit_sequenced_from"
 RESERVED_FUNCTION = "audit_seq_reserved"
 BEGIN_FUNCTION = "audit_begin_sequenced"

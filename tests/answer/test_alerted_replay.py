@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit import AuditStore, EventKind
+from audit.verify import verify_log
 from gateway import Gateway
 from tests.answer.conftest import WriteTask
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
@@ -34,7 +35,7 @@ def test_an_answer_from_another_model_is_not_served_again(
     assert kinds(db_path, again.request_id) == ["request", "response"]
     assert _alerts(db_path) == [first.seq]  # the alert stays
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 def test_a_new_gateway_does_not_serve_an_alerted_answer_from_the_log(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from audit import AuditStore, EventKind, StoredEvent
+from audit.verify import verify_log
 from gateway import Gateway
 from gateway.errors import PolicyViolation
 from tests.answer.conftest import WriteTask
@@ -30,7 +31,7 @@ def _response(db_path: Path, request_id: str) -> dict[str, Any]:
 
 def _verifies(db_path: Path) -> None:
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
-        report = store.verify()
+        report = verify_log(store)
     assert report.ok, report
 
 

@@ -17,7 +17,8 @@ from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventKind, StoredEvent
 from audit.canonical import digest
-from audit.migrate import upgrade
+from audit.store.migrate import upgrade
+from audit.verify import verify_log
 from gateway import Gateway, Settings
 from gateway._attachment_payloads import restore, restored, stored_payloads
 from gateway.cli import main
@@ -208,7 +209,7 @@ def test_on_postgresql_the_pdf_is_one_row_and_both_bodies_restore(
     with AuditStore.open(pg_url) as store:
         requests = list(store.iter_events(kind=EventKind.REQUEST))
         bodies = [restored(store, e, "request_body") for e in requests]
-        assert store.verify().ok
+        assert verify_log(store).ok
     assert bodies == [r.body for r in fake_api.requests]
 
 

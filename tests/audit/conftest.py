@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.migrate import upgrade
+from audit.store.migrate import upgrade
 
 
 class Raw:

@@ -24,7 +24,8 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
-from audit._backend import CHAIN_LOCK_SQL
+from audit.store.backend import CHAIN_LOCK_SQL
+from audit.verify import verify_log
 
 
 def _draft(rid: str) -> EventDraft:
@@ -90,7 +91,7 @@ def _child(store: AuditStore, mode: str, report: int, go: int) -> None:
 def main(url: str, mode: str) -> None:
     store = AuditStore.open(url)
     store.append(_draft("parent-0"))
-    store.verify()  # the reader pool holds connections too
+    verify_log(store)  # the reader pool holds connections too
     holder = _holder(url)
     waiting: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: waiting.update(_append(store, "parent-waiting")))
@@ -118,7 +119,7 @@ def main(url: str, mode: str) -> None:
     thread.join()
     _, status = os.waitpid(pid, 0)
     after = _append(store, "parent-after")
-    report = store.verify()
+    report = verify_log(store)
     ids = sorted(e.request_id for e in store.iter_events())
     store.close()
     print(

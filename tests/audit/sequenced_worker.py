@@ -12,7 +12,7 @@ import sys
 import threading
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.signing import Signer
+from audit.store.signing import Signer
 
 
 def main(url: str, name: str, threads: int, pairs: int, key: str, payload: str = "") -> None:

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit import EventDraft, EventKind, InvalidEvent
-from audit._append import prepare
-from audit._bounded import MAX_DATA_DEPTH, MAX_DEPTH, check_draft
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
-from audit.chain import BodyTemplate
+from audit.store._prepare import prepare
+from audit.store.bounded import MAX_DATA_DEPTH, MAX_DEPTH, check_draft
+from audit.store.chain import BodyTemplate
 
 
 class Text(str):

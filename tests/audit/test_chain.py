@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit._body_parse import parse_body, parse_time
-from audit._verifier import Verifier
 from audit.canonical import canonical_bytes
-from audit.chain import (
+from audit.store.chain import (
     GENESIS,
     EventRow,
     event_body,
     format_time,
     link_hash,
 )
-from audit.models import DefectKind
+from audit.store.models import DefectKind
+from audit.verify._verifier import Verifier
+from audit.verify.body import parse_body, parse_time
 
 json_values = st.recursive(
     st.none()

@@ -17,9 +17,11 @@ from sqlalchemy import create_engine
 
 from audit import AuditStore, EventDraft, EventKind
 from audit.canonical import canonical_bytes
-from audit.chain import event_body, link_hash
-from audit.migrate import downgrade_engine, upgrade, upgrade_engine
-from audit.roles import grant
+from audit.proofs import take_checkpoint
+from audit.store.chain import event_body, link_hash
+from audit.store.migrate import downgrade_engine, upgrade, upgrade_engine
+from audit.store.roles import grant
+from audit.verify import verify_log
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
 
@@ -111,8 +113,8 @@ def test_reviewer_forgeries_are_refused(postgres_server: PostgresServer) -> None
             )
         _insert(conn, _row(seq + 1, prev))  # a true next export link is still let in
     with AuditStore.open(postgres_server.url(db, "auditor")) as store:
-        assert store.checkpoint(None).seq == 3  # and the store's own records too
-        report = store.verify()
+        assert take_checkpoint(store, None).seq == 3  # and the store's own records too
+        report = verify_log(store)
     assert report.ok and report.head_seq == 3
 
 
@@ -163,7 +165,7 @@ def test_app_role_forged_rows_are_refused(
         _insert(conn, _row(seq + 1, prev))  # the control: the well-formed row goes in
     with AuditStore.open(pg_url) as store:
         assert store.append(EventDraft(kind=EventKind.RESPONSE, request_id="req1")).seq == 3
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 def test_group_commits_pass_the_guard(pg_url: str) -> None:
@@ -175,7 +177,7 @@ def test_group_commits_pass_the_guard(pg_url: str) -> None:
             for n in range(20)
         ]  # fmt: skip
         assert [a.seq for a in store.append_many(drafts)] == list(range(1, 21))
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 def _guard(dsn: str) -> tuple[int, int]:

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from audit import AuditStore, CheckpointError, EventKind
-from audit import checkpoint as checkpoints
+from audit.proofs import checkpoint as checkpoints
+from audit.proofs import take_checkpoint
+from audit.verify import verify_log
 from tests.audit.conftest import fill
 
 KEY = bytes(range(32))
@@ -17,14 +19,14 @@ OTHER = bytes(range(1, 33))
 
 def test_checkpoint_is_recorded_and_signs_its_own_event(store: AuditStore) -> None:
     fill(store)
-    cp = store.checkpoint(KEY)
+    cp = take_checkpoint(store, KEY)
     event = store.event(cp.seq)
     assert event.kind == EventKind.CHECKPOINT
     assert (cp.hash, cp.store_id) == (event.hash, store.store_id)
     assert event.data == {"signed": True, "public_key": checkpoints.public_key(KEY)}
     text = checkpoints.dumps(cp)
     assert checkpoints.loads(text, trusted_public_key=checkpoints.public_key(KEY)) == cp
-    report = store.verify(checkpoint=cp)
+    report = verify_log(store, checkpoint=cp)
     assert report.ok and report.checkpoint_seq == cp.seq
 
 
@@ -64,13 +66,13 @@ def test_unusable_signing_keys_are_refused(text: str) -> None:
 
 def test_bad_key_writes_no_checkpoint_event(store: AuditStore) -> None:
     with pytest.raises(CheckpointError):
-        store.checkpoint(b"short")
+        take_checkpoint(store, b"short")
     assert store.head()[0] == 0
 
 
 def test_checkpoint_from_another_database_is_refused(any_url: str, tmp_path: object) -> None:
     other_url = f"sqlite:///{tmp_path}/other.db"
     with AuditStore.open(other_url) as other:
-        cp = other.checkpoint(KEY)
+        cp = take_checkpoint(other, KEY)
     with AuditStore.open(any_url) as store, pytest.raises(CheckpointError, match="not this one"):
-        store.verify(checkpoint=cp)
+        verify_log(store, checkpoint=cp)

@@ -166,7 +166,7 @@ def test_export_is_recorded_and_carries_the_hashed_bytes(db: tuple[str, Path]) -
     assert jsonl.exit_code == 0
     rows = [json.loads(line) for line in jsonl.stdout.splitlines()]
     assert [r["seq"] for r in rows] == list(range(1, head + 1))
-    from audit.chain import link_hash
+    from audit.store.chain import link_hash
 
     assert all(link_hash(r["prev_hash"], r["body"].encode()) == r["hash"] for r in rows)
     with AuditStore.open(url) as store:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.signing import Signer
+from audit.store.signing import Signer
 from gateway import Settings
 from gateway.cli import main
 from gateway.keys import record_signer

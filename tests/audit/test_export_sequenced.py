@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventDraft, EventKind
-from audit import checkpoint as cp
-from audit._sequenced import chain_link
-from audit.migrate import upgrade
+from audit.proofs import checkpoint as cp
+from audit.store.migrate import upgrade
+from audit.store.sequenced import chain_link
 from gateway.cli import main
 from tests.audit.test_sequenced_security import (
     INTEGRATOR,
@@ -269,9 +269,9 @@ def test_an_export_covers_the_settled_head_so_a_hole_filled_meanwhile_changes_no
     """A seq reserved by a writer still in flight (12), an event committed after it (13):
     the export covers seq 1-11, and the writer's commit at 12 while the export is being
     written (here from inside its second read) leaves the slice it counted unchanged."""
-    from audit._sequenced import void_row
     from audit.canonical import canonical_bytes
-    from audit.export import export_events
+    from audit.reports.export import export_events
+    from audit.store.sequenced import void_row
 
     with psycopg.connect(log.replace("+psycopg", ""), autocommit=True) as conn:
         hole = int(conn.execute("SELECT nextval('events_seq')").fetchone()[0])  # type: ignore[index]

@@ -13,9 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import audit.store as store_module
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit._body_parse import (
+from audit.store.bounded import loads as bounded_loads
+from audit.store.chain import MIRRORED
+from audit.store.signing import Signer, Trust, TrustedKeys
+from audit.verify import verify_log
+from audit.verify._ordinary_body import read_ordinary
+from audit.verify._signature_pool import POOL_FROM
+from audit.verify.body import (
     _DATA_READ,
     BODY_VERSION,
     _parse_any,
@@ -24,10 +29,6 @@ from audit._body_parse import (
     parse_body,
     parse_time,
 )
-from audit._bounded import loads as bounded_loads
-from audit._ordinary_body import read_ordinary
-from audit.chain import MIRRORED
-from audit.signing import Signer, Trust, TrustedKeys
 
 
 def _json_only(body: bytes) -> dict[str, Any] | str:
@@ -147,7 +148,7 @@ def _stored_body(
 
 
 def _same_reading(body: bytes) -> None:
-    """Whatever audit._ordinary_body reads of ``body``, the general path parses the same on
+    """Whatever audit.verify._ordinary_body reads of ``body``, the general path parses the same on
     every field verify reads (or the typed read stepped aside)."""
     typed = read_ordinary(body, BODY_VERSION, _DATA_READ)
     if typed is None:
@@ -176,7 +177,7 @@ def _same_reading(body: bytes) -> None:
 def test_the_typed_read_gives_what_the_general_path_gives(
     fields: dict[str, str], repeated: list[str], earlier: dict[str, str]
 ) -> None:
-    """audit._ordinary_body reads a body in one typed decode, or steps aside (None); what it
+    """audit.verify._ordinary_body reads a body in one typed decode, or steps aside (None); what it
     reads is what the general path parses, so no verdict can differ: odd values in every
     field, data too deep, an integer json refuses, duplicated keys (the last counts, and an
     odd value given first must not slip through unread), fields the store does not write."""
@@ -276,12 +277,12 @@ def test_signatures_checked_in_worker_processes_find_what_inline_checks_find(
     # Below the pool's threshold, verify checks signatures in its own thread; from it on, in
     # worker processes a page ahead of the walk (jobs=1: no range walk).
     small = _tampered_log(tmp_path / "small.db", signer)
-    large = _tampered_log(tmp_path / "large.db", signer, more=store_module.POOL_FROM)
+    large = _tampered_log(tmp_path / "large.db", signer, more=POOL_FROM)
     with AuditStore.open(small, "os") as store:
-        inline = store.verify(trust=trust)
+        inline = verify_log(store, trust=trust)
     with AuditStore.open(large, "os") as store:
-        pooled = store.verify(trust=trust, jobs=1)
-    assert pooled.events_checked == inline.events_checked + store_module.POOL_FROM
+        pooled = verify_log(store, trust=trust, jobs=1)
+    assert pooled.events_checked == inline.events_checked + POOL_FROM
     assert pooled.defects == inline.defects and pooled.ok == inline.ok
     assert {(d.seq, d.kind) for d in pooled.defects} == {
         (5, DefectKind.UNSIGNED),
@@ -303,5 +304,5 @@ def test_another_spelling_of_the_same_instant_is_accepted_another_instant_is_not
         raw.execute("UPDATE events SET recorded_at = replace(recorded_at, ' ', 'T') WHERE seq = 2")
         raw.execute("UPDATE events SET recorded_at = '2001-01-01 00:00:00.000000' WHERE seq = 3")
     with AuditStore.open(url, "os") as store:
-        report = store.verify()
+        report = verify_log(store)
     assert [(d.seq, d.kind) for d in report.defects] == [(3, DefectKind.COLUMN_MISMATCH)]

@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
-from audit._append import Appender, Prepared, item_specific, prepare
-from audit._backend import CHAIN_LOCK_SQL, Backend
-from audit._group import GroupCommitter
-from audit.models import Appended
+from audit.store._append import Appender, item_specific
+from audit.store._group import GroupCommitter
+from audit.store._prepare import Prepared, prepare
+from audit.store.backend import CHAIN_LOCK_SQL, Backend
+from audit.store.models import Appended
 from tests.audit.conftest import Raw
 
 

@@ -17,7 +17,8 @@ from sqlalchemy.engine import make_url
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind, InvalidEvent
 from audit.canonical import canonical_bytes, digest
-from audit.migrate import upgrade
+from audit.store.migrate import upgrade
+from audit.verify import verify_log
 from tests.audit.conftest import Raw
 from tests.support.postgres import PostgresServer, _as_postgres_user
 
@@ -69,7 +70,7 @@ def test_policy_content_is_compared_as_canonical_bytes(any_url: str) -> None:
             )
         )
         assert same.seq == 2
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 def test_sqlite_failed_commit_forgets_committed_content(tmp_path: Path) -> None:
@@ -87,7 +88,7 @@ def test_sqlite_failed_commit_forgets_committed_content(tmp_path: Path) -> None:
             holder.execute("ROLLBACK")
             holder.close()
         store.append(_request("r3"))  # writes the payload again instead of trusting the set
-        report = store.verify()
+        report = verify_log(store)
     assert report.ok, report.defects
 
 
@@ -112,7 +113,7 @@ def test_postgres_crash_then_lost_row_is_written_again(
             with contextlib.suppress(AppendFailed):
                 appended.append(store.append(_request(f"after-{n}")).seq)
         assert appended
-        report = store.verify()
+        report = verify_log(store)
     assert report.ok, report.defects
 
 
@@ -123,7 +124,7 @@ def test_postgres_os_durability_never_skips_content(pg_url: str) -> None:
         store.append(_request("r1"))
         _lose_payload(pg_url)  # what synchronous_commit=off can lose in a server crash
         store.append(_request("r2"))  # same connection, no error: only "never skip" saves it
-        report = store.verify()
+        report = verify_log(store)
     assert report.ok, report.defects
 
 
@@ -134,7 +135,7 @@ def test_sqlite_reuses_the_set_while_the_connection_lives(tmp_path: Path) -> Non
         store.append(_request("r1"))
         _lose_payload(url)
         store.append(_request("r2"))  # SQLite has no chain guard: the dangling reference lands
-        kinds = {d.kind.value for d in store.verify().defects}
+        kinds = {d.kind.value for d in verify_log(store).defects}
     assert kinds == {"missing_content"}
 
 
@@ -149,5 +150,5 @@ def test_postgres_guard_refuses_a_dangling_reference_then_the_row_is_written(pg_
         with pytest.raises(AppendFailed, match="not stored"):
             store.append(_request("r2"))
         assert store.append(_request("r3")).seq == 2
-        report = store.verify()
+        report = verify_log(store)
     assert report.ok, report.defects

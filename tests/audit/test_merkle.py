@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.merkle import (
+from audit.proofs.merkle import (
     EMPTY_ROOT,
     ProofError,
     consistency_path,

@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 
 from audit import AuditStore, EventDraft, EventKind
-from audit._merkle_store import MerkleState, MerkleStateError, complete_parts
-from audit.merkle import (
+from audit.proofs.merkle import (
     ProofError,
     consistency_path,
     event_leaf,
@@ -29,8 +28,9 @@ from audit.merkle import (
     tree_head,
     verify_inclusion,
 )
-from audit.receipt_checks import check_receipt
-from audit.receipts import (
+from audit.proofs.merkle_store import MerkleState, MerkleStateError, complete_parts
+from audit.proofs.receipt_checks import check_receipt
+from audit.proofs.receipts import (
     LEAF_PAGE,
     ReceiptError,
     dumps,
@@ -257,8 +257,8 @@ def test_the_app_and_reviewer_roles_prove_from_the_log_but_cannot_write_the_stor
 ) -> None:
     import psycopg
 
-    from audit.migrate import upgrade
-    from audit.roles import grant
+    from audit.store.migrate import upgrade
+    from audit.store.roles import grant
 
     upgrade(pg_url)
     with AuditStore.open(pg_url) as owner:
@@ -321,7 +321,7 @@ def test_a_role_that_may_not_touch_the_stored_tree_still_proves_from_the_log(
 ) -> None:
     import psycopg
 
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     upgrade(pg_url)
     with AuditStore.open(pg_url) as owner:

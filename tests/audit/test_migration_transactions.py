@@ -18,8 +18,9 @@ from sqlalchemy import inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit import AuditStore, EventDraft, EventKind
-from audit._backend import Backend
-from audit.migrate import MIGRATIONS_DIR, current, head_revision, upgrade_engine
+from audit.store.backend import Backend
+from audit.store.migrate import MIGRATIONS_DIR, current, head_revision, upgrade_engine
+from audit.verify import verify_log
 
 ROOT = Path(__file__).resolve().parents[2]
 # Opens the store at a given moment (argv: URL, UNIX time).
@@ -82,7 +83,7 @@ def test_a_failing_migration_leaves_the_database_at_the_revision_before_it(
     assert "half_done" not in tables  # the failed migration left nothing of itself
     with AuditStore.open(fresh_url) as store:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="r"))
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 @pytest.mark.slow  # several processes opening one file
@@ -107,4 +108,4 @@ def test_a_new_sqlite_file_opened_by_several_processes_at_once_is_created_once(
         assert worker.returncode == 0, err
     assert current(sqlite_url) == head_revision()
     with AuditStore.open(sqlite_url) as store:
-        assert store.verify().ok
+        assert verify_log(store).ok

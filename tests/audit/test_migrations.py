@@ -12,7 +12,7 @@ from alembic import command
 from sqlalchemy import create_engine, inspect, text
 
 from audit import AuditStore, DatabaseUnavailable, EventDraft, EventKind, SchemaMismatch
-from audit.migrate import (
+from audit.store.migrate import (
     MIGRATIONS_DIR,
     alembic_config,
     current,
@@ -20,6 +20,7 @@ from audit.migrate import (
     head_revision,
     upgrade,
 )
+from audit.verify import verify_log
 from tests.audit.conftest import Raw
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ def test_downgrade_and_upgrade_round_trip(any_url: str) -> None:
         engine.dispose()
     with AuditStore.open(any_url) as store:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="r"))
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 def test_models_match_migrations_alembic_check(any_url: str) -> None:

@@ -13,7 +13,8 @@ import psycopg
 import pytest
 
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit.chain import GENESIS
+from audit.store.chain import GENESIS
+from audit.verify import verify_log
 from tests.audit.conftest import Raw, fill
 from tests.audit.test_tamper import _insert, _row
 
@@ -42,12 +43,12 @@ def test_schema_refuses_seq_below_one(store: AuditStore, raw: Raw, seq: int) -> 
 @pytest.mark.parametrize("seq", [0, -3])
 def test_verify_reports_rows_outside_the_chain(store: AuditStore, raw: Raw, seq: int) -> None:
     fill(store, requests=2)
-    assert store.verify().ok
+    assert verify_log(store).ok
     raw.unguard()
     if raw.dialect == "postgresql":
         raw.execute("ALTER TABLE events DROP CONSTRAINT ck_events_seq_positive")
     _forge_below(raw, seq)
-    report = store.verify()
+    report = verify_log(store)
     assert not report.ok
     assert report.first_bad_seq == seq
     outside = [d for d in report.defects if d.kind == DefectKind.OUTSIDE_CHAIN]
@@ -85,5 +86,5 @@ def test_a_log_holding_only_a_forged_row_is_not_linked_to(store: AuditStore, raw
     appended = store.append(EventDraft(kind=EventKind.REQUEST, request_id="next"))
     assert appended.seq == 1
     assert store.event(1).prev_hash == GENESIS
-    kinds = {d.kind for d in store.verify().defects}
+    kinds = {d.kind for d in verify_log(store).defects}
     assert kinds == {DefectKind.OUTSIDE_CHAIN}

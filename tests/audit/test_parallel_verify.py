@@ -1,4 +1,4 @@
-"""The range-parallel walk (audit._verify_parallel) reports exactly what the one-process walk
+"""The range-parallel walk (audit.verify._parallel) reports exactly what the one-process walk
 reports: every case of the tamper matrix, the verified-checkpoint attacks, signatures,
 checkpoints with a tree root, and lifecycle defects, each verified with jobs=1 and jobs=2 in
 pages of two rows (so that defects fall on page boundaries and inside pages)."""
@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from audit import AuditStore, Checkpoint, DefectKind, EventDraft, EventKind, VerifyReport
-from audit import checkpoint as checkpoints
-from audit.chain import link_hash
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.proofs import checkpoint as checkpoints
+from audit.proofs import take_checkpoint, verified_checkpoint
+from audit.store.chain import link_hash
+from audit.store.signing import Signer, Trust, TrustedKeys
+from audit.verify import verify_log
 from tests.audit.conftest import Raw, fill
 from tests.audit.test_tamper import MATRIX
 
@@ -28,8 +30,8 @@ PAGE = 2
 
 def _both(store: AuditStore, **kwargs: Any) -> VerifyReport:
     """The report of each walk; they must be equal (defects, order, folds, counts)."""
-    one = store.verify(jobs=1, page_rows=PAGE, **kwargs)
-    two = store.verify(jobs=2, page_rows=PAGE, **kwargs)
+    one = verify_log(store, jobs=1, page_rows=PAGE, **kwargs)
+    two = verify_log(store, jobs=2, page_rows=PAGE, **kwargs)
     assert two == one
     return one
 
@@ -43,7 +45,7 @@ def test_each_tamper_case_is_reported_alike_by_both_walks(
     raw.unguard()
     tamper(raw)
     # A log with a gap (delete_middle) is walked by one process either way: page ranges
-    # would no longer be the one-process walk's pages (audit._verify_parallel.walk_jobs).
+    # would no longer be the one-process walk's pages (audit.verify._parallel.walk_jobs).
     assert not _both(store).ok
     _both(store, measure_head=True)
 
@@ -58,7 +60,7 @@ def signed(any_url: str) -> Iterator[AuditStore]:
 def _verified(store: AuditStore) -> Checkpoint:
     report = _both(store, trust=TRUST, measure_head=True)
     assert report.ok, report.defects
-    return store.verified_checkpoint(report, KEY)
+    return verified_checkpoint(store, report, KEY)
 
 
 def _relied(cp: Checkpoint) -> Any:
@@ -98,7 +100,7 @@ def test_a_rewritten_history_under_a_checkpoint_with_a_root_is_reported_alike(
     signed: AuditStore, raw: Raw
 ) -> None:
     cp = _verified(signed)
-    head = signed.checkpoint(KEY)  # a signed head with its Merkle root
+    head = take_checkpoint(signed, KEY)  # a signed head with its Merkle root
     _append_more(signed)
     assert _both(signed, trust=TRUST, checkpoint=head, relied=_relied(cp)).ok
     raw.unguard()
@@ -152,8 +154,8 @@ def test_more_defects_than_the_cap_are_capped_alike(store: AuditStore, raw: Raw)
         )
     raw.unguard()
     raw.execute("UPDATE events SET caller = 'x'")
-    report = store.verify(jobs=1, page_rows=300)
-    assert report == store.verify(jobs=2, page_rows=300)
+    report = verify_log(store, jobs=1, page_rows=300)
+    assert report == verify_log(store, jobs=2, page_rows=300)
     assert len(report.defects) == 1000
 
 
@@ -173,7 +175,7 @@ def test_defects_of_one_row_keep_the_order_the_one_process_walk_finds_them(
 
 def test_a_gap_hidden_by_a_row_below_seq_one_is_walked_alike(store: AuditStore, raw: Raw) -> None:
     """As many rows as the highest seq, one of them at seq 0 and one seq missing: not a
-    whole log, so both walks are the one-process walk (audit._verify_parallel.walk_jobs)."""
+    whole log, so both walks are the one-process walk (audit.verify._parallel.walk_jobs)."""
     if raw.dialect != "sqlite":
         pytest.skip("PostgreSQL's CHECK constraint refuses a row below seq 1, from any role")
     fill(store)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from audit._body_parse import _parse_any, _parse_ordinary
+from audit.verify.body import _parse_any, _parse_ordinary
 
 SPELLINGS = [
     "2026-11-30T12:00:00.123456Z",  # the store's

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from audit import AuditStore, AuditStoreError, ContentMismatch, DefectKind
+from audit.verify import verify_log
 from gateway import Gateway, Settings
 from gateway.errors import AuditWriteError
 from tests.audit.conftest import Raw, fill
@@ -49,7 +50,7 @@ def test_payload_rewritten_as_text_is_reported_not_crashed_on(tmp_path: Path) ->
         assert raw.execute("SELECT DISTINCT typeof(content) FROM payloads")[0][0] == "text"
         raw.execute("UPDATE policies SET content = replace(content, 'compliance', 'anything')")
         raw.close()
-        report = store.verify()
+        report = verify_log(store)
         assert not report.ok
         mismatched = {d.seq for d in report.defects if d.kind == DefectKind.CONTENT_MISMATCH}
         assert {1, 2, 3, 4} <= mismatched  # policies at 1 and 3, responses at 2 and 4
@@ -65,7 +66,7 @@ def test_payload_stored_as_text_with_the_same_bytes_still_reads(tmp_path: Path) 
         raw.unguard()
         raw.execute("UPDATE payloads SET content = replace(content, 'x', 'x')")  # type only
         raw.close()
-        assert store.verify().ok  # the bytes are the bytes that were hashed
+        assert verify_log(store).ok  # the bytes are the bytes that were hashed
         assert store.payload(_response_ref(store)) == b'{"answer": 0}'
         assert store.policy_content(store.event(1).policy_fingerprint or "") is not None
 

@@ -11,6 +11,7 @@ import pytest
 
 from audit import AuditStore, EventDraft, EventKind, InvalidEvent
 from audit.canonical import canonical_bytes, digest
+from audit.verify import verify_log
 
 CONTENT: dict[str, Any] = {
     "task": "compliance_review",
@@ -40,7 +41,7 @@ def test_bytes_record_what_the_content_records(sqlite_url: str, tmp_path: Any) -
         ]
         # The event body references the policy alike (only ids and times differ).
         assert [b"policy" in e.body for e in by_bytes.iter_events()] == [True, True]
-        assert by_bytes.verify().ok
+        assert verify_log(by_bytes).ok
 
 
 BAD: dict[str, tuple[bytes, str, str]] = {
@@ -73,7 +74,7 @@ def test_content_and_bytes_together_are_refused(sqlite_url: str) -> None:
 
 
 def test_a_caller_buffer_changed_after_the_check_does_not_change_the_stored_policy() -> None:
-    from audit._append import prepare
+    from audit.store._prepare import prepare
 
     buffer = bytearray(BYTES)
     # model_construct skips validation, which would have made it bytes: any caller can.

@@ -9,7 +9,9 @@ import psycopg
 import pytest
 
 from audit import AppendFailed, AuditStore, DatabaseUnavailable, EventDraft, EventKind
-from audit.roles import grant
+from audit.proofs import take_checkpoint
+from audit.store.roles import grant
+from audit.verify import verify_log
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.postgres
@@ -29,7 +31,7 @@ def _create_role(server: PostgresServer, role: str) -> None:
 def test_granted_app_role_appends_and_reads_but_cannot_change(
     postgres_server: PostgresServer, pg_url: str
 ) -> None:
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     upgrade(pg_url)
     _create_role(postgres_server, "gateway_app")
@@ -38,7 +40,7 @@ def test_granted_app_role_appends_and_reads_but_cannot_change(
     db = _database(pg_url)
     with AuditStore.open(postgres_server.url(db, "gateway_app")) as store:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="r1", payloads={"b": b"x"}))
-        assert store.verify().ok
+        assert verify_log(store).ok
     with psycopg.connect(postgres_server.dsn(db, "gateway_app"), autocommit=True) as conn:
         for sql in (
             "UPDATE events SET caller = 'x'",
@@ -84,8 +86,8 @@ FORGED_EVENT = (
 def test_reviewer_appends_only_the_records_of_its_own_reads(
     postgres_server: PostgresServer,
 ) -> None:
-    from audit.export import export_events
-    from audit.migrate import upgrade
+    from audit.reports.export import export_events
+    from audit.store.migrate import upgrade
 
     db = _owned_database(postgres_server, "audit_owner")
     owner_url = postgres_server.url(db, "audit_owner")
@@ -97,8 +99,8 @@ def test_reviewer_appends_only_the_records_of_its_own_reads(
         owner.append(EventDraft(kind=EventKind.REQUEST, request_id="r1", payloads={"b": b"x"}))
 
     with AuditStore.open(postgres_server.url(db, "auditor")) as store:
-        assert store.verify().ok
-        signed = store.checkpoint(None)
+        assert verify_log(store).ok
+        signed = take_checkpoint(store, None)
         out = io.StringIO()
         summary = export_events(store, out, "jsonl", reviewer="auditor")
         assert (signed.seq, summary.export_seq, summary.events) == (2, 3, 2)
@@ -122,7 +124,7 @@ def test_reviewer_appends_only_the_records_of_its_own_reads(
             conn.execute(FORGED_EVENT)
     assert refused == len(REVIEWER_FORBIDDEN)
     with AuditStore.open(owner_url) as owner:
-        report = owner.verify()
+        report = verify_log(owner)
         assert report.ok and report.head_seq == 3
         assert [e.kind for e in owner.iter_events()] == [
             EventKind.REQUEST,
@@ -135,7 +137,7 @@ def test_reviewer_records_its_content_reads_and_nothing_with_content(
     postgres_server: PostgresServer,
 ) -> None:
     """`audit show --content` appends an ACCESS event before it shows anything (0008)."""
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     db = _owned_database(postgres_server, "audit_owner")
     owner_url = postgres_server.url(db, "audit_owner")
@@ -158,7 +160,7 @@ def test_reviewer_records_its_content_reads_and_nothing_with_content(
             with pytest.raises(AppendFailed, match="row-level security"):
                 store.append(EventDraft(kind=kind, request_id="forged"))
     with AuditStore.open(owner_url) as owner:
-        report = owner.verify()
+        report = verify_log(owner)
     assert report.ok and report.head_seq == 2
 
 
@@ -179,7 +181,7 @@ def test_grants_from_before_row_security_keep_working_and_downgrade_restores_the
 ) -> None:
     from sqlalchemy import create_engine
 
-    from audit.migrate import downgrade_engine, upgrade, upgrade_engine
+    from audit.store.migrate import downgrade_engine, upgrade, upgrade_engine
 
     db = _owned_database(postgres_server, "audit_owner")
     owner_url = postgres_server.url(db, "audit_owner")
@@ -206,12 +208,12 @@ def test_grants_from_before_row_security_keep_working_and_downgrade_restores_the
             app.append(EventDraft(kind=EventKind.REQUEST, request_id="r", payloads={"b": b"x"}))
             app.append(EventDraft(kind=EventKind.RESPONSE, request_id="r"))
         with AuditStore.open(reader_url) as reader:  # read-only as granted: still no INSERT
-            assert reader.verify().ok
+            assert verify_log(reader).ok
             with pytest.raises(AppendFailed, match="permission denied for table events"):
-                reader.checkpoint(None)
+                take_checkpoint(reader, None)
         grant(owner_url, "legacy_reader", read_only=True)  # granted again: a reviewer
         with AuditStore.open(reader_url) as reader:
-            assert reader.checkpoint(None).seq == 3
+            assert take_checkpoint(reader, None).seq == 3
 
         downgrade_engine(engine, "0002")
         assert _rls(postgres_server.dsn(db)) == (False, False, set())
@@ -234,12 +236,12 @@ def test_grants_from_before_row_security_keep_working_and_downgrade_restores_the
         engine.dispose()
     with AuditStore.open(app_url) as app:
         app.append(EventDraft(kind=EventKind.REQUEST, request_id="again"))
-        report = app.verify()
+        report = verify_log(app)
     assert report.ok and report.head_seq == 4
 
 
 def test_grant_refuses_unknown_roles_and_sqlite(pg_url: str, sqlite_url: str) -> None:
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     upgrade(pg_url)
     with pytest.raises(DatabaseUnavailable, match="no PostgreSQL role"):
@@ -254,7 +256,7 @@ def test_grant_refuses_unknown_roles_and_sqlite(pg_url: str, sqlite_url: str) ->
 def test_server_restart_fails_one_append_closed_then_recovers(
     postgres_server: PostgresServer, pg_url: str
 ) -> None:
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     upgrade(pg_url)
     with AuditStore.open(pg_url) as store:
@@ -274,6 +276,6 @@ def test_server_restart_fails_one_append_closed_then_recovers(
             except AppendFailed:
                 outcomes.append(None)
         assert outcomes[-1] is not None
-        report = store.verify()
+        report = verify_log(store)
     assert report.ok
     assert report.head_seq == 1 + sum(1 for o in outcomes if o is not None)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from audit import AuditStore
-from audit.merkle import node_hash
-from audit.receipt_checks import check_receipt
-from audit.receipts import ReceiptError, dumps, make_receipt, rebuild_tree, signed_head
+from audit.proofs.merkle import node_hash
+from audit.proofs.receipt_checks import check_receipt
+from audit.proofs.receipts import ReceiptError, dumps, make_receipt, rebuild_tree, signed_head
 from tests.audit.conftest import Raw, fill
 
 KEY = bytes.fromhex("11" * 32)

@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore
-from audit.checkpoint import public_key
-from audit.merkle import ProofError, event_leaf, tree_head
-from audit.receipt_checks import check_consistency, check_receipt
-from audit.receipts import (
+from audit.proofs.checkpoint import public_key
+from audit.proofs.merkle import ProofError, event_leaf, tree_head
+from audit.proofs.receipt_checks import check_consistency, check_receipt
+from audit.proofs.receipts import (
     dumps,
     make_receipt,
     note_key_id,
@@ -144,7 +144,7 @@ def _edit_body(v: dict[str, Any]) -> None:
 
 
 def _edit_body_and_hash(v: dict[str, Any]) -> None:
-    from audit.chain import link_hash
+    from audit.store.chain import link_hash
 
     event = v["events"][0]
     event["body"] = event["body"].replace('"caller":"payments-svc"', '"caller":"x"')

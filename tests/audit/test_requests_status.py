@@ -4,10 +4,15 @@ shown as "incomplete", which means a process died between intent and outcome).""
 from __future__ import annotations
 
 from audit import EventKind
-from audit.requests import OUTCOMES
+from audit.verify import lifecycle
+from gateway._vocabulary import STATUS_OF_KIND, TERMINAL
 
 NOT_AN_OUTCOME = {EventKind.REQUEST, EventKind.ATTEMPT_FAILED}
 
 
 def test_every_kind_but_intent_and_attempt_has_a_status() -> None:
-    assert set(EventKind) - set(OUTCOMES) == NOT_AN_OUTCOME
+    assert set(EventKind) - set(STATUS_OF_KIND) == NOT_AN_OUTCOME
+
+
+def test_the_gateway_ends_a_request_at_the_kinds_verify_ends_its_life_at() -> None:
+    assert {kind.value for kind in TERMINAL} == lifecycle.TERMINAL

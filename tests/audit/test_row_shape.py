@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
-from audit._append import prepare
-from audit.chain import GENESIS, MIRRORED, EventRow, event_body, link_hash
-from audit.export import COLUMNS
-from audit.models import EXPORT_COLUMNS, SIGNATURE_COLUMNS
-from audit.schema import EVENT_COLUMNS, Event
+from audit.reports.export import COLUMNS
+from audit.store._prepare import prepare
+from audit.store.chain import GENESIS, MIRRORED, EventRow, event_body, link_hash
+from audit.store.models import EXPORT_COLUMNS, SIGNATURE_COLUMNS
+from audit.store.schema import EVENT_COLUMNS, Event
 from tests.audit.conftest import fill
 
 ROOT = Path(__file__).resolve().parents[2]

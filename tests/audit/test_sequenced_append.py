@@ -10,8 +10,9 @@ from sqlalchemy import create_engine
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
 from audit.errors import LogFormatUnsupported
-from audit.migrate import downgrade_engine, upgrade, upgrade_engine
-from audit.signing import SEQUENCED_DOMAIN, Signer, TrustedKeys
+from audit.store.migrate import downgrade_engine, upgrade, upgrade_engine
+from audit.store.signing import SEQUENCED_DOMAIN, Signer, TrustedKeys
+from audit.verify import verify_log
 from tests.audit.conftest import Raw
 
 WRITER = Signer.from_text("a1" * 32)
@@ -53,7 +54,7 @@ def test_upgrade_from_0009_with_data_keeps_format_1_and_downgrades(pg_url: str) 
     with AuditStore.open(pg_url, signer=WRITER) as store:
         assert store.sequenced_from is None  # format 1 until a format-2 store opens it
         assert store.append(_draft(3)).seq == 4
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 @pytest.mark.postgres

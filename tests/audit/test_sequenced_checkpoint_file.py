@@ -19,12 +19,14 @@ import psycopg
 import pytest
 
 from audit import AuditStore, EventDraft, EventKind
-from audit import checkpoint as cp
-from audit._sequenced import chain_link
 from audit.canonical import digest
 from audit.errors import CheckpointError
-from audit.migrate import upgrade
-from audit.models import Checkpoint, DefectKind, VerifyReport
+from audit.proofs import checkpoint as cp
+from audit.sequenced import integrated_checkpoint
+from audit.store.migrate import upgrade
+from audit.store.models import Checkpoint, DefectKind, VerifyReport
+from audit.store.sequenced import chain_link
+from audit.verify import verify_log
 from tests.audit.conftest import Raw
 from tests.audit.test_sequenced_security import (
     GATEWAY,
@@ -71,12 +73,12 @@ def gateway(url: str, *args: str, integrator: bool = True) -> subprocess.Complet
 def checkpoint(url: str) -> Checkpoint:
     """What `gateway audit checkpoint` makes (in-process, for the tamper tests)."""
     with AuditStore.open(url, signer=WRITER) as store:
-        return store.checkpoint(bytes.fromhex(CHECKPOINT_KEY), [INTEGRATOR.public_key])
+        return integrated_checkpoint(store, bytes.fromhex(CHECKPOINT_KEY), [INTEGRATOR.public_key])
 
 
 def verify_against(url: str, head: Checkpoint, jobs: int = 1) -> VerifyReport:
     with AuditStore.open(url) as store:
-        return store.verify(checkpoint=head, trust=trust(), jobs=jobs)
+        return verify_log(store, checkpoint=head, trust=trust(), jobs=jobs)
 
 
 @pytest.fixture
@@ -286,7 +288,7 @@ def test_a_reviewer_can_checkpoint_a_format_2_log(
     role(postgres_server, log, "cp_reviewer", read_only=True)
     reviewer = postgres_server.url(log.rsplit("/", 1)[1], "cp_reviewer")
     with AuditStore.open(reviewer, signer=WRITER) as store:  # its read recorded, signed
-        head = store.checkpoint(bytes.fromhex(CHECKPOINT_KEY), [INTEGRATOR.public_key])
+        head = integrated_checkpoint(store, bytes.fromhex(CHECKPOINT_KEY), [INTEGRATOR.public_key])
     assert head.seq == 6 and verify_against(log, head).ok
 
 

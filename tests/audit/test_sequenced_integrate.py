@@ -21,13 +21,14 @@ import psycopg
 import pytest
 
 from audit import AuditStore, EventDraft, EventKind
-from audit._sequenced import void_row
-from audit.authenticity import check_outcome
 from audit.canonical import canonical_bytes
-from audit.migrate import upgrade
-from audit.models import DefectKind
-from audit.roles import grant
-from audit.signing import Signer, Trust, TrustedKeys, signature_check
+from audit.store.migrate import upgrade
+from audit.store.models import DefectKind
+from audit.store.roles import grant
+from audit.store.sequenced import void_row
+from audit.store.signing import Signer, Trust, TrustedKeys, signature_check
+from audit.verify import verify_log
+from audit.verify.authenticity import check_outcome
 from tests.audit.conftest import Raw
 from tests.support.postgres import PostgresServer
 
@@ -95,7 +96,7 @@ def test_three_writer_processes_are_gap_free_integrated_and_verified(pg_url: str
     total = 3 * 8 * 12 * 2
     assert sorted(acked) == list(range(1, total + 1))  # every seq once, no voids needed
     with AuditStore.open(pg_url) as store:
-        before = store.verify(trust=_trust(*KEYS, INTEGRATOR_KEY))
+        before = verify_log(store, trust=_trust(*KEYS, INTEGRATOR_KEY))
     assert before.ok, before.defects[:3]
     assert before.pending_integration == total and before.head_seq == 0
     summary = _integrate(pg_url, "--once")
@@ -104,13 +105,13 @@ def test_three_writer_processes_are_gap_free_integrated_and_verified(pg_url: str
         "warnings": [],
     }  # fmt: skip
     with AuditStore.open(pg_url) as store:
-        report = store.verify(trust=_trust(*KEYS, INTEGRATOR_KEY))
+        report = verify_log(store, trust=_trust(*KEYS, INTEGRATOR_KEY))
         assert report.ok, report.defects[:3]
         assert (report.events_checked, report.pending_integration) == (total, 0)
         assert report.head_seq == total
         # The links and the integrator's checkpoint are checked: a key it does not trust
         # makes the checkpoint a finding.
-        untrusted = store.verify(trust=_trust(*KEYS))
+        untrusted = verify_log(store, trust=_trust(*KEYS))
     assert [d.kind for d in untrusted.defects] == [DefectKind.CHECKPOINT]
 
 
@@ -160,7 +161,7 @@ def test_a_writer_killed_after_nextval_leaves_a_hole_that_is_voided_after_the_gr
     assert summary["voided"] == 1 and summary["head"] == 2
     assert _seqs(pg_url) == [(1, "void"), (2, "request")]
     with AuditStore.open(pg_url) as store:
-        report = store.verify(trust=_trust(*KEYS, INTEGRATOR_KEY))
+        report = verify_log(store, trust=_trust(*KEYS, INTEGRATOR_KEY))
     assert report.ok, report.defects[:3]
 
 
@@ -234,7 +235,7 @@ def test_a_forged_row_and_a_forged_void_by_the_app_role_fail_verify_and_are_neve
         assert any("not a trusted key" in p for p in problems), problems
     _integrate(pg_url, "--once", "--grace", "0.5", "--interval", "0.1")
     with AuditStore.open(pg_url) as store:
-        report = store.verify(trust=trusted)
+        report = verify_log(store, trust=trusted)
     bad = {(d.seq, d.kind) for d in report.defects}
     assert (seq, DefectKind.UNTRUSTED_SIGNER) in bad
     assert (voided, DefectKind.UNTRUSTED_SIGNER) in bad
@@ -287,7 +288,7 @@ def test_two_integrators_at_once_link_the_log_once(pg_url: str) -> None:
     assert max(o["head"] for o in outs) == total
     assert all(o["head"] <= total for o in outs)
     with AuditStore.open(pg_url) as store:
-        report = store.verify(trust=_trust(*KEYS, INTEGRATOR_KEY))
+        report = verify_log(store, trust=_trust(*KEYS, INTEGRATOR_KEY))
     assert report.ok, report.defects[:3]
     assert report.head_seq == total and report.pending_integration == 0
 
@@ -327,7 +328,7 @@ def test_the_integrator_role_links_and_voids_but_cannot_write_events(
             ),
         )  # fmt: skip
     with AuditStore.open(pg_url) as store:
-        assert store.verify(trust=_trust(KEYS[0], INTEGRATOR_KEY)).ok
+        assert verify_log(store, trust=_trust(KEYS[0], INTEGRATOR_KEY)).ok
 
 
 def test_audit_show_marks_an_event_pending_until_it_is_integrated(pg_url: str) -> None:
@@ -369,14 +370,14 @@ def test_a_log_switched_from_format_1_links_on_and_a_changed_body_is_found(pg_ur
         first = raw.execute("SELECT prev_hash FROM chain WHERE seq = 3")
         assert first == [(v1_head[1],)]  # one chain across the two formats
         with AuditStore.open(pg_url) as store:
-            report = store.verify(trust=_trust(KEYS[0], INTEGRATOR_KEY))
+            report = verify_log(store, trust=_trust(KEYS[0], INTEGRATOR_KEY))
             assert report.ok, report.defects[:3]
             assert (report.events_checked, report.head_seq, report.sequenced_from) == (5, 5, 3)
         raw.unguard()  # the tables' owner edits a format-2 body
         body = raw.body(4).replace(b"new-1", b"new-X")
         raw.execute("UPDATE events SET body = ? WHERE seq = 4", (body,))
         with AuditStore.open(pg_url) as store:
-            kinds = {(d.seq, d.kind) for d in store.verify(trust=_trust(KEYS[0])).defects}
+            kinds = {(d.seq, d.kind) for d in verify_log(store, trust=_trust(KEYS[0])).defects}
         assert (4, DefectKind.HASH_MISMATCH) in kinds
     finally:
         raw.close()

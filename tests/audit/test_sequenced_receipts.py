@@ -24,15 +24,16 @@ from click.testing import CliRunner
 from sqlalchemy import event
 
 from audit import AuditStore, EventDraft, EventFilter, EventKind, list_requests
-from audit._integrate import Integrator
-from audit.chain import link_hash
-from audit.integrated_receipts import IntegrationPending, make_integrated_receipt
-from audit.merkle import event_leaf, node_hash, tree_head
-from audit.migrate import upgrade
-from audit.receipt_checks import check_receipt
-from audit.receipts import ReceiptError, dumps
-from audit.roles import grant
-from audit.signing import Signer
+from audit.proofs.merkle import event_leaf, node_hash, tree_head
+from audit.proofs.receipt_checks import check_receipt
+from audit.proofs.receipts import ReceiptError, dumps
+from audit.sequenced.integrator import Integrator
+from audit.sequenced.receipts import IntegrationPending, make_integrated_receipt
+from audit.store.chain import link_hash
+from audit.store.migrate import upgrade
+from audit.store.roles import grant
+from audit.store.signing import Signer
+from gateway._vocabulary import request_status
 from gateway.cli import main
 from tests.support.postgres import PostgresServer
 
@@ -298,7 +299,7 @@ def test_a_checkpoint_row_written_without_the_integrator_key_is_passed_over(
     integrate(pg_url, checkpoint=False)
     from datetime import UTC, datetime
 
-    from audit import checkpoint as cp
+    from audit.proofs import checkpoint as cp
 
     with AuditStore.open(pg_url) as store, store._backend.reader.connect() as conn:
         link = conn.exec_driver_sql("SELECT hash FROM chain WHERE seq = 6").scalar_one()
@@ -361,7 +362,7 @@ def test_audit_list_asks_about_pending_events_once_a_page_not_once_a_row(pg_url:
             "before_cursor_execute",
             lambda *a: asked.append(a[2]) if "FROM chain" in a[2] else None,
         )
-        rows = list_requests(store, EventFilter(), limit=None)
+        rows = list_requests(store, EventFilter(), status=request_status, limit=None)
     assert len(rows) == 1_001 and len(asked) == 2
     assert [r.request_id for r in rows if r.pending_integration] == ["late-0", "late-1"]
 

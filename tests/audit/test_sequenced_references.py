@@ -1,6 +1,6 @@
 """Verify's format-2 walk checks what a CACHE_HIT, REPLAY or INTEGRITY_ALERT names by seq.
 
-As the format-1 walk does (audit.lifecycle; tests/security/test_request_lifecycle.py): a
+As the format-1 walk does (audit.verify.lifecycle; tests/security/test_request_lifecycle.py): a
 CACHE_HIT names an earlier RESPONSE of its request hash, by seq, hash and request id; a
 REPLAY outcome an open intent of its run, a REPLAY's original an event of the request it
 names; an alert an earlier event. Each forged event here is well formed, signed by a trusted
@@ -19,8 +19,9 @@ import pytest
 
 from audit import AuditStore, EventDraft, EventKind
 from audit.canonical import canonical_bytes
-from audit.migrate import upgrade
-from audit.models import DefectKind
+from audit.store.migrate import upgrade
+from audit.store.models import DefectKind
+from audit.verify import verify_log
 from tests.audit.test_sequenced_security import (
     WRITER,
     forge,
@@ -196,6 +197,6 @@ def test_a_replay_and_a_request_begun_in_format_1_end_in_format_2(pg_url: str, j
         store.append(EventDraft(kind=EventKind.RESPONSE, request_id="r1", request_hash=H1))
     integrate(pg_url)
     with AuditStore.open(pg_url) as store:
-        report = store.verify(trust=trust(), jobs=jobs)
+        report = verify_log(store, trust=trust(), jobs=jobs)
     assert report.sequenced_from == 5
     assert report.ok, report.defects

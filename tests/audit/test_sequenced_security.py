@@ -1,7 +1,7 @@
 """Format 2 under attack by the roles that share its database (security review 2).
 
 Real PostgreSQL, real roles as `gateway db grant` makes them, raw SQL as each attacker. The
-integrator runs in-process (audit._integrate.Integrator) so a pass can be driven one at a
+integrator runs in-process (audit.sequenced.integrator.Integrator) so a pass can be driven one at a
 time; test_sequenced_integrate.py runs the real command.
 """
 
@@ -21,16 +21,22 @@ import psycopg
 import pytest
 
 from audit import AuditStore, AuditStoreError, EventDraft, EventKind
-from audit import checkpoint as cp
-from audit._integrate import RESERVED_AHEAD_WARN, VOID_PAGE, IntegrationBlocked, Integrator
-from audit._sequenced import void_row
-from audit.authenticity import check_outcome
 from audit.canonical import canonical_bytes
-from audit.merkle import event_leaf, tree_head
-from audit.migrate import upgrade
-from audit.models import DefectKind, VerifyReport
-from audit.roles import grant
-from audit.signing import Signer, Trust, TrustedKeys, signature_check
+from audit.proofs import checkpoint as cp
+from audit.proofs.merkle import event_leaf, tree_head
+from audit.sequenced.integrator import (
+    RESERVED_AHEAD_WARN,
+    VOID_PAGE,
+    IntegrationBlocked,
+    Integrator,
+)
+from audit.store.migrate import upgrade
+from audit.store.models import DefectKind, VerifyReport
+from audit.store.roles import grant
+from audit.store.sequenced import void_row
+from audit.store.signing import Signer, Trust, TrustedKeys, signature_check
+from audit.verify import verify_log
+from audit.verify.authenticity import check_outcome
 from gateway.evidence import Auditing
 from gateway.keys import trusted_record_keys
 from gateway.settings import Settings
@@ -82,7 +88,7 @@ def integrate(url: str, **options: float) -> None:
 
 def verify(url: str, with_trust: Trust | None = None) -> VerifyReport:
     with AuditStore.open(url) as store:
-        return store.verify(trust=with_trust or trust())
+        return verify_log(store, trust=with_trust or trust())
 
 
 def true_root(url: str, size: int) -> bytes:
@@ -287,7 +293,7 @@ def test_a_chain_row_planted_far_ahead_blocks_the_integrator_loudly_and_fails_ve
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "seq 1000000" in done.stderr and "gateway audit verify" in done.stderr, done.stderr
     with AuditStore.open(pg_url) as store:
-        report = store.verify(trust=trust(), stalled_after_s=1e-3)
+        report = verify_log(store, trust=trust(), stalled_after_s=1e-3)
     found = kinds(report)
     assert (1000000, DefectKind.OUTSIDE_CHAIN) in found, report.defects
     assert (1, DefectKind.STALLED) in found
@@ -319,8 +325,8 @@ def test_a_wrong_link_stops_the_integrator_loudly_not_silently(
 def test_a_pending_tail_older_than_the_threshold_is_a_stalled_finding(pg_url: str) -> None:
     begin(pg_url, events=2)  # no integrator runs
     with AuditStore.open(pg_url) as store:
-        assert store.verify(trust=trust()).ok  # just written: inside the default 10 minutes
-        stalled = store.verify(trust=trust(), stalled_after_s=1e-3)
+        assert verify_log(store, trust=trust()).ok  # just written: inside the default 10 minutes
+        stalled = verify_log(store, trust=trust(), stalled_after_s=1e-3)
     assert [(d.seq, d.kind) for d in stalled.defects] == [(1, DefectKind.STALLED)]
     assert "2 event(s) pending integration" in stalled.defects[0].detail
 

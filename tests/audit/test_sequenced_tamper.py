@@ -3,7 +3,7 @@
 One tamper per check on an intact, integrated log of three request/response pairs (seqs
 1-6, a checkpoint at 6): by the tables' owner with the triggers off (Raw.unguard), or by the
 application role with INSERT alone. Each test names the defect the check makes; with the
-check removed from audit/_sequenced_verify.py (the review's mutant, and the root,
+check removed from audit/verify/_sequenced.py (the review's mutant, and the root,
 body-hash, chain-top and truncation checks) the test fails.
 """
 
@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.models import DefectKind
+from audit.store.models import DefectKind
 from tests.audit.conftest import Raw
 from tests.audit.test_sequenced_security import WRITER, begin, forge, integrate, kinds, role, verify
 from tests.support.postgres import PostgresServer

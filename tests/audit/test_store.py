@@ -17,7 +17,8 @@ from audit import (
     NotFound,
 )
 from audit.canonical import canonical_bytes, canonical_digest, digest
-from audit.chain import GENESIS, link_hash
+from audit.store.chain import GENESIS, link_hash
+from audit.verify import verify_log
 from tests.audit.conftest import POLICY, Raw, fill
 
 
@@ -122,13 +123,13 @@ def test_reads_by_request_and_filters(store: AuditStore) -> None:
 
 
 def test_iter_events_streams_across_pages(store: AuditStore) -> None:
-    import audit.store as store_module
+    import audit.verify._walk as walk_module
 
     for n in range(5):
         store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"p{n}"))
     rows = list(store._rows([], page=2))  # three pages of 2, 2 and 1
     assert [r.seq for r in rows] == [1, 2, 3, 4, 5]
-    assert store_module.PAGE >= 100
+    assert walk_module.PAGE >= 100
 
 
 def test_find_response_returns_newest_ok_response_only(store: AuditStore) -> None:
@@ -195,12 +196,12 @@ def test_threads_share_one_gap_free_chain_with_group_commit(store: AuditStore) -
     total = per_thread * threads
     assert sorted(seqs) == list(range(1, total + 1))
     assert store.group_commits < total  # waiting appends were committed together
-    assert store.verify().ok
+    assert verify_log(store).ok
 
 
 def test_a_bad_draft_in_a_group_does_not_fail_the_others(store: AuditStore) -> None:
     # Exercise the committer directly: a batch whose commit fails is retried item by item.
-    from audit._group import GroupCommitter
+    from audit.store._group import GroupCommitter
 
     def commit(batch: list[int]) -> list[int]:
         if 13 in batch:
@@ -241,6 +242,6 @@ def test_verify_reports_progress_per_page(store: AuditStore) -> None:
     for n in range(5):
         store.append(EventDraft(kind=EventKind.REQUEST, request_id=f"p{n}"))
     calls: list[tuple[int, int]] = []
-    report = store.verify(lambda done, total: calls.append((done, total)), page_rows=2)
+    report = verify_log(store, lambda done, total: calls.append((done, total)), page_rows=2)
     assert report.ok and report.events_checked == 5
     assert calls == [(2, 5), (4, 5), (5, 5)]

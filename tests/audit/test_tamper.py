@@ -13,8 +13,10 @@ import psycopg
 import pytest
 
 from audit import AuditStore, DefectKind
-from audit import checkpoint as checkpoints
-from audit.chain import link_hash
+from audit.proofs import checkpoint as checkpoints
+from audit.proofs import take_checkpoint
+from audit.store.chain import link_hash
+from audit.verify import verify_log
 from tests.audit.conftest import Raw, fill
 
 COLUMNS = (
@@ -137,10 +139,10 @@ def test_verify_names_the_first_bad_seq(
 ) -> None:
     _, first_bad, kind = next(m for m in MATRIX if m[0] is tamper)
     fill(store)
-    assert store.verify().ok
+    assert verify_log(store).ok
     raw.unguard()
     tamper(raw)
-    report = store.verify()
+    report = verify_log(store)
     assert not report.ok
     assert report.first_bad_seq == first_bad
     assert kind in {d.kind for d in report.defects if d.seq == first_bad}
@@ -152,13 +154,14 @@ def test_truncated_tail_verifies_alone_but_not_against_a_checkpoint(
     fill(store)
     key = bytes(range(32))
     cp = checkpoints.loads(
-        checkpoints.dumps(store.checkpoint(key)), trusted_public_key=checkpoints.public_key(key)
+        checkpoints.dumps(take_checkpoint(store, key)),
+        trusted_public_key=checkpoints.public_key(key),
     )
     assert cp.seq == 7  # the checkpoint event itself is in the signed head
     raw.unguard()
     raw.execute("DELETE FROM events WHERE seq >= 6")
-    assert store.verify().ok  # a hash chain alone cannot see a missing tail
-    report = store.verify(checkpoint=cp)
+    assert verify_log(store).ok  # a hash chain alone cannot see a missing tail
+    report = verify_log(store, checkpoint=cp)
     assert not report.ok
     assert report.first_bad_seq == 6
     assert report.defects[0].kind == DefectKind.CHECKPOINT
@@ -168,7 +171,7 @@ def test_rollback_to_a_rewritten_history_is_found_by_the_checkpoint(
     store: AuditStore, raw: Raw
 ) -> None:
     fill(store)
-    cp = store.checkpoint(bytes(range(32)))
+    cp = take_checkpoint(store, bytes(range(32)))
     # Rebuild seq 7 (the checkpoint event) as something else with a self-consistent chain.
     raw.unguard()
     row = list(raw.execute(f"SELECT {COLUMNS} FROM events WHERE seq = 7")[0])
@@ -176,7 +179,7 @@ def test_rollback_to_a_rewritten_history_is_found_by_the_checkpoint(
     body = bytes(row[9]).replace(b'"signed":true', b'"signed":false')
     row[9], row[11] = body, link_hash(str(row[10]), body)
     _insert(raw, row)
-    report = store.verify(checkpoint=cp)
+    report = verify_log(store, checkpoint=cp)
     assert [d.kind for d in report.defects] == [DefectKind.CHECKPOINT]
     assert report.first_bad_seq == 7
 
@@ -195,7 +198,7 @@ def test_guards_refuse_update_and_delete_on_every_table(store: AuditStore, raw: 
         params = (b"x",) if "?" in sql else ()
         with pytest.raises(DB_ERRORS, match="append-only"):
             raw.execute(sql, params)
-    assert store.verify().ok
+    assert verify_log(store).ok
 
 
 def test_replace_and_upsert_cannot_overwrite_an_event(store: AuditStore, raw: Raw) -> None:
@@ -213,7 +216,7 @@ def test_replace_and_upsert_cannot_overwrite_an_event(store: AuditStore, raw: Ra
         with pytest.raises(DB_ERRORS, match=r"append-only|audit chain"):
             raw.execute(sql, tuple(row))
     assert _row(raw, 3)[6] == "payments-svc"
-    assert store.verify().ok
+    assert verify_log(store).ok
 
 
 def test_replace_without_the_guards_is_found(store: AuditStore, raw: Raw) -> None:
@@ -224,7 +227,7 @@ def test_replace_without_the_guards_is_found(store: AuditStore, raw: Raw) -> Non
     row = _row(raw, 3)
     row[1], row[6] = "z" * 32, "mallory"
     _insert(raw, row, verb="INSERT OR REPLACE")
-    report = store.verify()
+    report = verify_log(store)
     assert report.first_bad_seq == 3
     assert DefectKind.COLUMN_MISMATCH in {d.kind for d in report.defects}
 
@@ -236,17 +239,17 @@ def test_dropping_the_triggers_then_updating_is_found(store: AuditStore, raw: Ra
     else:
         raw.execute("DROP TRIGGER events_append_only ON events")
     raw.execute("UPDATE events SET task = 'renamed' WHERE seq = 5")
-    report = store.verify()
+    report = verify_log(store)
     assert report.first_bad_seq == 5
     assert report.defects[0].kind == DefectKind.COLUMN_MISMATCH
 
 
 def test_deleting_the_checkpointed_event_itself_is_named(store: AuditStore, raw: Raw) -> None:
     fill(store)
-    cp = store.checkpoint(bytes(range(32)))
+    cp = take_checkpoint(store, bytes(range(32)))
     fill(store, requests=1)  # the log goes on past the checkpoint
     raw.unguard()
     raw.execute("DELETE FROM events WHERE seq = ?", (cp.seq,))
-    report = store.verify(checkpoint=cp)
+    report = verify_log(store, checkpoint=cp)
     assert report.first_bad_seq == cp.seq
     assert {DefectKind.GAP, DefectKind.CHECKPOINT} <= {d.kind for d in report.defects}

@@ -15,11 +15,11 @@ from click.testing import CliRunner, Result
 from cryptography import x509
 
 from audit import AuditStore
-from audit.checkpoint import public_key
-from audit.cosignature import add_cosignature, public_of
-from audit.receipt_checks import check_receipt
-from audit.receipts import dumps, load_checkpoint, make_receipt, signed_head
-from audit.timestamp import (
+from audit.proofs.checkpoint import public_key
+from audit.proofs.cosignature import add_cosignature, public_of
+from audit.proofs.receipt_checks import check_receipt
+from audit.proofs.receipts import dumps, load_checkpoint, make_receipt, signed_head
+from audit.proofs.timestamp import (
     TimeStampError,
     accept_response,
     check_time_stamps,
@@ -172,7 +172,7 @@ def test_a_receipt_stamped_then_cosigned_checks_both(tmp_path: Path, tsa: LocalT
     both = receipt.model_copy(
         update={"checkpoint": cp.model_copy(update={"note": note, "timestamps": (stamp,)})}
     )
-    from audit.cosignature import Witness
+    from audit.proofs.cosignature import Witness
 
     witness = Witness("w.example/1", public_of(seed))
     report = check_receipt(dumps(both), [PUBLIC], [witness], roots(tsa))

@@ -1,5 +1,5 @@
 """A body that gives ``data`` twice, the first a value ``json`` refuses and the last a fine
-object, is a bad_body, as it always was: verify's typed read (audit._ordinary_body) keeps
+object, is a bad_body, as it always was: verify's typed read (audit.verify._ordinary_body) keeps
 msgspec's last value and had checked only that one, so verify passed the row (found by a
 review). SQLite with the triggers dropped, and PostgreSQL through the chain guard as the
 reviewer role (jsonb keeps the last duplicate too), signed by a trusted key."""
@@ -13,10 +13,11 @@ import psycopg
 import pytest
 
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit.chain import link_hash
-from audit.migrate import upgrade
-from audit.roles import grant
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.store.chain import link_hash
+from audit.store.migrate import upgrade
+from audit.store.roles import grant
+from audit.store.signing import Signer, Trust, TrustedKeys
+from audit.verify import verify_log
 from tests.audit.test_chain_guard import _head, _row
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
@@ -51,7 +52,7 @@ def test_a_bad_first_data_member_is_a_bad_body(tmp_path: Path, first: str, signe
         )
     trust = Trust(TrustedKeys.of([signer.public_key])) if signed else None
     with AuditStore.open(url, "os") as store:
-        report = store.verify(trust=trust, jobs=1)
+        report = verify_log(store, trust=trust, jobs=1)
         shown = store.event(3).data  # what audit show / list read
     assert "unreadable" in str(shown).lower() or shown != {}, shown
     assert [(d.seq, d.kind) for d in report.defects] == [(3, DefectKind.BAD_BODY)], report
@@ -85,5 +86,5 @@ def test_the_reviewer_role_cannot_hide_a_bad_first_data_member(
         )  # fmt: skip
     trust = Trust(TrustedKeys.of([gateway.public_key, reviewer.public_key]))
     with AuditStore.open(owner_url) as store:
-        report = store.verify(trust=trust)
+        report = verify_log(store, trust=trust)
     assert [(d.seq, d.kind) for d in report.defects] == [(2, DefectKind.BAD_BODY)], report

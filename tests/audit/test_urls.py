@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from audit import AuditStore, DatabaseUnavailable
-from audit._backend import Backend
+from audit.store.backend import Backend
 from gateway.cli import main
 
 SECRET = "hunter2"

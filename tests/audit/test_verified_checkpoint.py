@@ -28,12 +28,14 @@ from audit import (
     EventKind,
     VerifyReport,
 )
-from audit import checkpoint as checkpoints
 from audit.canonical import canonical_bytes
-from audit.chain import event_body, link_hash
-from audit.merkle import tree_head
-from audit.receipts import TreeCheckpoint, checked_checkpoint, log_leaves, origin
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.proofs import checkpoint as checkpoints
+from audit.proofs import take_checkpoint, verified_checkpoint
+from audit.proofs.merkle import tree_head
+from audit.proofs.receipts import TreeCheckpoint, checked_checkpoint, log_leaves, origin
+from audit.store.chain import event_body, link_hash
+from audit.store.signing import Signer, Trust, TrustedKeys
+from audit.verify import verify_log
 from gateway.cli import main
 from tests.audit.conftest import Raw, fill
 
@@ -44,15 +46,15 @@ TRUST = Trust(TrustedKeys.of([RECORD.public_key]))
 
 
 def _verified(store: AuditStore, key: bytes = KEY) -> Checkpoint:
-    report = store.verify(trust=TRUST, measure_head=True)
+    report = verify_log(store, trust=TRUST, measure_head=True)
     assert report.ok, report.defects
-    return checkpoints.loads(checkpoints.dumps(store.verified_checkpoint(report, key)))
+    return checkpoints.loads(checkpoints.dumps(verified_checkpoint(store, report, key)))
 
 
 def _since(store: AuditStore, cp: Checkpoint, pins: set[str] | None = None) -> VerifyReport:
     pins = pins if pins is not None else {checkpoints.public_key(KEY)}
     relied = checkpoints.relied_on(cp, TRUST.keys, pins)
-    return store.verify(trust=TRUST, relied=relied)
+    return verify_log(store, trust=TRUST, relied=relied)
 
 
 @pytest.fixture
@@ -151,7 +153,7 @@ def test_an_edited_signature_column_before_the_checkpoint_is_found(
     report = _since(signed, cp)
     assert [(d.seq, d.kind) for d in report.defects] == [(cp.seq, DefectKind.CHECKPOINT)]
     assert "signature or key_id column" in report.defects[0].detail
-    full = signed.verify(trust=TRUST)  # a full verify names the event itself
+    full = verify_log(signed, trust=TRUST)  # a full verify names the event itself
     assert [(d.seq, d.kind) for d in full.defects] == [(2, DefectKind.BAD_SIGNATURE)]
 
 
@@ -162,7 +164,7 @@ def test_a_checkpoint_by_an_untrusted_key_is_refused(signed: AuditStore) -> None
 
 
 def test_a_head_checkpoint_is_not_a_verified_one(signed: AuditStore) -> None:
-    head = signed.checkpoint(KEY)
+    head = take_checkpoint(signed, KEY)
     with pytest.raises(CheckpointError, match="not a verified checkpoint"):
         checkpoints.relied_on(head, TRUST.keys, {checkpoints.public_key(KEY)})
 
@@ -201,7 +203,7 @@ def test_a_truncated_log_is_found_against_a_verified_checkpoint(
 
 
 def test_a_checkpoint_carries_the_signed_tree_root(signed: AuditStore) -> None:
-    cp = checkpoints.loads(checkpoints.dumps(signed.checkpoint(KEY)))
+    cp = checkpoints.loads(checkpoints.dumps(take_checkpoint(signed, KEY)))
     assert cp.version == 2 and cp.tree_size == cp.seq and cp.note is not None
     expected = tree_head(log_leaves(signed, cp.seq), cp.seq)
     assert cp.root == base64.b64encode(expected.root).decode()
@@ -210,21 +212,21 @@ def test_a_checkpoint_carries_the_signed_tree_root(signed: AuditStore) -> None:
         public_key=checkpoints.public_key(KEY), note=cp.note,
     )  # fmt: skip
     assert checked_checkpoint(tree, [checkpoints.public_key(KEY)]) == expected
-    report = signed.verify(checkpoint=cp, trust=TRUST)
+    report = verify_log(signed, checkpoint=cp, trust=TRUST)
     assert report.ok and report.tree_root_checked
 
 
 def test_a_signed_checkpoint_with_a_wrong_root_is_found(signed: AuditStore) -> None:
     seq, head = signed.head()
     wrong = checkpoints.sign(signed.store_id, seq, head, datetime.now(UTC), KEY, root=b"\7" * 32)
-    report = signed.verify(checkpoint=checkpoints.loads(checkpoints.dumps(wrong)), trust=TRUST)
+    report = verify_log(signed, checkpoint=checkpoints.loads(checkpoints.dumps(wrong)), trust=TRUST)
     assert [(d.seq, d.kind) for d in report.defects] == [(seq, DefectKind.CHECKPOINT)]
     assert "Merkle root" in report.defects[0].detail
 
 
 def test_a_checkpoint_whose_note_was_swapped_is_refused(signed: AuditStore) -> None:
-    cp = signed.checkpoint(KEY)
-    other = signed.checkpoint(KEY)  # a later head, its own note
+    cp = take_checkpoint(signed, KEY)
+    other = take_checkpoint(signed, KEY)  # a later head, its own note
     forged = cp.model_copy(update={"note": other.note, "signature": None})
     resigned = forged.model_copy(
         update={
@@ -242,7 +244,7 @@ def test_a_version_1_checkpoint_still_verifies(signed: AuditStore) -> None:
     old = checkpoints.sign(signed.store_id, seq, head, datetime.now(UTC), KEY)
     text = checkpoints.dumps(old)
     assert "root" not in json.loads(text)
-    assert signed.verify(checkpoint=checkpoints.loads(text), trust=TRUST).ok
+    assert verify_log(signed, checkpoint=checkpoints.loads(text), trust=TRUST).ok
 
 
 # -- the CLI ---------------------------------------------------------------------------------
@@ -308,10 +310,10 @@ def test_verified_checkpoints_chain_each_resting_on_the_one_before(signed: Audit
     first = _verified(signed)
     _append_more(signed)
     relied = checkpoints.relied_on(first, TRUST.keys, {checkpoints.public_key(KEY)})
-    report = signed.verify(trust=TRUST, relied=relied, measure_head=True)
+    report = verify_log(signed, trust=TRUST, relied=relied, measure_head=True)
     assert report.ok and report.signatures_checked_from == first.seq + 1
     second = checkpoints.loads(
-        checkpoints.dumps(signed.verified_checkpoint(report, KEY, rests_on=first))
+        checkpoints.dumps(verified_checkpoint(signed, report, KEY, rests_on=first))
     )
     assert second.verified is not None and second.verified.rests_on is not None
     assert (second.verified.rests_on.seq, second.verified.rests_on.hash) == (
@@ -332,10 +334,10 @@ def test_a_key_withdrawn_since_the_checkpoint_fails_its_old_events(any_url: str)
     both = Trust(TrustedKeys.of([RECORD.public_key, retired.public_key]))
     with AuditStore.open(any_url, signer=RECORD) as store:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="new", task="t"))
-        report = store.verify(trust=both, measure_head=True)
+        report = verify_log(store, trust=both, measure_head=True)
         assert report.ok, report.defects
-        cp = checkpoints.loads(checkpoints.dumps(store.verified_checkpoint(report, KEY)))
+        cp = checkpoints.loads(checkpoints.dumps(verified_checkpoint(store, report, KEY)))
         pins = {checkpoints.public_key(KEY)}
-        assert store.verify(trust=both, relied=checkpoints.relied_on(cp, both.keys, pins)).ok
-        now = store.verify(trust=TRUST, relied=checkpoints.relied_on(cp, TRUST.keys, pins))
+        assert verify_log(store, trust=both, relied=checkpoints.relied_on(cp, both.keys, pins)).ok
+        now = verify_log(store, trust=TRUST, relied=checkpoints.relied_on(cp, TRUST.keys, pins))
     assert [(d.seq, d.kind) for d in now.defects] == [(1, DefectKind.UNTRUSTED_SIGNER)]

@@ -8,7 +8,8 @@ import sqlite3
 from pathlib import Path
 
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit._body_parse import parse_body
+from audit.verify import verify_log
+from audit.verify.body import parse_body
 
 EVENTS = 300
 
@@ -39,8 +40,8 @@ def test_the_scan_finds_what_lookups_find(tmp_path: Path) -> None:
         raw.execute("DELETE FROM payloads WHERE digest = ?", (ref(121),))
         raw.execute("UPDATE payloads SET content = x'01' WHERE digest = ?", (ref(10),))  # "old"
     with AuditStore.open(url, "os") as store:
-        scanned = store.verify(jobs=1)  # one page of 300 references: scanned
-        looked_up = store.verify(jobs=1, page_rows=20)  # 20 a page: looked up one by one
+        scanned = verify_log(store, jobs=1)  # one page of 300 references: scanned
+        looked_up = verify_log(store, jobs=1, page_rows=20)  # 20 a page: looked up one by one
     assert scanned == looked_up
     found = {(d.seq, d.kind) for d in scanned.defects}
     assert {(151, DefectKind.CONTENT_MISMATCH), (121, DefectKind.MISSING_CONTENT)} <= found

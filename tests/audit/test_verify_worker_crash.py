@@ -13,14 +13,15 @@ import pytest
 
 from audit import AuditStore, EventDraft, EventKind
 from audit.errors import DatabaseUnavailable
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.store.signing import Signer, Trust, TrustedKeys
+from audit.verify import verify_log
 
 pytestmark = pytest.mark.slow  # verify's worker processes, on a large log
 
 EVENTS = 60_000  # with every signature checked: about a second of two workers' time
 
 
-def _workers(module: str = "audit._verify_range_worker") -> list[int]:
+def _workers(module: str = "audit.verify._range_worker") -> list[int]:
     """This process's verify workers running ``module`` (their command line names it)."""
     found = []
     for entry in Path("/proc").iterdir():
@@ -44,8 +45,8 @@ def _workers(module: str = "audit._verify_range_worker") -> list[int]:
 @pytest.mark.parametrize(
     ("jobs", "module", "said"),
     [
-        (2, "audit._verify_range_worker", "a verify worker could not check its pages"),
-        (1, "audit._verify_worker", "a verify worker checking record signatures stopped"),
+        (2, "audit.verify._range_worker", "a verify worker could not check its pages"),
+        (1, "audit.verify._signature_worker", "a verify worker checking record signatures stopped"),
     ],
     ids=["range-walk", "signature-pool"],
 )
@@ -68,7 +69,7 @@ def test_a_worker_killed_mid_walk_ends_verify_with_one_clear_error(
     def walk() -> None:
         with AuditStore.open(url, "os") as store:
             try:
-                outcome["report"] = store.verify(jobs=jobs, trust=trust)
+                outcome["report"] = verify_log(store, jobs=jobs, trust=trust)
             except DatabaseUnavailable as exc:
                 outcome["error"] = exc
 
@@ -91,5 +92,5 @@ def test_a_worker_killed_mid_walk_ends_verify_with_one_clear_error(
     assert _workers(module) == []  # the other worker was stopped too
 
     with AuditStore.open(url, "os") as store:  # nothing was changed: it verifies intact
-        report = store.verify(jobs=1, trust=trust)
+        report = verify_log(store, jobs=1, trust=trust)
     assert report.ok and report.events_checked == EVENTS

@@ -1,10 +1,11 @@
 """Verify's worker processes run the gateway's own code, wherever verify is started from.
 
-A worker is started as ``python -m audit._verify_range_worker`` (or ``audit._verify_worker``
-for the signature pool). ``-m`` puts the current directory first on the module path, so
-verify run from a directory holding an ``audit`` package of someone else's making (a
-checkout under review, a shared folder) would run that code in its workers, with the
-database URL, password included, on their stdin. The workers are started with ``-P``.
+A worker is started as ``python -m audit.verify._range_worker`` (or
+``audit.verify._signature_worker`` for the signature pool). ``-m`` puts the current
+directory first on the module path, so verify run from a directory holding an ``audit``
+package of someone else's making (a checkout under review, a shared folder) would run that
+code in its workers, with the database URL, password included, on their stdin. The workers
+are started with ``-P``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 import audit
 from audit import AuditStore, EventDraft, EventKind
-from audit.signing import Signer
+from audit.store.signing import Signer
 
 pytestmark = pytest.mark.slow  # verify's worker processes
 
@@ -35,12 +36,13 @@ VERIFY = textwrap.dedent(
     """
     import sys
     from audit import AuditStore
-    from audit.signing import Signer, Trust, TrustedKeys
+    from audit.verify import verify_log
+    from audit.store.signing import Signer, Trust, TrustedKeys
     url, seed = sys.argv[1], sys.argv[2]
     trust = Trust(TrustedKeys.of([Signer.from_text(seed).public_key]))
     with AuditStore.open(url, "os") as store:
-        walked = store.verify(jobs=2, trust=None)   # the range walk's workers
-        pooled = store.verify(jobs=1, trust=trust)  # the signature pool's
+        walked = verify_log(store, jobs=2, trust=None)   # the range walk's workers
+        pooled = verify_log(store, jobs=1, trust=trust)  # the signature pool's
     print(walked.ok, pooled.ok, pooled.signatures_checked)
     """
 )
@@ -56,10 +58,11 @@ def test_workers_do_not_import_an_audit_package_from_the_current_directory(
             [EventDraft(kind=EventKind.EXPORT, request_id=f"e{n}") for n in range(20_001)]
         )
     planted = tmp_path / "elsewhere" / "audit"
-    planted.mkdir(parents=True)
+    (planted / "verify").mkdir(parents=True)
     (planted / "__init__.py").write_text("")
-    for worker in ("_verify_range_worker.py", "_verify_worker.py"):
-        (planted / worker).write_text(PLANTED)
+    (planted / "verify" / "__init__.py").write_text("")
+    for worker in ("_range_worker.py", "_signature_worker.py"):
+        (planted / "verify" / worker).write_text(PLANTED)
     # The parent itself is started with -P and this checkout on its path: only its workers
     # are under test.
     done = subprocess.run(

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit import AuditStore
-from audit.checkpoint import public_key
-from audit.cosignature import (
+from audit.proofs.checkpoint import public_key
+from audit.proofs.cosignature import (
     Witness,
     WitnessError,
     add_cosignature,
@@ -27,9 +27,9 @@ from audit.cosignature import (
     public_of,
     timestamp_of,
 )
-from audit.merkle import TreeHead, consistency_proof, leaf_hash, tree_head
-from audit.receipt_checks import check_consistency, check_receipt
-from audit.receipts import (
+from audit.proofs.merkle import TreeHead, consistency_proof, leaf_hash, tree_head
+from audit.proofs.receipt_checks import check_consistency, check_receipt
+from audit.proofs.receipts import (
     dumps,
     load_checkpoint,
     load_receipt,
@@ -40,7 +40,7 @@ from audit.receipts import (
     signed_head,
     stored_consistency_proof,
 )
-from audit.witness import CosignResult, WitnessState, cosign
+from audit.proofs.witness import CosignResult, WitnessState, cosign
 from gateway.cli import main
 from tests.audit.conftest import Raw, fill
 

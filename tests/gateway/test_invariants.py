@@ -9,6 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from audit import AuditStore, EventKind
+from audit.verify import verify_log
 from gateway import (
     AuditWriteError,
     Gateway,
@@ -168,7 +169,7 @@ def test_the_log_verifies_after_a_mixed_run(
         gw.complete("quant_strategy", PROMPT, overrides={"temperature": 5})
     gw.complete("compliance_review", PROMPT)
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
-        report = store.verify()
+        report = verify_log(store)
     assert report.ok, report
 
 
@@ -218,5 +219,5 @@ def test_no_answer_is_returned_when_the_outcome_cannot_be_recorded(
     fake_api.set_default(lambda request: Reply.ok())
     assert gw.complete("compliance_review", PROMPT).text
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
-        assert store.verify().ok
+        assert verify_log(store).ok
     assert caught.value.request_id is not None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from audit import AuditStore, EventKind
-from audit.migrate import upgrade
+from audit.store.migrate import upgrade
+from audit.verify import verify_log
 from gateway import AuditUnavailable, PolicyViolation
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import API_KEY, MakeGateway
@@ -50,5 +51,5 @@ def test_requests_hits_and_rejections_are_recorded_and_verify(
         ]
         request = store.events_for_request(first.request_id)[0]
         assert store.payload(request.payload_digests["request_body"]) == fake_api.requests[-1].body
-        assert store.verify().ok
+        assert verify_log(store).ok
         assert API_KEY.encode() not in b"".join(e.body for e in store.iter_events())

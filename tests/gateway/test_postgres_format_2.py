@@ -22,9 +22,10 @@ import pytest
 
 from audit import AuditStore, EventKind
 from audit.errors import LogFormatUnsupported
-from audit.migrate import upgrade
-from audit.roles import grant
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.store.migrate import upgrade
+from audit.store.roles import grant
+from audit.store.signing import Signer, Trust, TrustedKeys
+from audit.verify import verify_log
 from gateway import AsyncGateway, Settings
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway.conftest import API_KEY, MakeGateway
@@ -78,7 +79,7 @@ def _each_event_once_and_verified(url: str) -> list[tuple[int, str, str, str]]:
     summary = _integrate_once(url)
     assert summary["head"] == len(rows)
     with AuditStore.open(url, create=False) as store:
-        report = store.verify(trust=TRUST)
+        report = verify_log(store, trust=TRUST)
     assert report.ok, report.defects[:3]
     assert report.pending_integration == 0  # all linked
     return rows

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventKind
-from audit.signing import Signer
+from audit.store.signing import Signer
 from gateway import Gateway, Settings
 from gateway.cli import main
 from gateway.errors import ConfigurationError, PolicyLoadError

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AuditStore
-from audit.signing import Signer, signature_check
+from audit.store.signing import Signer, signature_check
 from gateway import Gateway, Settings
 from gateway.catalog import Catalog
 from gateway.cli import main

@@ -18,6 +18,8 @@ from types import TracebackType
 from typing import Any
 
 from audit import AuditStore, EventKind, list_requests
+from audit.verify import verify_log
+from gateway._vocabulary import request_status
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_POLICIES = ROOT / "policies"
@@ -128,8 +130,8 @@ class LogState:
 
 def log_state(url: str) -> LogState:
     with AuditStore.open(url, durability="os") as store:
-        report = store.verify()
-        rows = list_requests(store, limit=None)
+        report = verify_log(store)
+        rows = list_requests(store, status=request_status, limit=None)
         kinds: dict[str, list[str]] = {}
         seqs: dict[str, list[int]] = {}
         hashes: dict[str, str | None] = {}

@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind
-from audit.signing import Signer
+from audit.store.signing import Signer
+from audit.verify import verify_log
 from gateway import Gateway, Settings
 from gateway.cli import main
 from tests.fakes.messages_api import FakeMessagesAPI
@@ -164,7 +165,7 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
     assert asked.stderr.startswith("error: ")
     assert len(fake_api.requests) == calls, "an upstream call without a committed intent"
     with AuditStore.open(pg_url) as store:
-        assert store.verify().ok
+        assert verify_log(store).ok
         events = list(store.iter_events())
     assert [e.kind for e in events[2:]] == [EventKind.EXPORT, EventKind.CHECKPOINT]
     assert {e.request_id for e in events[:2]} == {answered.request_id}

@@ -200,7 +200,7 @@ def test_postgres_stopped_mid_run_fails_closed_and_recovers(
     postgres_server: PostgresServer, pg_url: str, fake_api: FakeMessagesAPI, policy_dir: Path
 ) -> None:
     """Server down at the intent: no call. Down during the call: no answer. Back: works."""
-    from audit.migrate import upgrade
+    from audit.store.migrate import upgrade
 
     upgrade(pg_url)
     stop_during_call = {"on": False}

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from audit import AuditStore, EventKind
+from audit.verify import verify_log
 from gateway import Gateway, Settings, UpstreamError, UpstreamRejected, UpstreamUnavailable
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 
@@ -95,7 +96,7 @@ def test_mixed_fault_sequences_record_every_attempt_once(
             outcomes[kind] += 1
 
     with AuditStore.open(url, durability="os") as store:
-        assert store.verify().ok
+        assert verify_log(store).ok
         attempts_checked = waits_checked = 0
         for rid, (failures, kind, waits) in expected.items():
             events = store.events_for_request(rid)

@@ -13,6 +13,7 @@ import pytest
 
 from audit import AuditStore, EventKind
 from audit.errors import AuditStoreError
+from audit.verify import verify_log
 from gateway.catalog import Catalog
 from gateway.errors import AuditWriteError
 from gateway.providers.anthropic import AnthropicProvider
@@ -62,7 +63,7 @@ def test_the_intent_with_the_exact_wire_body_is_committed_before_the_send(
     assert intent.data["target_model"] == model and intent.data["provider"] == "anthropic"
     assert intent.request_hash == outcome.request_hash
     with AuditStore.open(recorded.url, "os") as store:
-        assert store.verify().ok
+        assert verify_log(store).ok
         if model is not None:  # the migrated policy is stored with the intent already
             assert store.policy_content(str(intent.policy_fingerprint)) is not None
 

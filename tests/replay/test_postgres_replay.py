@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.migrate import upgrade
+from audit.store.migrate import upgrade
 from gateway import Gateway
 from gateway.catalog import Catalog
 from gateway.experiment import EXPERIMENT_CALLER, SamplingConfig, derive_policy

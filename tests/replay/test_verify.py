@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from audit import AuditStore
+from audit.verify import verify_log
 from gateway.catalog import Catalog
 from gateway.policy import Plan
 from gateway.replay import Mode, Outcome
@@ -45,7 +46,7 @@ def test_each_replayed_request_is_recorded_as_a_replay_event(recorded: Recorded)
     assert [e.seq for e in events] == [r.replay_seq for r in report.requests]
     assert all(e.data["mode"] == "verify" and e.data["outcome"] == "passed" for e in events)
     with AuditStore.open(recorded.url, "os") as store:
-        assert store.verify().ok
+        assert verify_log(store).ok
 
 
 def test_verify_uses_the_recorded_policy_after_the_file_is_edited(recorded: Recorded) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.signing import Signer
+from audit.store.signing import Signer
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = "42" * 32
@@ -22,7 +22,10 @@ MB = 1024 * 1024
 CHILD = """
 import gc, io, json, sys, tracemalloc
 from audit import AuditStore, EventFilter, export_events, list_requests
-from audit.signing import Signer, Trust, TrustedKeys
+from audit.proofs import verified_checkpoint
+from audit.store.signing import Signer, Trust, TrustedKeys
+from audit.verify import verify_log
+from gateway._vocabulary import request_status
 from gateway.replay._recorded import Selection, _ids_from_filters
 
 url = sys.argv[1]
@@ -40,8 +43,9 @@ with AuditStore.open(url, "os", signer=signer) as store:
         tracemalloc.stop()
         gc.enable()
 
-    measure("list", lambda: list_requests(store, EventFilter(), limit=50))
-    measure("list_kind", lambda: list_requests(store, EventFilter(kind="response"), limit=50))
+    measure("list", lambda: list_requests(store, EventFilter(), status=request_status, limit=50))
+    responses = EventFilter(kind="response")
+    measure("list_kind", lambda: list_requests(store, responses, status=request_status, limit=50))
     measure("show", lambda: store.events_for_request("req-7"))
     measure("replay_selection", lambda: _ids_from_filters(store, Selection()))
     measure("export", lambda: export_events(store, io.StringIO(), "jsonl",
@@ -54,22 +58,22 @@ with AuditStore.open(url, "os", signer=signer) as store:
     measure("export_all", lambda: export_events(store, Sink(), "jsonl"))
     trust = Trust(TrustedKeys.of([signer.public_key]))
     # jobs=1: the one-process walk (a log of 200,000 would be walked by workers by default).
-    measure("verify", lambda: store.verify(trust=trust, jobs=1))
+    measure("verify", lambda: verify_log(store, trust=trust, jobs=1))
     # A verified checkpoint of the whole log, then a verify that relies on it (tree and
     # signature-column digest folded as it walks): flat too.
-    from audit import checkpoint as checkpoints
+    from audit.proofs import checkpoint as checkpoints
     key = bytes(range(32))
     made = []
     measure(
         "verify_measured",
-        lambda: made.append(store.verify(trust=trust, measure_head=True, jobs=1)),
+        lambda: made.append(verify_log(store, trust=trust, measure_head=True, jobs=1)),
     )
-    cp = store.verified_checkpoint(made[0], key)
+    cp = verified_checkpoint(store, made[0], key)
     relied = checkpoints.relied_on(cp, trust.keys, {checkpoints.public_key(key)})
-    measure("verify_since", lambda: store.verify(trust=trust, relied=relied, jobs=1))
+    measure("verify_since", lambda: verify_log(store, trust=trust, relied=relied, jobs=1))
     # The range-parallel walk: the parent's memory (each worker holds a page or two).
-    measure("verify_parallel", lambda: store.verify(trust=trust, jobs=2))
-    measure("verify_since_parallel", lambda: store.verify(trust=trust, relied=relied, jobs=2))
+    measure("verify_parallel", lambda: verify_log(store, trust=trust, jobs=2))
+    measure("verify_since_parallel", lambda: verify_log(store, trust=trust, relied=relied, jobs=2))
 print(json.dumps(peaks))
 """
 

@@ -30,13 +30,15 @@ from audit import (
     export_events,
     list_requests,
 )
-from audit._bounded import MAX_DATA_DEPTH, MAX_DEPTH, UnreadableJSON, loads, nesting
 from audit.canonical import canonical_bytes, digest
-from audit.chain import event_body, link_hash
 from audit.errors import UnreadableContent
-from audit.migrate import upgrade
-from audit.roles import grant
 from audit.store import UNREADABLE
+from audit.store.bounded import MAX_DATA_DEPTH, MAX_DEPTH, UnreadableJSON, loads, nesting
+from audit.store.chain import event_body, link_hash
+from audit.store.migrate import upgrade
+from audit.store.roles import grant
+from audit.verify import verify_log
+from gateway._vocabulary import request_status
 from tests.audit.conftest import Raw, fill
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
@@ -104,7 +106,7 @@ def deep_log(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[tuple[st
 def test_an_over_deep_body_is_a_bad_body_defect_naming_its_seq(deep_log: tuple[str, int]) -> None:
     url, seq = deep_log
     with AuditStore.open(url) as store:
-        report = store.verify()
+        report = verify_log(store)
     assert not report.ok
     bad = [d for d in report.defects if d.kind == DefectKind.BAD_BODY]
     assert [d.seq for d in bad] == [seq]
@@ -122,7 +124,7 @@ def test_list_show_and_export_read_an_over_deep_event(deep_log: tuple[str, int])
         assert list(deep.data) == [UNREADABLE]
         assert "nested" in deep.data[UNREADABLE]
         assert json.dumps(deep.json_row())  # renders
-        rows = list_requests(store, limit=None)
+        rows = list_requests(store, status=request_status, limit=None)
         assert "export-deep" in [r.request_id for r in rows]
         out = io.StringIO()
         summary = export_events(store, out, "jsonl")
@@ -179,7 +181,7 @@ def test_over_deep_data_is_refused_on_append(store: AuditStore) -> None:
     seq = store.append(EventDraft(kind=EventKind.EXPORT, request_id="e", data=data)).seq
     assert nesting(store.event(seq).body.decode()) == MAX_DEPTH
     assert store.event(seq).data == data
-    assert store.verify().ok
+    assert verify_log(store).ok
 
 
 def test_data_larger_than_a_body_may_hold_is_refused(store: AuditStore) -> None:
@@ -200,7 +202,7 @@ def test_a_body_whose_data_is_not_an_object_reads_as_unreadable(tmp_path: Any) -
         raw.close()
         event = store.event(seq + 1)
         assert list(event.data) == [UNREADABLE] and event.payload_digests == {}
-        assert len(list_requests(store)) == 2
+        assert len(list_requests(store, status=request_status)) == 2
 
 
 def test_policy_content_is_read_within_bounds_and_checked(tmp_path: Any) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from audit import AuditStore, EventKind
 from audit.canonical import digest
+from audit.verify import verify_log
 from gateway import AuditWriteError, Gateway
 from gateway.request import Request
 from tests.gateway.conftest import MakeGateway, db_path, make_gateway, policy_dir  # noqa: F401
@@ -35,7 +36,7 @@ def test_a_planted_request_body_is_refused_with_an_integrity_alert(
         gw.complete("offline_demo", PROMPT, caller="desk")
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
         events = list(store.iter_events())
-        report = store.verify()
+        report = verify_log(store)
     [alert] = [e for e in events if e.kind is EventKind.INTEGRITY_ALERT]
     assert alert.data["check"] == "content_conflict"
     assert alert.data["refused_kind"] == "request" and alert.data["digests"] == [digest(wire)]

@@ -21,10 +21,10 @@ from click.testing import CliRunner, Result
 
 from audit import AuditStore, DefectKind, EventDraft, EventKind
 from audit.canonical import canonical_bytes, digest
-from audit.chain import link_hash
-from audit.migrate import upgrade
-from audit.roles import grant
-from audit.signing import Signer
+from audit.store.chain import link_hash
+from audit.store.migrate import upgrade
+from audit.store.roles import grant
+from audit.store.signing import Signer
 from gateway import IntegrityAlert, Settings
 from gateway.cli import main
 from gateway.evidence import Auditing

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from audit import AuditStore, DefectKind, EventDraft, EventKind
-from audit._verifier import Verifier
-from audit.signing import Signer
+from audit.store.signing import Signer
+from audit.verify import verify_log
+from audit.verify._verifier import Verifier
 
 H = "sha256:" + "a" * 64
 OTHER = "sha256:" + "b" * 64
@@ -31,7 +32,7 @@ def add(store: AuditStore, kind: EventKind, rid: str, rhash: str | None = H, **d
 
 
 def defects(store: AuditStore) -> list[tuple[int | None, DefectKind]]:
-    report = store.verify()
+    report = verify_log(store)
     assert report.signatures_checked
     return [(d.seq, d.kind) for d in report.defects]
 
@@ -51,7 +52,7 @@ def test_a_whole_ordinary_life_verifies(store: AuditStore) -> None:
     add(store, EventKind.REQUEST, "r4", rhash=OTHER)
     add(store, EventKind.FAILED, "r4", rhash=OTHER)
     add(store, EventKind.REQUEST, "open")  # incomplete: the process died; not a defect
-    assert store.verify().ok
+    assert verify_log(store).ok
 
 
 def test_an_outcome_without_a_request_is_named(store: AuditStore) -> None:
@@ -81,7 +82,7 @@ def test_a_second_terminal_outcome_is_named_with_the_first(store: AuditStore) ->
     add(store, EventKind.FAILED, "r2")
     add(store, EventKind.RESPONSE, "r1", ok=True)  # the replay cache would serve this one
     add(store, EventKind.ATTEMPT_FAILED, "r2")  # after the request ended
-    report = store.verify()
+    report = verify_log(store)
     assert [(d.seq, d.kind) for d in report.defects] == [
         (5, DefectKind.DUPLICATE_OUTCOME),
         (6, DefectKind.ORPHAN_OUTCOME),
@@ -110,7 +111,7 @@ def test_a_cache_hit_must_name_an_earlier_response_of_its_hash(
     add(store, EventKind.REQUEST, "r3", rhash=OTHER)
     add(store, EventKind.RESPONSE, "r3", rhash=OTHER)  # seq 5: a RESPONSE of another hash
     add(store, EventKind.CACHE_HIT, "hit", **named(served))
-    report = store.verify()
+    report = verify_log(store)
     assert [(d.seq, d.kind) for d in report.defects] == [(6, DefectKind.BAD_REFERENCE)]
     assert problem in report.defects[0].detail
 
@@ -170,7 +171,7 @@ def test_lifecycle_state_holds_only_open_requests(store: AuditStore) -> None:
 
     Verifier.report = spy  # type: ignore[method-assign]
     try:
-        assert store.verify().ok
+        assert verify_log(store).ok
     finally:
         Verifier.report = original  # type: ignore[method-assign]
     assert list(seen[0].life.open) == [("still-open", H)]

@@ -22,11 +22,13 @@ import psycopg
 import pytest
 
 from audit import AppendFailed, AuditStore, EventDraft, EventKind, InvalidEvent
-from audit._backend import Backend
 from audit.canonical import canonical_bytes, canonical_digest, digest
 from audit.errors import ContentConflict
-from audit.migrate import upgrade
-from audit.roles import grant
+from audit.proofs import take_checkpoint
+from audit.store.backend import Backend
+from audit.store.migrate import upgrade
+from audit.store.roles import grant
+from audit.verify import verify_log
 from tests.audit.conftest import POLICY, Raw, fill
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
@@ -96,7 +98,7 @@ def test_sqlite_replace_reusing_an_event_id_at_a_new_seq_is_refused(tmp_path: An
             assert _row(raw, 3)[1] == row[1]
         finally:
             raw.close()
-        assert store.verify().ok
+        assert verify_log(store).ok
         assert store.append(EventDraft(kind=EventKind.REQUEST, request_id="after")).seq == 7
 
 
@@ -188,7 +190,7 @@ def test_a_conflicting_event_in_a_group_fails_alone(any_url: str, store: AuditSt
         t.join(timeout=60)
     assert isinstance(outcomes.pop(0), ContentConflict)
     assert sorted(str(v) for v in outcomes.values()) == ["1", "2", "3", "4", "5"]
-    assert store.verify().ok
+    assert verify_log(store).ok
 
 
 @pytest.mark.postgres
@@ -299,8 +301,8 @@ def test_a_role_that_holds_the_chain_lock_makes_appends_fail_fast_never_hang(
     assert "Nothing was written" in str(error)
     assert outcome["seconds"] < 10
     with AuditStore.open(postgres_server.url(db, "auditor")) as reviewer:  # lock released
-        assert reviewer.checkpoint(None).seq == 1  # the reviewer's own record still goes in
-        assert reviewer.verify().ok
+        assert take_checkpoint(reviewer, None).seq == 1  # the reviewer's own record still goes in
+        assert verify_log(reviewer).ok
 
 
 @pytest.mark.postgres

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from audit import AuditStore
-from audit.signing import Signer
+from audit.store.signing import Signer
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.server.conftest import running_server
 from tests.server.test_lifecycle import ask

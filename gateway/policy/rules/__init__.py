@@ -6,25 +6,7 @@ findings, grouped by what they look at; each module lists its own ``RULES``.
 The order of RULES is the order findings are reported in.
 """
 
-from __future__ import annotations
-
-from gateway.policy._findings import Finding
-from gateway.policy.rules import caller, model, output, sampling, thinking, tokens, tools
-from gateway.policy.rules._subject import Rule, Subject
-
-RULES: tuple[Rule, ...] = (
-    *model.RULES,
-    *sampling.RULES,
-    *thinking.RULES,
-    *tokens.RULES,
-    *output.RULES,
-    *caller.RULES,
-    *tools.RULES,
-)
-
-
-def check(subject: Subject) -> list[Finding]:
-    return [finding for rule in RULES for finding in rule(subject)]
-
+from gateway.policy.rules._all_rules import RULES, check
+from gateway.policy.rules._subject import Subject
 
 __all__ = ["RULES", "Subject", "check"]

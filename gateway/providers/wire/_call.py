@@ -27,8 +27,8 @@ import anthropic
 import httpx2
 
 from gateway.errors import UpstreamRejected, UpstreamUnavailable
-from gateway.providers._stream import MalformedStream, StreamErrorEvent, StreamRelay
 from gateway.providers.base import AttemptFailure, ProviderReply, StreamFacts
+from gateway.providers.stream import MalformedStream, StreamErrorEvent, StreamRelay
 from gateway.providers.wire._body import (
     MalformedResponse,
     TruncatedResponse,

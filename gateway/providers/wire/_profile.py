@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import anthropic
 import httpx2
 
-from gateway.providers._stream import FrameDecoder, SSEDecoder
+from gateway.providers.stream import FrameDecoder, SSEDecoder
 
 __all__ = [
     "BASE_HEADERS",

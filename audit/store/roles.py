@@ -1,0 +1,98 @@
+"""PostgreSQL roles for the audit database: the application may INSERT and SELECT, never more.
+
+    grant("postgresql+psycopg://admin@db/audit", "gateway_app")              # appenders
+    grant("postgresql+psycopg://admin@db/audit", "auditor", read_only=True)  # reviewers
+
+A reviewer (``read_only``) reads every table and may INSERT into ``events`` only, because its
+exports, checkpoints and content reads record themselves; the row-level security policies of
+migrations 0003 and 0008 let a role without INSERT on ``payloads`` append only ``export``,
+``checkpoint`` and ``access`` events.
+The chain lock needs no grant of its own: ``audit_chain_lock()`` (migration 0007) takes it for
+any session that may INSERT into ``events`` and for no other, so a role granted here can hold
+appends up only while it keeps a transaction open, and then only for their ``lock_timeout``.
+Run as the owner of the tables (the role that ran `gateway db upgrade`). The owner and
+superusers can still drop the triggers; checkpoints exist for that (docs/audit.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from audit.errors import DatabaseUnavailable
+from audit.store.backend import Backend, db_reason
+from audit.store.migrate import check_at_head
+
+APPEND_TABLES = ("events", "payloads", "policies")
+# What a reviewer's own records need: EXPORT, CHECKPOINT and ACCESS events carry no payload
+# or policy.
+# Holding INSERT on payloads is what marks a full appender to the events policies (0003).
+REVIEW_TABLES = ("events",)
+# Format 2 (0010): links and checkpoints are the integrator's alone; it voids dead writers'
+# seqs (events of kind void only, 0010's row policy) and extends the tree.
+# merkle_nodes (0009) is derived: only the integrator (and the owner, who rebuilds it) may
+# add to it. A role that could INSERT there could plant a node ahead of its leaves; the
+# stored tree would then take that position as stored and answer from it. The app and
+# reviewer roles still prove: audit.proofs.tree streams the hash column when it cannot write.
+INTEGRATE_TABLES = ("events", "chain", "chain_checkpoints", "merkle_nodes")
+READ_TABLES = (
+    *APPEND_TABLES,
+    "merkle_nodes",
+    "chain",
+    "chain_checkpoints",
+    "audit_meta",
+    "alembic_version",
+)
+_ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = False) -> list[str]:
+    """Grant ``role`` exactly what the gateway needs (``integrator``: what `gateway audit
+    integrate` needs); returns the statements run."""
+    if not _ROLE.match(role):
+        raise DatabaseUnavailable(
+            f"{role!r} is not a plain PostgreSQL role name.",
+            hint="Use lower-case letters, digits and underscores.",
+        )
+    backend = Backend.connect(url, "fsync")
+    if backend.dialect != "postgresql":
+        backend.dispose()
+        raise DatabaseUnavailable(
+            "roles exist only on PostgreSQL; a SQLite file is protected by file permissions "
+            "and triggers.",
+            hint="Point GATEWAY_DATABASE_URL at the PostgreSQL audit database.",
+        )
+    tables = ", ".join(READ_TABLES)
+    statements = [
+        f"REVOKE ALL ON {tables} FROM {role}",
+        f"GRANT USAGE ON SCHEMA public TO {role}",
+        f"GRANT SELECT ON {tables} TO {role}",
+    ]
+    inserts = INTEGRATE_TABLES if integrator else REVIEW_TABLES if read_only else APPEND_TABLES
+    statements.append(f"GRANT INSERT ON {', '.join(inserts)} TO {role}")
+    if not integrator:  # format-2 writers reserve their seqs (0010); reviewers record reads
+        statements.append(f"GRANT USAGE ON SEQUENCE events_seq TO {role}")
+    try:
+        with backend.writer.begin() as conn:
+            check_at_head(conn)
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}
+            ).first()
+            if exists is None:
+                raise DatabaseUnavailable(
+                    f"there is no PostgreSQL role {role!r}.",
+                    hint=f"Create it first: CREATE ROLE {role} LOGIN PASSWORD '...';",
+                )
+            for statement in statements:
+                conn.execute(text(statement))
+    except SQLAlchemyError as exc:
+        reason = db_reason(exc)
+        raise DatabaseUnavailable(
+            f"could not grant privileges to {role!r} ({reason}).",
+            hint="Run as the owner of the audit tables (the role that ran `gateway db upgrade`).",
+        ) from exc
+    finally:
+        backend.dispose()
+    return statements

@@ -1,0 +1,183 @@
+"""Record signatures checked in worker processes while verify walks the chain.
+
+    with SignaturePool(trust) as pool:
+        pending = pool.submit(page)          # the page's signatures, checked elsewhere
+        ...                                  # parse bodies, read content meanwhile
+        verdicts = pending.result()          # one per row: audit.verify._verifier.signature_verdict
+
+An Ed25519 check (~60 µs here) costs several times what everything else verify does with a
+row, and the checks are independent of each other, unlike the links. Threads do not help:
+``cryptography`` releases the GIL inside OpenSSL, but each check must take it back, and with
+verify's own thread busy in Python they queue for it (measured: slower than one thread). So
+each worker is a process: ``python -m audit.verify._signature_worker``, started afresh (not forked:
+verify's reader thread may hold locks; not ``multiprocessing``'s spawn, which re-imports the
+caller's main script). Each is sent, for every row, only what the check needs (seq, key id,
+signature, hash; ``marshal`` over a pipe) and answers with the rows that did not pass. The
+rows are the walk's own, so a signature is checked against the hash whose links verify
+checked. One thread per worker does its pipe I/O, a request at a time.
+
+Small logs are checked inline (:data:`POOL_FROM` events): starting processes costs more than
+it saves there.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import IO, Any, Self
+
+from audit.errors import DatabaseUnavailable
+from audit.store.chain import EventRow
+from audit.store.models import DefectKind
+from audit.store.signing import Trust, TrustedKeys
+from audit.verify._verifier import Verdict, signature_verdict
+
+SignatureResult = Verdict | bool | None
+POOL_FROM = 20_000  # events: below this, signatures are checked in verify's own thread
+_Item = tuple[int, str | None, str | None, str]  # seq, key_id, signature, hash
+# What a worker answers: (index in the chunk, True or (defect kind, detail)), never a pass.
+_Wire = list[tuple[int, bool | tuple[str, str]]]
+
+
+def check_chunk(items: Sequence[_Item], trust: Trust) -> _Wire:
+    found: _Wire = []
+    for index, (seq, kid, signature, event_hash) in enumerate(items):
+        verdict = signature_verdict(seq, kid, signature, event_hash, trust)
+        if verdict is True:
+            found.append((index, True))
+        elif isinstance(verdict, Verdict):
+            found.append((index, (verdict.kind.value, verdict.detail)))
+    return found
+
+
+def serve(inp: IO[bytes], out: IO[bytes]) -> None:
+    """A worker: the trusted keys first, then chunks until the pipe closes."""
+    # marshal, not pickle: plain tuples of text and ints, from the verify that started us.
+    keys, allow_unsigned_before = marshal.load(inp)  # noqa: S302 - our parent's pipe
+    trust = Trust(TrustedKeys.of(keys), allow_unsigned_before)
+    while True:
+        try:
+            items = marshal.load(inp)  # noqa: S302 - our parent's pipe
+        except EOFError:
+            return
+        marshal.dump(check_chunk(items, trust), out)
+        out.flush()
+
+
+class _Worker:
+    def __init__(self, trust: Trust) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-P", "-m", "audit.verify._signature_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": _package_root()},
+        )
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-verify-pipe")
+        self._io.submit(
+            self._send, ([k.public_key for k in trust.keys], trust.allow_unsigned_before)
+        )
+
+    def _send(self, message: Any) -> None:
+        assert self._proc.stdin is not None
+        marshal.dump(message, self._proc.stdin)
+        self._proc.stdin.flush()
+
+    def _roundtrip(self, items: list[_Item]) -> _Wire:
+        assert self._proc.stdout is not None
+        try:
+            self._send(items)
+            answer: _Wire = marshal.load(self._proc.stdout)  # noqa: S302 - our own worker's pipe
+        except (OSError, EOFError, ValueError):  # it died (killed, out of memory)
+            raise DatabaseUnavailable(
+                "a verify worker checking record signatures stopped "
+                f"(exit status {self._proc.poll()})",
+                hint="Check the machine's memory and processes, and run verify again.",
+            ) from None
+        return answer
+
+    def submit(self, items: list[_Item]) -> Future[_Wire]:
+        return self._io.submit(self._roundtrip, items)
+
+    def close(self) -> None:
+        self._io.shutdown(wait=True)
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+
+def _package_root() -> str:
+    # This file is audit/verify/_signature_pool.py: the folder that holds ``audit`` is three up.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    existing = os.environ.get("PYTHONPATH")
+    return root if not existing else os.pathsep.join((root, existing))
+
+
+class Pending:
+    """A page's signature checks under way."""
+
+    def __init__(self, size: int, chunks: list[tuple[int, Future[_Wire]]]) -> None:
+        self._size = size
+        self._chunks = chunks
+
+    def result(self) -> list[SignatureResult]:
+        """One verdict per row of the page, in its order."""
+        verdicts: list[SignatureResult] = [None] * self._size
+        for offset, future in self._chunks:
+            for index, answer in future.result():
+                verdicts[offset + index] = (
+                    Verdict(DefectKind(answer[0]), answer[1]) if isinstance(answer, tuple) else True
+                )
+        return verdicts
+
+
+class SignaturePool:
+    def __init__(self, trust: Trust, workers: int | None = None) -> None:
+        self._workers: list[_Worker] = []
+        try:
+            for _ in range(workers or cores()):
+                self._workers.append(_Worker(trust))
+        except BaseException:
+            self.close()
+            raise
+
+    def submit(self, page: Sequence[EventRow]) -> Pending:
+        step = max(1, -(-len(page) // len(self._workers)))
+        chunks = []
+        for worker, start in zip(self._workers, range(0, len(page), step), strict=False):
+            items = [(r.seq, r.key_id, r.signature, r.hash) for r in page[start : start + step]]
+            chunks.append((start, worker.submit(items)))
+        return Pending(len(page), chunks)
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.close()
+        self._workers = []
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on every platform
+        return max(1, os.cpu_count() or 1)

@@ -1,0 +1,108 @@
+"""Is one recorded event what it claims to be? The read path's check, before an event is used.
+
+    problems = check_outcome(store, event)     # [] when the event checks out
+    if problems: ...refuse to serve it...
+
+``audit verify`` walks the whole log; a gateway about to serve a recorded answer cannot wait
+for that, and must not trust columns either (an edited ``request_hash`` column would point a
+lookup at another request's answer). So this checks, for one outcome event:
+
+- its own hash (``sha256(prev_hash || body)``) and its link to the event before it;
+- that the searchable columns agree with the hashed body, and the body names this seq;
+- that the writing gateway's signature checks out under a trusted key (when keys are given);
+- that a REQUEST with the same request id and request hash comes before it, itself intact,
+  and that the request had not already ended (a second RESPONSE is a forgery's tell);
+- that every payload it references is stored and hashes to its digest.
+
+A forged row that is well linked at the head of the chain passes the first two; the
+signature and the preceding REQUEST are what a database writer without the record key
+cannot fake. Each problem is one line naming the seq and what failed.
+"""
+
+from __future__ import annotations
+
+from audit.errors import AuditStoreError
+from audit.store import AuditStore
+from audit.store.chain import GENESIS, MIRRORED, link_hash
+from audit.store.models import EventKind, StoredEvent
+from audit.store.signing import SEQUENCED_PREV, SignatureCheck, signature_check
+from audit.verify.body import parse_body
+from audit.verify.lifecycle import TERMINAL
+
+__all__ = ["SignatureCheck", "check_event", "check_outcome", "signature_check"]
+
+
+def check_event(
+    store: AuditStore, event: StoredEvent, signature: SignatureCheck | None
+) -> list[str]:
+    """The event's own integrity: hash, link, column/body agreement, signature."""
+    seq = event.seq
+    problems: list[str] = []
+    if link_hash(event.prev_hash, event.body) != event.hash:
+        problems.append(f"seq {seq}: its hash does not match its body")
+    era = store.sequenced_from
+    if era is None and event.prev_hash == SEQUENCED_PREV:
+        era = store.follow_era()  # the log may have begun format 2 since the store opened
+    if era is not None and seq >= era and event.prev_hash == SEQUENCED_PREV:
+        # A format-2 event links nowhere itself (audit.store.sequenced): the integrator links it,
+        # and verify checks those links. Its own hash and its signature are checked here.
+        previous_hash = SEQUENCED_PREV
+    elif seq == 1:
+        previous_hash = GENESIS
+    else:
+        try:
+            previous_hash = store.event(seq - 1).hash
+        except AuditStoreError:
+            previous_hash = None
+    if previous_hash != event.prev_hash:
+        problems.append(f"seq {seq}: it does not link to the event before it")
+    parsed = parse_body(event.body)
+    if isinstance(parsed, str):
+        problems.append(f"seq {seq}: its body is not an event body ({parsed})")
+    else:
+        wrong = [c for c in MIRRORED if _column(event, c) != parsed.get(c)]
+        if parsed.get("seq") != seq:
+            wrong.append("seq")
+        if wrong:
+            problems.append(f"seq {seq}: column(s) {', '.join(wrong)} differ from its body")
+    if signature is not None:
+        reason = signature(event)
+        if reason is not None:
+            problems.append(f"seq {seq}: {reason}")
+    return problems
+
+
+def check_outcome(
+    store: AuditStore, event: StoredEvent, *, signature: SignatureCheck | None = None
+) -> list[str]:
+    """:func:`check_event` for an outcome, plus its preceding REQUEST and its payloads."""
+    problems = check_event(store, event, signature)
+    life = [
+        e
+        for e in store.events_for_request(event.request_id)
+        if e.seq < event.seq and e.request_hash == event.request_hash
+    ]
+    intent = next((e for e in life if e.kind == EventKind.REQUEST), None)
+    if intent is None:
+        problems.append(
+            f"seq {event.seq}: no REQUEST with its request id and request hash comes before it"
+        )
+    else:
+        problems.extend(check_event(store, intent, signature))
+        ended = next((e for e in life if e.seq > intent.seq and e.kind.value in TERMINAL), None)
+        if ended is not None:
+            problems.append(
+                f"seq {event.seq}: its request already ended at seq {ended.seq} "
+                f"({ended.kind.value}), so it is a second outcome"
+            )
+    for name, ref in sorted(event.payload_digests.items()):
+        try:
+            store.payload(ref)
+        except AuditStoreError as exc:
+            problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
+    return problems
+
+
+def _column(event: StoredEvent, name: str) -> object:
+    value = getattr(event, name)
+    return value.value if isinstance(value, EventKind) else value

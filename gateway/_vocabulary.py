@@ -1,0 +1,59 @@
+"""What the audit log's event kinds and outcomes mean to the gateway.
+
+    status = ""
+    for event in events:                       # one request's events, in seq order
+        status = request_status(status, event)  # "completed", "flagged", "incomplete", ...
+
+The audit store stores and proves: it knows the kind names (:class:`audit.EventKind`) and,
+to verify a request's life, which kinds end one. What an outcome means to a reader of the
+gateway's log (a RESPONSE whose ``ok`` is false is a flagged answer; a request with no
+outcome is incomplete) is the gateway's, and is written here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from audit import EventKind, StoredEvent
+
+# The kinds that end a request: each request has at most one of them (verify checks that).
+TERMINAL: frozenset[EventKind] = frozenset(
+    {EventKind.RESPONSE, EventKind.FAILED, EventKind.CANCELLED}
+)
+
+INCOMPLETE = "incomplete"  # a REQUEST with no outcome: the process died or still waits
+FLAGGED = "flagged"  # a RESPONSE whose answer failed its output check (data ok = false)
+
+# A request's status in `gateway audit list`, from the kind of its newest event that has one.
+STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
+    {
+        EventKind.RESPONSE: "completed",
+        EventKind.FAILED: "failed",
+        EventKind.REJECTED: "rejected",
+        EventKind.CACHE_HIT: "cache hit",
+        EventKind.REPLAY: "replay",
+        EventKind.EXPORT: "export",
+        EventKind.CHECKPOINT: "checkpoint",
+        EventKind.CANCELLED: "cancelled",
+        EventKind.INTEGRITY_ALERT: "integrity alert",
+        EventKind.ACCESS: "access",
+        EventKind.APPROVAL: "approval",
+        EventKind.TOKEN_COUNT: "token count",
+        EventKind.CALLER_KEY: "caller key",
+        EventKind.CALLER_KEY_REVOKED: "key revoked",
+        # After the RESPONSE: the answer was returned, but what it reported about itself
+        # differs from what its policy pinned, which an auditor should see in the list.
+        EventKind.ANSWER_ALERT: "answer alert",
+        # Format 2: a seq whose writer never committed; a request of its own.
+        EventKind.VOID: "void",
+    }
+)
+
+
+def request_status(status: str, event: StoredEvent) -> str:
+    """A request's status once ``event`` (its next event in seq order) is read; ``status``
+    is the status so far, "" before its first event."""
+    if event.kind == EventKind.RESPONSE and event.data.get("ok") is False:
+        return FLAGGED
+    return STATUS_OF_KIND.get(event.kind, status or INCOMPLETE)

@@ -1,0 +1,24 @@
+"""Every review rule in the order findings are reported in, and the check that runs them."""
+
+from __future__ import annotations
+
+from gateway.policy._findings import Finding
+from gateway.policy.rules import caller, model, output, sampling, thinking, tokens, tools
+from gateway.policy.rules._subject import Rule, Subject
+
+RULES: tuple[Rule, ...] = (
+    *model.RULES,
+    *sampling.RULES,
+    *thinking.RULES,
+    *tokens.RULES,
+    *output.RULES,
+    *caller.RULES,
+    *tools.RULES,
+)
+
+
+def check(subject: Subject) -> list[Finding]:
+    return [finding for rule in RULES for finding in rule(subject)]
+
+
+__all__ = ["RULES", "check"]
