@@ -26,12 +26,9 @@ from gateway.evidence._auditing import (
     StoredEvent,
     VerifyReport,
     checkpoint_text,
-    grant_role,
-    schema_status,
-    upgrade_schema,
-    verify_export,
 )
-from gateway.evidence._export_verify import ExportVerifyReport
+from gateway.evidence._database import grant_role, schema_status, upgrade_schema
+from gateway.evidence._export_verify import ExportVerifyReport, verify_export
 from gateway.evidence._integrating import Step, integrate
 from gateway.evidence._receipts import (
     ConsistencyReport,

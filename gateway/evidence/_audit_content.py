@@ -15,19 +15,20 @@ so a reviewer is never shown what the gateway itself would refuse to serve.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from audit import AuditStore, AuditStoreError, EventKind, StoredEvent
+from audit import AuditStore, AuditStoreError, EventFilter, EventKind, StoredEvent
 from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.verify.authenticity import SignatureCheck, check_event, check_outcome
 from audit.verify.lifecycle import TERMINAL
 from gateway._attachment_payloads import restored
 
-__all__ = ["ContentRead", "RecordedContent", "recorded_content"]
+__all__ = ["ContentRead", "RecordedContent", "recorded_content", "selected_by_export"]
 
 # What a content read shows, named in its ACCESS event.
 PARTS = ("system_prompt", "messages", "answer")
@@ -179,3 +180,24 @@ def _payload(
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def selected_by_export(access: StoredEvent, life: Sequence[StoredEvent]) -> bool:
+    """Whether a content export (an ACCESS event with ``export``) selected this request: an
+    event of it before the export matches the export's filters."""
+    export = access.data.get("export")
+    if not isinstance(export, dict) or not isinstance(export.get("filters"), dict):
+        return False
+    try:
+        filters = EventFilter.model_validate(export["filters"])
+    except ValueError:
+        return False
+    return any(
+        e.seq < access.seq
+        and e.kind == EventKind.REQUEST
+        and (filters.task is None or e.task == filters.task)
+        and (filters.caller is None or e.caller == filters.caller)
+        and (filters.since is None or e.recorded_at >= filters.since)
+        and (filters.until is None or e.recorded_at < filters.until)
+        for e in life
+    )

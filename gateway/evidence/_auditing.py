@@ -5,8 +5,7 @@
             print(request.request_id, request.status)
         report = auditing.verify(checkpoint=Path("head.json"))
 
-The schema functions (:func:`upgrade_schema`, :func:`schema_status`, :func:`grant_role`) need
-no open store. Every error the audit store raises is translated here, once, into the
+Every error the audit store raises is translated here, once, into the
 gateway's tree (:func:`audit_failure`), so a caller catches ``GatewayError`` and nothing else:
 
     AuditStoreError                  becomes
@@ -26,8 +25,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self, TextIO
 
-from pydantic import BaseModel, ConfigDict
-
 from audit import (
     AuditStore,
     Checkpoint,
@@ -45,12 +42,9 @@ from audit.proofs import checkpoint as checkpoints
 from audit.proofs import take_checkpoint, verified_checkpoint
 from audit.reports.export import ExportFormat
 from audit.sequenced import integrated_checkpoint
-from audit.store import migrate, roles
 from audit.store.models import EventDraft
 from audit.store.signing import (
     Trust,
-    TrustedKeys,
-    UnusableKey,
     signature_check,
 )
 from audit.verify import check_checkpoint, verify_log
@@ -71,9 +65,12 @@ from gateway.evidence._approvals import (
     sign_approval,
     trusted_approvers,
 )
-from gateway.evidence._audit_content import PARTS, RecordedContent, recorded_content
-from gateway.evidence._export_verify import ExportVerifyReport
-from gateway.evidence._export_verify import verify_export as _verify_export
+from gateway.evidence._audit_content import (
+    PARTS,
+    RecordedContent,
+    recorded_content,
+    selected_by_export,
+)
 from gateway.evidence._usage import GroupBy, UsageReport, priced, usage_report
 from gateway.keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.policy import PolicySet
@@ -87,13 +84,9 @@ __all__ = [
     "ExportFormat",
     "ExportSummary",
     "RequestSummary",
-    "SchemaStatus",
     "StoredEvent",
     "VerifyReport",
     "checkpoint_text",
-    "grant_role",
-    "schema_status",
-    "upgrade_schema",
 ]
 
 Progress = Callable[[int, int], None]
@@ -104,65 +97,9 @@ APPROVER_KEY_HINT = (
 )
 
 
-def verify_export(
-    path: Path, public_keys: Sequence[str], integrator_public_keys: Sequence[str] = ()
-) -> ExportVerifyReport:
-    """Verify an exported JSONL slice offline (no database): every record's hash, columns,
-    links and record signature under ``public_keys`` (hex), and that the signed EXPORT event
-    at its end counts exactly these records (gateway/evidence/_export_verify.py); a format-2 log's
-    voids and integrator checkpoints under ``integrator_public_keys``."""
-    if not public_keys:
-        raise InputError(
-            "verifying an export needs the public key(s) of the gateway that wrote it.",
-            hint="Pass --public-key FILE (the record key's public half, hex, one a line).",
-        )
-    try:
-        keys = TrustedKeys.of(public_keys)
-        integrators = TrustedKeys.of(integrator_public_keys)
-    except UnusableKey as exc:
-        raise InputError(f"a public key is not usable: {exc}") from None
-    try:
-        return _verify_export(path, keys, integrators)
-    except OSError as exc:
-        raise InputError(f"cannot read the export {str(path)!r}: {exc.strerror}.") from None
-
-
 def checkpoint_text(head: Checkpoint) -> str:
     """The checkpoint file's text: what ``gateway audit checkpoint`` writes."""
     return checkpoints.dumps(head)
-
-
-class SchemaStatus(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    current: str | None  # None: the database has no schema yet
-    head: str  # the revision this gateway needs
-
-    @property
-    def up_to_date(self) -> bool:
-        return self.current == self.head
-
-
-def upgrade_schema(settings: Settings) -> str | None:
-    """Migrate the audit database to the schema this gateway needs; returns its revision."""
-    with translated():
-        return migrate.upgrade(settings.database_url)
-
-
-def schema_status(settings: Settings) -> SchemaStatus:
-    with translated():
-        return SchemaStatus(
-            current=migrate.current(settings.database_url), head=migrate.head_revision()
-        )
-
-
-def grant_role(
-    settings: Settings, role: str, *, read_only: bool = False, integrator: bool = False
-) -> list[str]:
-    """Give a PostgreSQL role what the gateway (or, read-only, a reviewer; or the format-2
-    integrator) needs; returns the statements run."""
-    with translated():
-        return roles.grant(settings.database_url, role, read_only=read_only, integrator=integrator)
 
 
 class Auditing:
@@ -358,7 +295,7 @@ class Auditing:
             return [
                 e
                 for e in self._store.iter_events(kind=EventKind.ACCESS)
-                if e.data.get("read_request_id") == request_id or _exported(e, life)
+                if e.data.get("read_request_id") == request_id or selected_by_export(e, life)
             ]
 
     def verify(
@@ -553,24 +490,3 @@ class Auditing:
 
 def _filter_json(filters: EventFilter) -> dict[str, object]:
     return filters.model_dump(mode="json", exclude_none=True)
-
-
-def _exported(access: StoredEvent, life: Sequence[StoredEvent]) -> bool:
-    """Whether a content export (an ACCESS event with ``export``) selected this request: an
-    event of it before the export matches the export's filters."""
-    export = access.data.get("export")
-    if not isinstance(export, dict) or not isinstance(export.get("filters"), dict):
-        return False
-    try:
-        filters = EventFilter.model_validate(export["filters"])
-    except ValueError:
-        return False
-    return any(
-        e.seq < access.seq
-        and e.kind == EventKind.REQUEST
-        and (filters.task is None or e.task == filters.task)
-        and (filters.caller is None or e.caller == filters.caller)
-        and (filters.since is None or e.recorded_at >= filters.since)
-        and (filters.until is None or e.recorded_at < filters.until)
-        for e in life
-    )

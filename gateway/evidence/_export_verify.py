@@ -1,6 +1,6 @@
 """Verify an exported slice of the audit log offline: the file and public keys, no database.
 
-    report = verify_export(Path("audit.jsonl"), TrustedKeys.of([auditor_key_hex]))
+    report = verify_export(Path("audit.jsonl"), [auditor_key_hex])
     report.ok, report.defects
 
 An export (``gateway audit export``, JSONL) carries each event's seq, prev_hash, hash, body,
@@ -29,7 +29,7 @@ the exporting gateway's read path before it is written, not here.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +40,12 @@ from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import MIRRORED, link_hash
 from audit.store.models import SIGNED_EXPORT_COLUMNS, EventKind
-from audit.store.signing import TrustedKeys
+from audit.store.signing import TrustedKeys, UnusableKey
 from audit.verify.body import parse_body
+from gateway.errors import InputError
 from gateway.evidence._export_sequenced import Era, SequencedChecks, link_of
 
-__all__ = ["ExportDefect", "ExportVerifyReport", "verify_export"]
+__all__ = ["ExportDefect", "ExportVerifyReport", "verify_export", "verify_records"]
 
 MAX_LINE = 64 * 1024 * 1024  # one record, content included
 MAX_DEFECTS = 1000
@@ -193,7 +194,7 @@ def _last_head(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def verify_export(
+def verify_records(
     path: Path, keys: TrustedKeys, integrators: TrustedKeys | None = None
 ) -> ExportVerifyReport:
     """Check an exported JSONL slice against ``keys`` (the public keys trusted to have written
@@ -292,3 +293,26 @@ def _check_head(walk: _Walk, head: dict[str, Any] | None, line: int) -> dict[str
         "caller": parsed.get("caller"),
         "filters": filters,
     }
+
+
+def verify_export(
+    path: Path, public_keys: Sequence[str], integrator_public_keys: Sequence[str] = ()
+) -> ExportVerifyReport:
+    """Verify an exported JSONL slice offline (no database): every record's hash, columns,
+    links and record signature under ``public_keys`` (hex), and that the signed EXPORT event
+    at its end counts exactly these records (gateway/evidence/_export_verify.py); a format-2 log's
+    voids and integrator checkpoints under ``integrator_public_keys``."""
+    if not public_keys:
+        raise InputError(
+            "verifying an export needs the public key(s) of the gateway that wrote it.",
+            hint="Pass --public-key FILE (the record key's public half, hex, one a line).",
+        )
+    try:
+        keys = TrustedKeys.of(public_keys)
+        integrators = TrustedKeys.of(integrator_public_keys)
+    except UnusableKey as exc:
+        raise InputError(f"a public key is not usable: {exc}") from None
+    try:
+        return verify_records(path, keys, integrators)
+    except OSError as exc:
+        raise InputError(f"cannot read the export {str(path)!r}: {exc.strerror}.") from None

@@ -1,0 +1,49 @@
+"""The audit database's schema and roles, for `gateway db`: no open store is needed.
+
+status = schema_status(settings)         # current and needed revision
+upgrade_schema(settings)                 # migrate to the revision this gateway needs
+grant_role(settings, "reviewer", read_only=True)
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from audit.store import migrate, roles
+from gateway._audit_errors import translated
+from gateway.settings import Settings
+
+__all__ = ["SchemaStatus", "grant_role", "schema_status", "upgrade_schema"]
+
+
+class SchemaStatus(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    current: str | None  # None: the database has no schema yet
+    head: str  # the revision this gateway needs
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.current == self.head
+
+
+def upgrade_schema(settings: Settings) -> str | None:
+    """Migrate the audit database to the schema this gateway needs; returns its revision."""
+    with translated():
+        return migrate.upgrade(settings.database_url)
+
+
+def schema_status(settings: Settings) -> SchemaStatus:
+    with translated():
+        return SchemaStatus(
+            current=migrate.current(settings.database_url), head=migrate.head_revision()
+        )
+
+
+def grant_role(
+    settings: Settings, role: str, *, read_only: bool = False, integrator: bool = False
+) -> list[str]:
+    """Give a PostgreSQL role what the gateway (or, read-only, a reviewer; or the format-2
+    integrator) needs; returns the statements run."""
+    with translated():
+        return roles.grant(settings.database_url, role, read_only=read_only, integrator=integrator)
