@@ -16,7 +16,7 @@ The token is kept as the TSA's whole DER ``TimeStampResp`` (base64) in the check
 rfc3161-client's: status granted, the SignedData signature chains to a trusted root at the
 token's time, the signer certificate has the critical id-kp-timeStamping EKU, and the
 message imprint is the hash of these bytes. This module does no I/O: the query is sent by
-the caller (gateway.timestamping).
+the caller (gateway.evidence).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ that names the log's store id); its place in the chain is its row in ``chain``, 
 integrator. So each exported format-2 record carries its link (``link_prev``, ``link``;
 both None while it is pending integration), and the record at an integrator checkpoint's
 size carries that signed checkpoint (``integrator_checkpoint``): the offline verify
-(gateway._export_verify) checks each link, and each checkpoint's link, root and signer.
+(gateway.evidence) checks each link, and each checkpoint's link, root and signer.
 
 The head a format-2 export covers is its *settled* head, the last seq before the first one
 with no row: a seq above it may still be committed by a writer in flight or voided by the

@@ -17,7 +17,7 @@ names links or events that are gone: the log was truncated.
 at its seq must be the file's ``hash`` and the root it folded of events 1..seq the file's
 ``root``. A rewritten event at or below it changes both (its leaf, and every link from it
 on), a log that forked from this one has other links, and a truncated one never reaches the
-seq. Its signature was checked, and its signer pinned, before the walk (gateway.auditing).
+seq. Its signature was checked, and its signer pinned, before the walk (gateway.evidence).
 """
 
 from __future__ import annotations

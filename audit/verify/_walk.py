@@ -55,7 +55,7 @@ def verify_log(
 
     Without ``trust`` a store with a signer trusts its own key only; a store without one
     checks no signatures, and the report says so (``signatures_checked`` is False). The
-    gateway's facade always passes the keys it trusts (gateway.auditing).
+    gateway's facade always passes the keys it trusts (gateway.evidence).
 
     ``relied``: a verified checkpoint (checked by the caller: signer pinned, store, keys)
     whose verify checked the signatures of events 1..``relied.seq``; those are not checked

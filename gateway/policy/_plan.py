@@ -92,7 +92,7 @@ def plan_request(
     user_id: str | None = None,
 ) -> Plan:
     """``user_id``: the caller identifier forwarded as ``metadata.user_id`` under
-    ``[caller] forward_user_id = true`` (see gateway._user_id), never the caller's name.
+    ``[caller] forward_user_id = true`` (see gateway.keys), never the caller's name.
     Without one the body has no ``metadata`` (a template, as ``policy show`` prints it); the
     gateway refuses to send such a task's request without one."""
     requested = dict(overrides or {})
