@@ -58,7 +58,7 @@ class RequestSummary(BaseModel):
     cache_read_tokens: int | None = None  # usage.cache_read_input_tokens
     latency_ms: float | None = None
     # The estimated cost of that usage in US dollars. The audit store knows no prices: the
-    # gateway fills this in from its model catalog (gateway.evidence.priced); None where no
+    # gateway fills this in from its model catalog (gateway.evidence); None where no
     # usage was recorded or the model has no sourced price, never a guessed 0.
     cost_usd: float | None = None
     # Format 2: an event of the request is committed and signed but not yet linked by the
