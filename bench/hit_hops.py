@@ -60,8 +60,10 @@ def path_to(frame: FrameType) -> list[str]:
 
 
 def top_level(frame: FrameType) -> bool:
-    """A module directly in gateway/ (the request path), not policy/, providers/, ..."""
-    return str(Path(frame.f_code.co_filename).parent) == PROJECT[0]
+    """A module of the request path (directly in gateway/ before it had a room, or in
+    gateway/request/), not policy/, providers/, ..."""
+    folder = str(Path(frame.f_code.co_filename).parent)
+    return folder in (PROJECT[0], str(Path(PROJECT[0]) / "request"))
 
 
 def main() -> None:
@@ -74,7 +76,9 @@ def main() -> None:
         if (
             event == "call"
             and frame.f_code.co_name in READS
-            and frame.f_code.co_filename.endswith(("audit/store.py", "audit/_store_read.py"))
+            and frame.f_code.co_filename.endswith(
+                ("audit/store.py", "audit/_store_read.py", "audit/store/_store.py")
+            )
             and not seen
         ):
             seen.append(path_to(frame))
