@@ -299,7 +299,7 @@ class Gateway(_Client):
             if isinstance(step, Miss):  # a replay miss streams under its lock (see complete)
                 stack.enter_context(self._locks.hold(step.prepared.request_hash))
                 step = core.looked_again(step.prepared)
-            return opened(step, core.recorder, core.records, core.provider(step.prepared))
+            return opened(step, core.recorder, core.records, core.provider)
 
         return Stream(open_stream)
 
@@ -463,7 +463,7 @@ class AsyncGateway(_Client):
             if isinstance(step, Miss):  # a replay miss streams under its lock (see complete)
                 await stack.enter_async_context(self._locks.hold(step.prepared.request_hash))
                 step = await self._step(core.looked_again, step.prepared)
-            return aopened(step, core.recorder, core.records, core.provider(step.prepared))
+            return aopened(step, core.recorder, core.records, core.provider)
 
         return AsyncStream(open_stream)
 

@@ -96,12 +96,19 @@ class ReplayCache:
         """The serving rule: the answer to serve for ``prepared``, or None when this one may
         not be. It may when the request replays (:func:`replays`) and the answer passed its
         output check (``ok``), raised no alert (:func:`answer_alerted`) and answers the bytes
-        that were sent (``sent_as_recorded``); a recorded one must also authenticate and be
-        a readable message, or the request fails closed (IntegrityAlert, AuditWriteError)."""
+        that were sent (``sent_as_recorded``); a recorded one must also authenticate, before
+        any of that is read from it, and be a readable message, or the request fails closed
+        (IntegrityAlert, AuditWriteError)."""
+        if not replays(prepared):
+            return None
+        if isinstance(answer, StoredEvent):
+            # Authenticated before anything in it is read (invariant 12): what a candidate
+            # says of itself (ok, alerts, sent as recorded) may decide that it is skipped only
+            # once it is known to be the gateway's own record. A tampered one fails closed.
+            self._authenticate(prepared, answer)
         data = answer.data
         if (
-            not replays(prepared)
-            or data.get("ok") is not True
+            data.get("ok") is not True
             or answer_alerted(data)
             or data.get("sent_as_recorded") is False
         ):
@@ -118,7 +125,6 @@ class ReplayCache:
                     size=answer.size,
                 )
             case StoredEvent():
-                self._authenticate(prepared, answer)
                 return self._read(prepared, answer)
 
     def offer(self, prepared: Prepared, answer: Answered) -> None:

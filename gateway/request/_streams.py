@@ -277,22 +277,29 @@ AsyncOpened = Replayed | AsyncStreaming
 
 
 def opened(
-    step: Hit | Send, recorder: Recorder, records: CallRecords, provider: Provider
+    step: Hit | Send,
+    recorder: Recorder,
+    records: CallRecords,
+    provider: Callable[[Prepared], Provider],
 ) -> Opened:
-    """A stream to be sent, recorded as it goes (_recorded_streams), or its hit."""
+    """A stream to be sent, recorded as it goes (_recorded_streams), or its hit. ``provider``
+    is asked for only when the stream is sent: a hit is served from the log alone."""
     if isinstance(step, Hit):
         return Replayed(step.prepared.request_id, step.result, step.message)
-    args, options, outcomes = _streamed(step, recorder, records, provider)
+    args, options, outcomes = _streamed(step, recorder, records, provider(step.prepared))
     return Streaming(step.prepared.request_id, record_stream(*args, **options), outcomes)
 
 
 def aopened(
-    step: Hit | Send, recorder: Recorder, records: CallRecords, provider: Provider
+    step: Hit | Send,
+    recorder: Recorder,
+    records: CallRecords,
+    provider: Callable[[Prepared], Provider],
 ) -> AsyncOpened:
     """:func:`opened` for asyncio."""
     if isinstance(step, Hit):
         return Replayed(step.prepared.request_id, step.result, step.message)
-    args, options, outcomes = _streamed(step, recorder, records, provider)
+    args, options, outcomes = _streamed(step, recorder, records, provider(step.prepared))
     return AsyncStreaming(step.prepared.request_id, arecord_stream(*args, **options), outcomes)
 
 
