@@ -115,6 +115,17 @@ class Settings(BaseModel):
     server_request_timeout_s: float = Field(default=600.0, gt=0)
     server_shutdown_grace_s: float = Field(default=30.0, ge=0)
     server_key_refresh_s: float = Field(default=10.0, gt=0)
+    # `gateway serve`, against slow and idle connections (gateway/server/_protocol.py): the
+    # time a request's line and headers, then its whole body, may take to arrive (408 and
+    # closed beyond), and how many connections a worker holds, in all and from one client
+    # address (503 and closed beyond; 0 per peer: no per-peer cap, for a proxy in front).
+    server_header_timeout_s: float = Field(default=15.0, gt=0)
+    server_body_timeout_s: float = Field(default=60.0, gt=0)
+    server_max_connections: int = Field(default=1024, ge=1)
+    server_max_connections_per_peer: int = Field(default=128, ge=0)
+    # `gateway serve`: send ``x-gateway-seq`` (the answer's audit seq). Off by default: the
+    # seq counts every caller's events, so its steps tell one caller what others did.
+    server_seq_header: bool = False
     # `gateway serve`: one OpenTelemetry span per Messages request (GenAI semantic
     # conventions, never content); needs the ``otel`` extra. Exporters are OpenTelemetry's
     # own OTEL_* variables (docs/server.md).
@@ -204,6 +215,11 @@ class Settings(BaseModel):
             "GATEWAY_SERVER_REQUEST_TIMEOUT_S": "server_request_timeout_s",
             "GATEWAY_SERVER_SHUTDOWN_GRACE_S": "server_shutdown_grace_s",
             "GATEWAY_SERVER_KEY_REFRESH_S": "server_key_refresh_s",
+            "GATEWAY_SERVER_HEADER_TIMEOUT_S": "server_header_timeout_s",
+            "GATEWAY_SERVER_BODY_TIMEOUT_S": "server_body_timeout_s",
+            "GATEWAY_SERVER_MAX_CONNECTIONS": "server_max_connections",
+            "GATEWAY_SERVER_MAX_CONNECTIONS_PER_PEER": "server_max_connections_per_peer",
+            "GATEWAY_SERVER_SEQ_HEADER": "server_seq_header",
             "GATEWAY_OTEL": "server_otel",
         }
         for var, field in mapping.items():

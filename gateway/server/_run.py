@@ -9,6 +9,9 @@ app from the environment (:func:`app_from_env`), so each opens its audit store i
 On SIGTERM or SIGINT uvicorn stops accepting connections and lets the requests in flight
 finish, for up to ``server_shutdown_grace_s`` seconds; then the lifespan waits (as long
 again) for gateway calls still recording, closes the gateway and exits.
+
+Each connection is uvicorn's httptools protocol with read time-outs and connection caps
+(:mod:`gateway.server._protocol`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 import uvicorn
 
 from gateway.server._app import create_app
+from gateway.server._protocol import ConnectionLimits, guarded_protocol
 from gateway.settings import Settings
 
 __all__ = ["serve"]
@@ -39,7 +43,8 @@ def _options(settings: Settings) -> dict[str, Any]:
         # Streams of long thinking can be quiet for minutes: keep idle connections open as
         # long as the SDKs wait (their default time-out is ten minutes).
         "timeout_keep_alive": 75,
-        "http": "httptools",
+        # httptools' parser, with header and body time-outs and connection caps.
+        "http": guarded_protocol(ConnectionLimits.from_settings(settings)),
         "loop": "uvloop",
     }
 
