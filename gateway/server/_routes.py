@@ -127,7 +127,8 @@ async def messages(request: Request) -> Response:
             request.state.request_id = told[0]
         raise
     note_answer(request, result)
-    return JSONResponse(message_body(result), headers=result_headers(result))
+    headers = result_headers(result, seq=state.settings.server_seq_header)
+    return JSONResponse(message_body(result), headers=headers)
 
 
 def _timed_out(state: ServerState, told: list[str]) -> ApiError:

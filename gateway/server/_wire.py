@@ -154,9 +154,13 @@ def message_body(result: Result) -> dict[str, Any]:
     }
 
 
-def result_headers(result: Result) -> dict[str, str]:
-    return {
+def result_headers(result: Result, *, seq: bool = False) -> dict[str, str]:
+    """``seq``: also the answer's audit seq (``server_seq_header``), which counts every
+    caller's events, so that its steps tell a caller what others did in between."""
+    headers = {
         "request-id": result.request_id,
-        "x-gateway-seq": str(result.seq),
         "x-gateway-cached": "true" if result.cached else "false",
     }
+    if seq:
+        headers["x-gateway-seq"] = str(result.seq)
+    return headers

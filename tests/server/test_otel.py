@@ -38,7 +38,9 @@ class Traced:
 def traced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traced]:
     home = tmp_path_factory.mktemp("otel")
     with FakeMessagesAPI() as fake:
-        env = server_env(home, fake.base_url, OTEL_TRACES_EXPORTER="console")
+        env = server_env(
+            home, fake.base_url, OTEL_TRACES_EXPORTER="console", GATEWAY_SERVER_SEQ_HEADER="1"
+        )
         server = ServerProcess(home, env, stdout_path=home / "spans.jsonl")
         server.cli("db", "upgrade")
         key = server.create_key("payments-svc")
