@@ -9,7 +9,9 @@ the tasks still running. The gateway records each such call CANCELLED on its way
 application" with a traceback, once per request. Here the cancellation ends at the app's
 edge instead: a request whose answer had not started gets a 503 ``overloaded_error`` naming
 its CANCELLED record (the SDKs retry a 503, on another instance); a stream already under way
-ends with the API's ``error`` event (``overloaded_error``), which the SDKs raise. Each is
+ends with the API's ``error`` event (``overloaded_error``), which the SDKs raise, unless its
+``message_stop`` already went out (the client has the whole answer; the cancellation only
+caught the recording of its outcome): that stream just ends. Each cut-off request is
 counted on the process's :class:`ServerState`, which logs one ``server_requests_cancelled``
 line with the count when it closes, in place of uvicorn's "Cancel N running task(s)" line.
 """
@@ -28,6 +30,9 @@ from gateway.server._errors import ErrorAnswer, error_body
 from gateway.server._sse import error_frame
 
 __all__ = ["DrainCancel", "quiet_uvicorn_cancel_line"]
+
+# The frame of a stream's last event (gateway.server._sse.frame): the answer is whole.
+_MESSAGE_STOP = b"event: message_stop\n"
 
 _MESSAGE = (
     "the gateway was shutting down and this request was still running at the end of its "
@@ -53,17 +58,23 @@ class DrainCancel:
         started = False
         ended = False
         event_stream = False
+        answered = False  # a stream's message_stop went out: the client has the whole answer
 
         async def sending(message: Message) -> None:
-            nonlocal started, ended, event_stream
+            nonlocal started, ended, event_stream, answered
             if message["type"] == "http.response.start":
                 started = True
                 event_stream = any(
                     name.lower() == b"content-type" and value.startswith(b"text/event-stream")
                     for name, value in message.get("headers", ())
                 )
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                ended = True
+            elif message["type"] == "http.response.body":
+                if not message.get("more_body"):
+                    ended = True
+                elif event_stream and message.get("body", b"").startswith(_MESSAGE_STOP):
+                    await send(message)
+                    answered = True
+                    return
             await send(message)
 
         try:
@@ -74,6 +85,12 @@ class DrainCancel:
             # The request's task ends here, answered: the cancellation is done with (the
             # CANCELLED record is written by the gateway call it stopped).
             task.uncancel()
+            if answered and not ended:
+                # Cancelled while the answer's outcome was being recorded (or the stream
+                # closed): the client has the whole answer, so the stream ends as it would
+                # have. An error after it would contradict the record and make SDKs retry.
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             if server is not None:
                 server.cancelled_at_shutdown += 1
             if not started:
