@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from audit import EventKind
-from audit.canonical import canonical_digest
+from audit.canonical import canonical_bytes, canonical_digest
 from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
 from gateway._inputs import EXPERIMENT_CALLER, check_bounded, safe_label
@@ -85,7 +85,7 @@ class CallRecords:
                     "error": type(error).__name__,
                     "key": getattr(error, "key", None),
                     "reason": safe_label(error.message),
-                    "requested": _json_safe_overrides(overrides),
+                    **refused_input_summary(overrides),
                     "gateway_version": GATEWAY_VERSION,
                     **({"claimed_caller": claimed} if claimed else {}),
                 },
@@ -392,16 +392,39 @@ def _token_total(usage: Mapping[str, Any]) -> int:
     return sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int))
 
 
-def _json_safe_overrides(overrides: object) -> Any:
-    """The caller's requested overrides as recordable JSON, or a note when they are not JSON."""
+# A refused request is never sent: its record needs what was asked, not megabytes of it.
+MAX_RECORDED_VALUE_BYTES = 256  # canonical bytes of an override value kept as given
+MAX_RECORDED_KEYS = 64
+
+
+def refused_input_summary(overrides: object) -> dict[str, Any]:
+    """What a REJECTED event says of the overrides a caller asked for, bounded whatever
+    they were: ``requested`` holds each small value as given (a temperature, a flag);
+    ``requested_omitted`` each larger one by size and digest (a 4 MiB junk system prompt
+    costs a few dozen bytes of permanent log); past MAX_RECORDED_KEYS keys,
+    ``requested_keys_omitted`` counts the rest. Keys are shown as labels (escaped,
+    bounded)."""
     if overrides is None:
-        return {}
-    try:
-        check_bounded(overrides, "overrides")  # before repr or canonical form: both recurse
-    except InputError:
-        return {"unrecordable": "nested too deep or too large to record"}
-    try:
-        canonical_digest(overrides)
-    except (ValueError, TypeError):
-        return {"unrecordable": safe_label(repr(overrides))[:200]}
-    return overrides
+        return {"requested": {}}
+    if not isinstance(overrides, Mapping):
+        return {"requested": {"unrecordable": f"<{type(overrides).__name__}>"}}
+    kept: dict[str, Any] = {}
+    omitted: dict[str, Any] = {}
+    for key, value in list(overrides.items())[:MAX_RECORDED_KEYS]:
+        name = safe_label(key)
+        try:
+            check_bounded(value, "an override")  # before the canonical form: it recurses
+            size = len(canonical_bytes(value))
+        except (InputError, ValueError, TypeError):
+            omitted[name] = {"unrecordable": "nested too deep, too large or not JSON"}
+            continue
+        if size <= MAX_RECORDED_VALUE_BYTES:
+            kept[name] = value
+        else:
+            omitted[name] = {"bytes": size, "digest": canonical_digest(value)}
+    summary: dict[str, Any] = {"requested": kept}
+    if omitted:
+        summary["requested_omitted"] = omitted
+    if len(overrides) > MAX_RECORDED_KEYS:
+        summary["requested_keys_omitted"] = len(overrides) - MAX_RECORDED_KEYS
+    return summary
