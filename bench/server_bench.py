@@ -65,6 +65,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def served_env(home: Path, fake_url: str) -> dict[str, str]:
+    """The environment of a `gateway serve` on ``home``'s policies and database."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "ANTHROPIC_"))}
+    env.update(
+        {
+            "GATEWAY_POLICY_DIR": str(home / "policies"),
+            "GATEWAY_DATABASE_URL": f"sqlite:///{home / 'audit.db'}",
+            "GATEWAY_DURABILITY": "os",
+            "ANTHROPIC_API_KEY": "sk-bench",
+            "ANTHROPIC_BASE_URL": fake_url,
+            "PYTHONPATH": str(ROOT),
+        }
+    )
+    return env
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -162,17 +178,7 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="server-bench-"))
     shutil.copytree(ROOT / "policies", home / "policies")
     with fake_api(in_process=False) as fake_url:  # its own process, as in gateway_bench
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWAY_", "ANTHROPIC_"))}
-        env.update(
-            {
-                "GATEWAY_POLICY_DIR": str(home / "policies"),
-                "GATEWAY_DATABASE_URL": f"sqlite:///{home / 'audit.db'}",
-                "GATEWAY_DURABILITY": "os",
-                "ANTHROPIC_API_KEY": "sk-bench",
-                "ANTHROPIC_BASE_URL": fake_url,
-                "PYTHONPATH": str(ROOT),
-            }
-        )
+        env = served_env(home, fake_url)
         os.environ.update(env)
         from gateway import AsyncGateway, Settings
         from gateway.callers import CallerKeys

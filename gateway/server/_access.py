@@ -4,7 +4,8 @@
      "latency_ms": 3.1, "request_id": "req_...", "task": "compliance_review",
      "caller": "payments-svc", "key_id": "key_...", "seq": 12}
 
-Ids, task, caller, status and latency only: never a prompt, an answer or a key. What a route
+Ids, task, caller, status and latency only: never a prompt, an answer or a key; each text
+field at most 200 characters, escaped (a task is what the caller named, of any length). What a route
 learns (its caller, task, request id, seq) it leaves in the request's state, which the log
 reads when the exchange is over - for a stream, when its last event went out.
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from gateway._inputs import safe_label
 from gateway._log import log
 
 __all__ = ["AccessLog"]
@@ -49,7 +51,9 @@ class AccessLog:
             await self.app(scope, receive, sending)
         finally:
             state: dict[str, Any] = scope.get("state") or {}
-            fields = {name: state[name] for name in _FIELDS if state.get(name) is not None}
+            fields = {
+                name: _bounded(state[name]) for name in _FIELDS if state.get(name) is not None
+            }
             log.info(
                 "http_request",
                 pid=self.pid,
@@ -60,3 +64,7 @@ class AccessLog:
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
                 **fields,
             )
+
+
+def _bounded(value: Any) -> Any:
+    return safe_label(value) if isinstance(value, str) else value

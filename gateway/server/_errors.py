@@ -154,9 +154,21 @@ def _is_number(text: str) -> bool:
         return False
 
 
+MAX_MESSAGE_CHARS = 2000  # a message names what was wrong; it never echoes a body back
+
+
 def error_body(answer: ErrorAnswer) -> dict[str, Any]:
     return {
         "type": "error",
-        "error": {"type": answer.error_type, "message": answer.message},
+        "error": {"type": answer.error_type, "message": _bounded(answer.message)},
         "request_id": answer.request_id,
     }
+
+
+def _bounded(message: str) -> str:
+    """``message`` as it may be answered: UTF-8 (a lone surrogate a caller sent, quoted in
+    it, would fail the encoding and turn a 400 into a 500) and at most MAX_MESSAGE_CHARS
+    (an unknown task named by a megabyte ``model`` is quoted, not echoed whole)."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -25,12 +25,11 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from audit.store.bounded import UnreadableJSON
-from audit.store.bounded import loads as bounded_loads
 from gateway.callers import CallerKey
 from gateway.errors import GatewayError, UnknownTask
 from gateway.policy import plan_request
 from gateway.result import Result
+from gateway.server._body import read_json
 from gateway.server._errors import ApiError, answer_for
 from gateway.server._lifecycle import ServerState
 from gateway.server._sse import SSE_HEADERS, EventStreamResponse, error_frame, frame
@@ -44,7 +43,6 @@ from gateway.server._wire import (
 
 __all__ = ["count_tokens", "healthz", "messages", "model", "models", "readyz"]
 
-MAX_JSON_DEPTH = 64  # a Messages request is a few levels deep; this leaves room for tools
 BYTES_PER_TOKEN = 4  # count_tokens is an estimate, the same one the gateway sizes input by
 TASK_HEADER = "x-gateway-task"
 
@@ -70,32 +68,6 @@ def note_answer(request: Request, result: Result) -> None:
     state.response_model = result.model
     state.stop_reason = result.stop_reason
     state.usage = result.usage
-
-
-async def read_json(request: Request, limit: int) -> Any:
-    """The body as JSON, at most ``limit`` bytes and MAX_JSON_DEPTH levels deep."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
-    try:
-        return bounded_loads(b"".join(chunks), max_depth=MAX_JSON_DEPTH, max_bytes=limit)
-    except UnreadableJSON:
-        raise ApiError(
-            400,
-            "invalid_request_error",
-            f"the request body is not JSON (UTF-8, at most {MAX_JSON_DEPTH} levels deep).",
-        ) from None
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "request_too_large", f"the request body is larger than {limit:,} bytes.")
 
 
 async def messages(request: Request) -> Response:

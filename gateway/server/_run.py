@@ -17,11 +17,12 @@ Each connection is uvicorn's httptools protocol with read time-outs and connecti
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import uvicorn
 
-from gateway.server._app import create_app
+from gateway.server._app import SWITCH_INTERVAL_S, create_app
 from gateway.server._protocol import ConnectionLimits, guarded_protocol
 from gateway.settings import Settings
 
@@ -50,6 +51,7 @@ def _options(settings: Settings) -> dict[str, Any]:
 
 
 def serve(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if workers > 1:
         uvicorn.run(
             APP_FROM_ENV, factory=True, host=host, port=port, workers=workers, **_options(settings)
