@@ -63,6 +63,13 @@ class UnknownTask(PolicyError):
         self.task = task
         self.known = sorted(known)
         listing = ", ".join(self.known) or "none"
+        if not isinstance(task, str):  # a caller passed a list or a number, not a name
+            super().__init__(
+                "the task must be a policy's name (a string), not a value of type "
+                f"{type(task).__name__}.",
+                hint=f"Known tasks: {listing}.",
+            )
+            return
         super().__init__(
             f"unknown task {task!r}.",
             hint=f"Known tasks: {listing}. Add a policy file named {task}.toml to add one.",

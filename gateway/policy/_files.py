@@ -10,7 +10,9 @@ anything walks it, each as that one file's finding while the other tasks still l
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -39,12 +41,35 @@ _SHOWN_INPUT = 80  # how much of a refused value a finding quotes
 # tomllib takes time quadratic in the parts of one dotted key (a.b.c...), so keys are
 # counted first: a line's dots outside strings and comments bound its key's parts.
 MAX_KEY_PARTS = 32
+MAX_TASK_CHARS = 200  # the longest task name the audit log records (its task column)
 _TOML_STRING = re.compile(r""""[^"\\\n]*(?:\\.[^"\\\n]*)*"?|'[^'\n]*'?""")
 
 
 def read_policy_file(path: Path, name: str) -> tuple[Policy | None, list[Finding]]:
     """Parse and validate the structure of one policy file (no catalog checks here): the
     policy as written, its named files not read yet and its task not set yet."""
+    if len(path.stem) > MAX_TASK_CHARS:
+        return None, [
+            error(
+                "task-name-too-long",
+                name,
+                "file",
+                f"The file name makes a task name of {len(path.stem)} characters; the audit log "
+                f"records at most {MAX_TASK_CHARS}, so no request to it could be recorded.",
+                f"Rename the file to a shorter task name (at most {MAX_TASK_CHARS} characters).",
+            )
+        ]
+    if not path.resolve().is_relative_to(path.parent.resolve()):
+        return None, [
+            error(
+                "file-outside-folder",
+                name,
+                "file",
+                f"{name!r} is a link to a file outside the policy folder, so it is not part "
+                "of the reviewed policy set.",
+                "Copy the policy into the folder instead of linking to it.",
+            )
+        ]
     text, problem = _read_text(path, name, "file", MAX_POLICY_CHARS)
     if text is None:
         return None, [problem] if problem else []
@@ -175,8 +200,22 @@ def _read_text(
     path: Path, name: str, key: str, max_chars: int
 ) -> tuple[str | None, Finding | None]:
     try:
+        # Opened without blocking and checked to be a regular file before it is read: a FIFO
+        # (or a device) named as a prompt would otherwise hang the load, or `policy review`,
+        # until someone writes to it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None, error(
+                "file-unreadable",
+                name,
+                key,
+                f"{path.name!r} is not a regular file (a pipe, a device or a socket), so it "
+                "is not read.",
+                "Name a text file inside the policy folder.",
+            )
         # Universal newlines: a CRLF checkout hashes the same as an LF one.
-        with path.open(encoding="utf-8") as fh:
+        with open(fd, encoding="utf-8") as fh:
             text = fh.read(max_chars + 1)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

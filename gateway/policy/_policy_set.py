@@ -96,7 +96,9 @@ class PolicySet:
         )
 
     def get(self, task: str) -> Policy:
-        entry = self._entries.get(task)
+        # A task is a name: a list or a dict a caller passed is an unknown task, recorded so,
+        # not a TypeError from the lookup.
+        entry = self._entries.get(task) if isinstance(task, str) else None
         if entry is None:
             raise UnknownTask(task, self.tasks())
         if entry.policy is None:
