@@ -154,7 +154,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         log.warning("server_read_timed_out", part=part, timeout_s=seconds)
-        if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
+        # Headers late: no answer to this request began. Body late: unless the app already
+        # answered (a refusal that left the body unread), the client still waits for one.
+        if part == "headers" or self.cycle is None or not self.cycle.response_started:
             message = f"the request's {part} did not arrive within {seconds:g} s."
             self.transport.write(_answer(408, "Request Timeout", "timeout_error", message))
         self.transport.close()

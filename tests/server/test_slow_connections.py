@@ -139,6 +139,7 @@ def test_a_body_left_unread_by_a_refusal_cannot_hold_the_connection(
         started = time.monotonic()
         answer = trickle_until_closed(sock, b" " * 1000)
     assert answer.startswith(b"HTTP/1.1 401")
+    assert answer.count(b"HTTP/1.1 ") == 1  # closed, with no second answer after the 401
     assert time.monotonic() - started < BODY_TIMEOUT_S + 2.0
 
 
