@@ -171,12 +171,11 @@ def test_a_worker_past_its_connection_cap_refuses_at_once(guarded: ServerProcess
     held = []
     try:
         for n in range(PER_WORKER):  # under the per-peer cap from each address
-            held.append(connect(guarded, f"127.0.1.{n // (PER_PEER - 1) + 1}"))
-        time.sleep(0.2)  # the server has accepted them all (each answered nothing yet)
-        for sock in held:
-            sock.setblocking(False)
-            with pytest.raises(BlockingIOError):
-                sock.recv(1)
+            sock = connect(guarded, f"127.0.1.{n // (PER_PEER - 1) + 1}")
+            # One answered request each: then idle in keep-alive, past the header time-out.
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+            held.append(sock)
         started = time.monotonic()
         with connect(guarded, "127.0.2.1") as extra:
             answer = read_until_closed(extra)
