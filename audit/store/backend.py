@@ -19,6 +19,7 @@ role that can connect may take and hold.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -86,6 +87,23 @@ def _enter_wal(cursor: Any, busy_ms: int) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)
+
+
+def _create_private(path: Path) -> None:
+    """Make a new database file readable by its owner only (0600; a umask can only narrow it)
+    before SQLite opens it, which would make it 0644 under the usual umask: the log holds
+    prompts and answers. SQLite gives the ``-wal`` and ``-shm`` files it creates the mode of
+    the database file, so they follow. An existing file keeps the mode it has."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise DatabaseUnavailable(
+            f"cannot create the audit database {str(path)!r}: {exc.strerror}.",
+            hint="Make the folder writable, or point GATEWAY_DATABASE_URL elsewhere.",
+        ) from None
+    os.close(fd)
 
 
 def _engine(url: URL, **kwargs: Any) -> Engine:
@@ -168,6 +186,7 @@ class Backend:
                 f"the folder for the audit database {database!r} does not exist.",
                 hint="Create the folder or point GATEWAY_DATABASE_URL elsewhere.",
             )
+        _create_private(Path(database))
         sync = "FULL" if durability == "fsync" else "NORMAL"
 
         def make(begin: str) -> Engine:
