@@ -44,6 +44,7 @@ READ_TABLES = (
     "merkle_nodes",
     "chain",
     "chain_checkpoints",
+    "reservation_marks",
     "audit_meta",
     "alembic_version",
 )
