@@ -91,18 +91,13 @@ def _enter_wal(cursor: Any, busy_ms: int) -> None:
 
 def _create_private(path: Path) -> None:
     """Make a new database file readable by its owner only (0600; a umask can only narrow it)
-    before SQLite opens it, which would make it 0644 under the usual umask: the log holds
+    on the first connection, before SQLite would make it 0644 under the usual umask: the log holds
     prompts and answers. SQLite gives the ``-wal`` and ``-shm`` files it creates the mode of
     the database file, so they follow. An existing file keeps the mode it has."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+    except OSError:  # there already, or not creatable: SQLite's own open says what is wrong
         return
-    except OSError as exc:
-        raise DatabaseUnavailable(
-            f"cannot create the audit database {str(path)!r}: {exc.strerror}.",
-            hint="Make the folder writable, or point GATEWAY_DATABASE_URL elsewhere.",
-        ) from None
     os.close(fd)
 
 
@@ -186,11 +181,14 @@ class Backend:
                 f"the folder for the audit database {database!r} does not exist.",
                 hint="Create the folder or point GATEWAY_DATABASE_URL elsewhere.",
             )
-        _create_private(Path(database))
         sync = "FULL" if durability == "fsync" else "NORMAL"
 
         def make(begin: str) -> Engine:
             engine = _engine(url, connect_args={"check_same_thread": False})
+
+            @event.listens_for(engine, "do_connect")
+            def _private_file(*_args: Any) -> None:
+                _create_private(Path(database))  # before sqlite3 would create it
 
             @event.listens_for(engine, "connect")
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:
