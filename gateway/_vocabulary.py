@@ -51,9 +51,19 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
 )
 
 
+# The records of a reader's own acts (what a PostgreSQL reviewer may append, under any
+# request id): they are a request of their own, never a step in another request's life.
+READ_RECORDS: frozenset[EventKind] = frozenset(
+    {EventKind.EXPORT, EventKind.CHECKPOINT, EventKind.ACCESS}
+)
+
+
 def request_status(status: str, event: StoredEvent) -> str:
     """A request's status once ``event`` (its next event in seq order) is read; ``status``
-    is the status so far, "" before its first event."""
+    is the status so far, "" before its first event. A read record under the id of a request
+    that has events already leaves its status as it was."""
+    if status and event.kind in READ_RECORDS:
+        return status
     if event.kind == EventKind.RESPONSE and event.data.get("ok") is False:
         return FLAGGED
     return STATUS_OF_KIND.get(event.kind, status or INCOMPLETE)

@@ -24,13 +24,14 @@ import hashlib
 import hmac
 import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Self
 
 from audit import EventDraft, EventKind, StoredEvent
+from audit.store import LogFollower
 from audit.verify.authenticity import check_event
 from gateway._audit_errors import translated
 from gateway._inputs import check_caller
@@ -166,13 +167,23 @@ class CallerKeys:
     def events(self, *, after_seq: int) -> Iterator[tuple[StoredEvent, bool]]:
         """Key events after ``after_seq`` in seq order, each with whether it checks out."""
         store = self._recorder.store
-        signature = self._recorder.signature
         with translated():
             found = [
                 e for kind in _KINDS for e in store.iter_events(kind=kind, after_seq=after_seq)
             ]
-            found.sort(key=lambda e: e.seq)
-            for event in found:
+        found.sort(key=lambda e: e.seq)
+        return self.checked(found)
+
+    def following(self) -> LogFollower:
+        """A reader of key events that never skips one committed late (log format 2)."""
+        return LogFollower(self._recorder.store, kinds=_KINDS)
+
+    def checked(self, events: Iterable[StoredEvent]) -> Iterator[tuple[StoredEvent, bool]]:
+        """Each of ``events`` with whether its hash, link and record signature check out."""
+        store = self._recorder.store
+        signature = self._recorder.signature
+        with translated():
+            for event in events:
                 problems = check_event(store, event, signature)
                 if problems:
                     log.error("caller_key_event_untrusted", seq=event.seq, problem=problems[0])
@@ -220,8 +231,9 @@ def _fold(
 class KeyRing:
     """The active keys by hash, read from the log and refreshed incrementally (thread-safe).
 
-    ``refresh`` reads only the key events after the last seq it saw; a revocation read from
-    the log removes the key at once.
+    ``refresh`` reads only the key events it has not read yet, late commits included: under
+    log format 2 a revocation may commit after a higher seq was read, and it still applies
+    at the next refresh (audit.store.LogFollower). A revocation read removes the key at once.
     """
 
     def __init__(self, keys: CallerKeys) -> None:
@@ -229,17 +241,17 @@ class KeyRing:
         self._lock = threading.Lock()
         self._by_id: dict[str, CallerKey] = {}
         self._by_hash: dict[str, CallerKey] = {}
-        self._seen = 0
+        self._follower = keys.following()
 
     def refresh(self) -> int:
         """Read new key events; returns how many active keys there are."""
         with self._lock:
-            head = self._keys.head_seq()
             by_id = dict(self._by_id)
-            _fold(self._keys.events(after_seq=self._seen), by_id)
+            with translated():
+                new = self._follower.read()
+            _fold(self._keys.checked(new), by_id)
             self._by_id = by_id
             self._by_hash = {k.key_hash: k for k in by_id.values() if k.active}
-            self._seen = max(self._seen, head)
             return len(self._by_hash)
 
     def authenticate(self, presented: str) -> CallerKey | None:

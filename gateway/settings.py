@@ -96,6 +96,10 @@ class Settings(BaseModel):
     # (gateway.evidence.trusted_approvers reads both).
     trusted_approvers: dict[str, str] | None = None
     trusted_approvers_file: Path | None = None
+    # With approvals required and no approver pinned, the gateway refuses to start (one
+    # person holding two keys would pass four eyes); this, named unsafe, lets it start with
+    # a warning each time.
+    unsafe_unpinned_approvers: bool = False
     # The caller recorded for a request that names none. Requests that leave the machine
     # must name a caller (the audit trail and the information barrier need one) unless this
     # is set; a service with one identity sets it once instead of on every call.
@@ -206,6 +210,7 @@ class Settings(BaseModel):
             "GATEWAY_REQUIRE_APPROVALS": "require_approvals",
             "GATEWAY_TRUSTED_APPROVERS": "trusted_approvers",
             "GATEWAY_TRUSTED_APPROVERS_FILE": "trusted_approvers_file",
+            "GATEWAY_UNSAFE_UNPINNED_APPROVERS": "unsafe_unpinned_approvers",
             "GATEWAY_DEFAULT_CALLER": "default_caller",
             "GATEWAY_USER_ID_SALT": "user_id_salt",
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",

@@ -230,6 +230,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "grant_role",
         "integrate",
         "note_verifier_key",
+        "pinned_for_start",
         "prove",
         "receipt_text",
         "schema_status",

@@ -21,6 +21,10 @@ hole has stayed for ``grace_s``, every missing seq up to that bound is voided (a
 the integrator's key (``ON CONFLICT DO NOTHING``: a writer's row committed meanwhile wins,
 and a writer that commits after its void fails on the primary key and fails closed). The
 grace must exceed a writer's ``statement_timeout`` plus ``idle_in_transaction_session_timeout``.
+The database holds the integrator role to a grace of its own (migration 0011): the pass has
+it mark how far the sequence has gone (``audit_mark_reserved()``) when it first sees a hole,
+and a void from that role is let in only once such a mark covers the seq and is older than
+``audit_void_grace()``; a refused void is waited out like the grace.
 
 The pass starts from the linked head it has checked itself: each link above it (another
 integrator's) must follow the last and be ``sha256(prev ‖ its event's hash)``, or the pass
@@ -45,7 +49,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, text
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, ProgrammingError, SQLAlchemyError
 
 from audit.canonical import canonical_bytes
 from audit.errors import AuditStoreError, LogFormatUnsupported
@@ -65,6 +69,7 @@ VOID_PAGE = 5_000  # voids built, signed and inserted per transaction (bounded m
 # Far more seqs reserved than linked: a writer (any role with USAGE on events_seq) is
 # reserving seqs it never commits; each costs the integrator a signed void.
 RESERVED_AHEAD_WARN = 100_000
+INSUFFICIENT_PRIVILEGE = "42501"  # a row policy refusing the integrator role's void
 KEPT_WARNINGS = 20  # warnings a run's totals keep (each one is also passed on as it comes)
 
 
@@ -269,6 +274,7 @@ class Integrator:
             now = time.monotonic()
             stall = self._stall
             if stall is None or stall[1] != head + 1:
+                self._mark_reserved()
                 self._stall = (now, head + 1, bound)
                 return Step(head=head, waiting_on=head + 1, warnings=warnings)
             if now - stall[0] < self._grace_s:
@@ -288,9 +294,28 @@ class Integrator:
         ]
         # RETURNING counts the rows written: an executemany's rowcount is not reliable.
         statement = postgresql.insert(Event).on_conflict_do_nothing().returning(Event.seq)
-        with self._backend.writer.begin() as conn:
-            written = len(conn.execute(statement, voids).all())
+        try:
+            with self._backend.writer.begin() as conn:
+                written = len(conn.execute(statement, voids).all())
+        except ProgrammingError as exc:
+            if getattr(exc.orig, "sqlstate", None) != INSUFFICIENT_PRIVILEGE:
+                raise
+            # The database's own grace (audit_void_grace(), from its marks) is longer than
+            # this integrator's: wait for it, and mark again in case no mark covers the hole.
+            self._mark_reserved()
+            refused = (
+                f"the database refused to void seqs {head + 1}..{upto} yet: it lets the "
+                "integrator role void a seq only audit_void_grace() after it saw it reserved",
+            )
+            return Step(head=head, waiting_on=head + 1, warnings=warnings + refused)
         return Step(head=head, voided=written, warnings=warnings)
+
+    def _mark_reserved(self) -> None:
+        """Have the database note how far ``events_seq`` has handed out seqs, and when
+        (migration 0011): the integrator role's voids are let in only once a mark at or
+        above them is older than the database's grace."""
+        with self._backend.writer.begin() as conn:
+            conn.execute(text("SELECT audit_mark_reserved()"))
 
     # -- checkpoints --------------------------------------------------------------------------
 

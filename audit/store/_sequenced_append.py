@@ -3,7 +3,8 @@
     appender = SequencedAppender(backend, store_id, signer)
     appender.commit([prepare(draft)])      # -> [Appended(seq=..., hash=sha256(body), ...)]
 
-The only shared critical section is ``nextval('events_seq')`` for the whole group, inside
+The only shared critical section is ``nextval('events_seq')`` for the whole group (through
+``audit_reserve(n)``, which bounds a reviewer's reservations: migration 0011), inside
 PostgreSQL and released before the statement returns. Each body is filled with its seq and
 time, hashed on its own (``hash = sha256(body)``, ``prev_hash = ''``) and signed under the
 format-2 domain outside any lock; payloads, policies and events are inserted and committed
@@ -37,7 +38,9 @@ from audit.store.schema import metadata
 from audit.store.sequenced import void_row
 from audit.store.signing import SEQUENCED_PREV, Signer
 
-NEXTVAL_SQL = "SELECT nextval('events_seq') FROM generate_series(1, %(n)s)"
+# ``nextval`` for the whole group, through the function that bounds what a role recording
+# only its own reads may reserve (migration 0011).
+NEXTVAL_SQL = "SELECT audit_reserve(%(n)s)"
 ROLLED_BACK = "rolled back"  # a void's reason when its own writer voided it
 
 

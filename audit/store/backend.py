@@ -19,6 +19,7 @@ role that can connect may take and hold.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -86,6 +87,18 @@ def _enter_wal(cursor: Any, busy_ms: int) -> None:
             if "locked" not in str(exc) or time.monotonic() >= deadline:
                 raise
             time.sleep(0.01)
+
+
+def _create_private(path: Path) -> None:
+    """Make a new database file readable by its owner only (0600; a umask can only narrow it)
+    on the first connection, before SQLite would make it 0644 under the usual umask: the log holds
+    prompts and answers. SQLite gives the ``-wal`` and ``-shm`` files it creates the mode of
+    the database file, so they follow. An existing file keeps the mode it has."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:  # there already, or not creatable: SQLite's own open says what is wrong
+        return
+    os.close(fd)
 
 
 def _engine(url: URL, **kwargs: Any) -> Engine:
@@ -172,6 +185,10 @@ class Backend:
 
         def make(begin: str) -> Engine:
             engine = _engine(url, connect_args={"check_same_thread": False})
+
+            @event.listens_for(engine, "do_connect")
+            def _private_file(*_args: Any) -> None:
+                _create_private(Path(database))  # before sqlite3 would create it
 
             @event.listens_for(engine, "connect")
             def _pragmas(dbapi_conn: Any, _record: Any) -> None:

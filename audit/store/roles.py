@@ -6,7 +6,9 @@
 A reviewer (``read_only``) reads every table and may INSERT into ``events`` only, because its
 exports, checkpoints and content reads record themselves; the row-level security policies of
 migrations 0003 and 0008 let a role without INSERT on ``payloads`` append only ``export``,
-``checkpoint`` and ``access`` events.
+``checkpoint`` and ``access`` events. Under format 2 it reserves seqs for them only through
+``audit_reserve()`` (migration 0011): a few at a time, and none while many are reserved and
+not committed, so it cannot make the integrator void seqs by the hundred thousand.
 The chain lock needs no grant of its own: ``audit_chain_lock()`` (migration 0007) takes it for
 any session that may INSERT into ``events`` and for no other, so a role granted here can hold
 appends up only while it keeps a transaction open, and then only for their ``lock_timeout``.
@@ -42,6 +44,7 @@ READ_TABLES = (
     "merkle_nodes",
     "chain",
     "chain_checkpoints",
+    "reservation_marks",
     "audit_meta",
     "alembic_version",
 )
@@ -72,7 +75,11 @@ def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = Fa
     ]
     inserts = INTEGRATE_TABLES if integrator else REVIEW_TABLES if read_only else APPEND_TABLES
     statements.append(f"GRANT INSERT ON {', '.join(inserts)} TO {role}")
-    if not integrator:  # format-2 writers reserve their seqs (0010); reviewers record reads
+    statements.append(f"REVOKE ALL ON SEQUENCE events_seq FROM {role}")
+    if not integrator and not read_only:
+        # Format-2 appenders reserve their seqs through audit_reserve() (0011), which needs
+        # no grant; USAGE lets the application role call nextval too. A reviewer gets no
+        # USAGE: audit_reserve() bounds what it may reserve for its own records.
         statements.append(f"GRANT USAGE ON SEQUENCE events_seq TO {role}")
     try:
         with backend.writer.begin() as conn:

@@ -141,6 +141,17 @@ class ChainLink(Base):
     hash: Mapped[str] = mapped_column(String(80))
 
 
+class ReservationMark(Base):
+    """ "By ``marked_at``, ``events_seq`` had handed out ``reserved``" (migration 0011), written
+    only by ``audit_mark_reserved()``: the integrator role may void a seq only once a mark
+    at or above it is older than ``audit_void_grace()``."""
+
+    __tablename__ = "reservation_marks"
+
+    reserved: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    marked_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 class ChainCheckpoint(Base):
     """A checkpoint the integrator signed over the linked prefix 1..``size`` (migration 0010):
     the RFC 6962 root, the last link, and the signed checkpoint's JSON."""

@@ -19,6 +19,7 @@ from gateway.callers import CallerKeys
 from gateway.catalog import Catalog
 from gateway.cli._context import settings_of
 from gateway.errors import PolicyLoadError
+from gateway.evidence import pinned_for_start
 from gateway.logging import configure_logging
 from gateway.policy import PolicySet
 
@@ -61,6 +62,7 @@ def serve_command(
             f"no policy in {str(settings.policy_dir)!r} loads, so every request would be refused.",
             hint="Run 'gateway policy review' on the folder.",
         )
+    pinned_for_start(settings)  # refused here, once, rather than in every worker
     with CallerKeys.open(settings) as keys:  # creates a new SQLite file whole, once
         active = sum(1 for k in keys.list() if k.active)
     if active == 0:

@@ -15,6 +15,7 @@ from gateway.evidence._approvals import (
     approval_draft,
     approval_status,
     check_approvals,
+    pinned_for_start,
     sign_approval,
     trusted_approvers,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "grant_role",
     "integrate",
     "note_verifier_key",
+    "pinned_for_start",
     "prove",
     "receipt_text",
     "schema_status",

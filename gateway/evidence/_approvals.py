@@ -45,6 +45,7 @@ from audit.store.signing import TrustedKeys, UnusableKey, key_id
 from audit.verify.authenticity import SignatureCheck, check_event
 from gateway._audit_errors import translated
 from gateway._inputs import check_name
+from gateway._log import log
 from gateway.errors import ConfigurationError, PolicyLoadError
 from gateway.policy import Policy, PolicySet
 from gateway.settings import Settings
@@ -55,6 +56,7 @@ __all__ = [
     "approval_draft",
     "approval_status",
     "check_approvals",
+    "pinned_for_start",
     "sign_approval",
     "trusted_approvers",
 ]
@@ -280,6 +282,35 @@ def check_approvals(
         hint="Have approvers sign the current version: 'gateway policy approve TASK "
         "--approver NAME' (each with their own GATEWAY_APPROVER_KEY).",
     )
+
+
+UNPINNED_HINT = (
+    "Pin each approver's public key (GATEWAY_TRUSTED_APPROVERS_FILE or "
+    "GATEWAY_TRUSTED_APPROVERS), or set GATEWAY_UNSAFE_UNPINNED_APPROVERS=1 to start anyway "
+    "(unsafe: one person holding two keys passes four eyes)."
+)
+
+
+def pinned_for_start(settings: Settings) -> dict[str, str] | None:
+    """The approver pins a gateway starts with (:func:`trusted_approvers`). With approvals
+    required and none pinned, any key signing under any name counts, so one person with two
+    keys is "four eyes": that is a :class:`ConfigurationError`, unless the setting named
+    unsafe (``unsafe_unpinned_approvers``) allows it, and then a warning at every start."""
+    pins = trusted_approvers(settings)
+    if settings.require_approvals <= 0 or pins is not None:
+        return pins
+    if not settings.unsafe_unpinned_approvers:
+        raise ConfigurationError(
+            f"GATEWAY_REQUIRE_APPROVALS={settings.require_approvals} but no approver keys are "
+            "pinned, so any key could approve under any name; the gateway does not start.",
+            hint=UNPINNED_HINT,
+        )
+    log.warning(
+        "approvals_unpinned",
+        required=settings.require_approvals,
+        reason="GATEWAY_UNSAFE_UNPINNED_APPROVERS: any key approving under any name counts",
+    )
+    return None
 
 
 def trusted_approvers(settings: Settings) -> dict[str, str] | None:

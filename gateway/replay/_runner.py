@@ -31,6 +31,7 @@ from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.policy import Policy
 from gateway.providers.registry import Providers
+from gateway.replay._access import answer_read
 from gateway.replay._compare import compare_answers
 from gateway.replay._diff import json_changes
 from gateway.replay._loading import RecordedSet, load_selection
@@ -182,12 +183,15 @@ class Replayer:
         # their outcome: those are appended BATCH at a time (a row is reported once its event
         # is committed). A live send's outcome is committed on its own, right after the call.
         batch = BATCH if prepared.mode in (Mode.VERIFY, Mode.MODEL) else 1
-        pending: list[tuple[RequestReplay, EventDraft]] = []
+        # Each row with the events that record it: its REPLAY outcome first, then the ACCESS
+        # of the recorded answer it shows, if it shows one (committed before it is reported).
+        pending: list[tuple[RequestReplay, list[EventDraft]]] = []
 
         def flush() -> None:
-            appended = self.recorder.append_many([draft for _, draft in pending])
-            for (row, _), event in zip(pending, appended, strict=True):
-                done = row.model_copy(update={"replay_seq": event.seq})
+            appended = iter(self.recorder.append_many([d for _, ds in pending for d in ds]))
+            for row, drafts in pending:
+                events = [next(appended) for _ in drafts]
+                done = row.model_copy(update={"replay_seq": events[0].seq})
                 counts[done.outcome] += 1
                 tasks.add(done)
                 if done.model_id:
@@ -200,7 +204,11 @@ class Replayer:
 
         for recorded in prepared.requests:
             built = self._replay_one(run_id, prepared, recorded)
-            pending.append(self._outcome(run_id, prepared, recorded, built))
+            row, draft = self._outcome(run_id, prepared, recorded, built)
+            read = None
+            if row.recorded_answer is not None:
+                read = answer_read(run_id, recorded, reader=self._event_caller(recorded.first))
+            pending.append((row, [draft] if read is None else [draft, read]))
             if len(pending) >= batch:
                 flush()
         if pending:

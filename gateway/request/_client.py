@@ -35,7 +35,7 @@ from typing import Any, Self, TypeVar
 
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
-from gateway.evidence import check_approvals, trusted_approvers
+from gateway.evidence import check_approvals, pinned_for_start
 from gateway.policy import Policy, PolicySet
 from gateway.providers.base import Provider
 from gateway.providers.registry import Providers
@@ -69,6 +69,7 @@ class _Core:
         self.settings = settings
         self.catalog = Catalog.load(settings.catalog_override)
         self.policies = PolicySet.load(Path(settings.policy_dir), self.catalog)
+        approvers = pinned_for_start(settings)  # before the store: a refusal creates nothing
         self.recorder = Recorder.open(settings)
         self.store = self.recorder.store
         try:  # four eyes: with require_approvals = N, an unapproved policy never serves
@@ -76,7 +77,7 @@ class _Core:
                 self.store,
                 self.policies,
                 settings.require_approvals,
-                trusted_approvers=trusted_approvers(settings),
+                trusted_approvers=approvers,
                 signature=self.recorder.signature,
             )
         except BaseException:

@@ -180,7 +180,8 @@ def test_live_replay_records_through_the_gateways_recorder(
         )
     [row] = report.requests
     assert row.outcome.value in {"identical", "differing"}
-    assert kinds(db_path)[-2:] == ["replay", "replay"]  # intent, then outcome
+    # intent, then outcome, with the ACCESS of the recorded answer it showed
+    assert kinds(db_path)[-3:] == ["replay", "replay", "access"]
 
 
 # -- a library stays quiet -------------------------------------------------------------------------

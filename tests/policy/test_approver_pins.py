@@ -78,7 +78,7 @@ def _settings(folder: Path, db: str, **changes: object) -> Settings:
 def test_an_approval_under_another_approvers_name_does_not_count_when_keys_are_pinned(
     folder: Path, db: str, pins: Path
 ) -> None:
-    with Gateway(_settings(folder, db), offline=True):
+    with Gateway(_settings(folder, db, unsafe_unpinned_approvers=True), offline=True):
         pass  # unpinned: two names, two keys, "four eyes" - the attack works
 
     with pytest.raises(PolicyLoadError) as refused:

@@ -208,7 +208,13 @@ def test_the_gateway_refuses_to_start_until_the_task_has_its_approvals(
     write_folder: WriteFolder, db: str
 ) -> None:
     folder = _folder(write_folder)
-    settings = Settings(policy_dir=folder, database_url=db, require_approvals=1, durability="os")
+    settings = Settings(
+        policy_dir=folder,
+        database_url=db,
+        require_approvals=1,
+        durability="os",
+        unsafe_unpinned_approvers=True,  # any key counts: this test is about the count
+    )
     with pytest.raises(PolicyLoadError, match="approved by nobody"):
         Gateway(settings, offline=True)
     approved = run(db, "policy", "approve", "task_a", "--approver", "alice", "--policy-dir",
