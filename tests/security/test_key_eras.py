@@ -20,7 +20,8 @@ from click.testing import CliRunner, Result
 from audit import AuditStore, DefectKind, EventKind
 from audit.store.migrate import upgrade
 from audit.store.signing import Signer
-from gateway import IntegrityAlert
+from gateway import IntegrityAlert, Settings
+from gateway.callers import CallerKeys, KeyRing
 from gateway.cli import main
 from tests.gateway.conftest import MakeGateway
 from tests.support.postgres import PostgresServer
@@ -137,3 +138,24 @@ def test_rotation_mistakes_are_one_line_errors(make_gateway: MakeGateway, db_pat
         assert "Traceback" not in result.output and len(result.output.strip().splitlines()) <= 2
     with AuditStore.open(url, create=False) as store:
         assert len(list(store.iter_events(kind=EventKind.KEY_ROTATION))) == 1
+
+
+def test_a_caller_key_issued_with_a_retired_key_is_not_accepted(
+    make_gateway: MakeGateway, policy_dir: Path, db_path: Path
+) -> None:
+    """The retired key's holder issues itself a `gateway serve` caller key: the server's key
+    ring trusts key events only in their signer's era."""
+    url = f"sqlite:///{db_path}"
+    make_gateway(offline=True, record_key=OLD_KEY.seed_hex()).complete(
+        "compliance_review", BEFORE, caller="desk"
+    )
+    assert _rotate(url, "--retire", OLD_KEY.key_id).exit_code == 0
+    base = {"policy_dir": policy_dir, "database_url": url, "durability": "os"}
+    with CallerKeys.open(Settings(**base, record_key=OLD_KEY.seed_hex())) as old:
+        issued = old.create("intruder")
+    new = Settings(**base, record_key=NEW_KEY.seed_hex(), trusted_keys=(OLD_KEY.public_key,))
+    with CallerKeys.open(new, create=False) as keys:
+        ring = KeyRing(keys)
+        ring.refresh()
+        assert ring.authenticate(issued.key) is None
+        assert issued.key_id not in {k.key_id for k in keys.list()}
