@@ -47,6 +47,7 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
         EventKind.ANSWER_ALERT: "answer alert",
         # Format 2: a seq whose writer never committed; a request of its own.
         EventKind.VOID: "void",
+        EventKind.KEY_ROTATION: "key rotation",
     }
 )
 

@@ -31,6 +31,7 @@ from audit.proofs.merkle import (
     verify_inclusion,
 )
 from audit.proofs.receipt_files import (
+    ORIGIN_PREFIX,
     ProvenEvent,
     Receipt,
     TreeCheckpoint,
@@ -48,6 +49,7 @@ from audit.store import AuditStore
 from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import link_hash
+from audit.store.signing import SEQUENCED_PREV, TrustedKeys
 
 __all__ = ["ConsistencyReport", "ReceiptReport", "check_consistency", "check_receipt"]
 
@@ -63,6 +65,8 @@ class ReceiptReport(_Frozen):
     seqs: tuple[int, ...]
     witnesses: tuple[WitnessCheck, ...] = ()  # each witness key the reader required
     timestamps: tuple[TimeStampCheck, ...] = ()  # each token, when TSA certificates are given
+    # Whether each event's record signature was checked, against the record keys given.
+    record_signatures_checked: bool = False
     problems: tuple[str, ...]
 
 
@@ -110,10 +114,12 @@ def check_receipt(
     trusted: Iterable[str],
     witnesses: Iterable[Witness] = (),
     tsa_roots: Sequence[Certificate] = (),
+    record_keys: Iterable[str] = (),
 ) -> ReceiptReport:
     """Check a receipt with nothing but the trusted public keys (hex): the checkpoint's
     signature, the cosignature of each required witness, then each event's hash, body and
-    inclusion proof against the signed root."""
+    inclusion proof against the signed root; with ``record_keys`` (the trusted record public
+    keys), also each event's record signature."""
     receipt = load_receipt(text)
     cp = receipt.checkpoint
     problems: list[str] = []
@@ -128,8 +134,13 @@ def check_receipt(
     problems += stamp_problems
     if not receipt.events:
         problems.append("the receipt proves no event")
+    signers = TrustedKeys.of(record_keys)
+    store_id = cp.origin.removeprefix(ORIGIN_PREFIX)
     for event in receipt.events:
-        problems += [f"event seq {event.seq}: {p}" for p in _event_problems(receipt, event, head)]
+        found = _event_problems(receipt, event, head)
+        if signers:
+            found += _signature_problems(event, signers, store_id)
+        problems += [f"event seq {event.seq}: {p}" for p in found]
     return ReceiptReport(
         ok=not problems,
         request_id=receipt.request_id,
@@ -141,8 +152,22 @@ def check_receipt(
         seqs=tuple(e.seq for e in receipt.events),
         witnesses=cosigned,
         timestamps=stamped,
+        record_signatures_checked=bool(signers),
         problems=tuple(problems),
     )
+
+
+def _signature_problems(event: ProvenEvent, signers: TrustedKeys, store_id: str) -> list[str]:
+    """Whether a trusted record key signed the event (a format-2 event's signature names
+    its log, whose id the checkpoint's origin carries)."""
+    reason = signers.check(
+        event.key_id,
+        event.signature,
+        event.hash,
+        sequenced=event.prev_hash == SEQUENCED_PREV,
+        store_id=store_id,
+    )
+    return [f"its record signature: {reason}"] if reason is not None else []
 
 
 def _event_problems(receipt: Receipt, event: ProvenEvent, head: TreeHead | None) -> list[str]:

@@ -143,6 +143,10 @@ class ProvenEvent(_Frozen):
     hash: str
     body: str  # the hashed bytes as UTF-8 text
     inclusion_proof: tuple[str, ...]  # base64 hashes, leaf to root
+    # The writing gateway's record signature of ``hash`` and its key id (audit.store.signing):
+    # a reader holding the trusted record public key checks who wrote the event, offline.
+    signature: str | None = None
+    key_id: str | None = None
 
 
 class Receipt(_Frozen):

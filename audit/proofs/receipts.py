@@ -28,12 +28,13 @@ Any C2SP verifier given the public key checks it; the JSON around it repeats the
 fields for a reader, and a file whose fields differ from its note is refused.
 
 **A receipt** holds the checkpoint and, for each of the request's events, its ``seq``,
-``prev_hash``, ``hash``, body (the hashed bytes as text) and inclusion proof. The check
-(audit.proofs.receipt_checks) recomputes each hash from ``prev_hash`` and the body, the leaf from
-the hash, the root from the proof, and compares it with the signed root: an altered body,
-proof node, root, size or signature is refused with the reason. A receipt proves that these
-events are in the log the key holder signed; it does not prove that the request has no
-other event.
+``prev_hash``, ``hash``, body (the hashed bytes as text), inclusion proof, and record
+signature with its key id (checked offline against the record public keys a reader trusts).
+The check (audit.proofs.receipt_checks) recomputes each hash from ``prev_hash`` and the body,
+the leaf from the hash, the root from the proof, and compares it with the signed root: an
+altered body, proof node, root, size or signature is refused with the reason. A receipt
+proves that these events are in the log the key holder signed; it does not prove that the
+request has no other event.
 """
 
 from __future__ import annotations
@@ -280,6 +281,8 @@ def proven_events(
             hash=e.hash,
             body=e.body.decode("utf-8"),
             inclusion_proof=tuple(_b64(found.hashes[r]) for r in paths[e.seq]),
+            signature=e.signature,
+            key_id=e.key_id,
         )
         for e in events
     )

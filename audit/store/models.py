@@ -70,6 +70,9 @@ class EventKind(StrEnum):
     # Format 2 only (audit.store.sequenced): a seq whose writer never committed its event, voided
     # by that writer after a rollback or by the integrator after the grace; no request's.
     VOID = "void"
+    # A record key retired: signed by the new key, naming the old one, which signs nothing
+    # from this event's seq on (audit.verify.eras).
+    KEY_ROTATION = "key_rotation"
 
 
 class _Frozen(BaseModel):
@@ -172,6 +175,8 @@ class DefectKind(StrEnum):
     # Format 2: events pending integration for longer than verify's threshold (the
     # integrator is stopped or blocked, and nothing after them is linked or checkpointed).
     STALLED = "stalled"
+    # Signed by a record key at or after the seq from which a key rotation retired it.
+    RETIRED_KEY = "retired_key"
 
 
 class Defect(_Frozen):

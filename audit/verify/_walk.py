@@ -29,6 +29,7 @@ from audit.verify._sequenced_checkpoints import split_checkpoint
 from audit.verify._signature_pool import POOL_FROM, Pending, SignaturePool, SignatureResult
 from audit.verify._verifier import Verifier
 from audit.verify.body import newest_refs, parse_page, referenced
+from audit.verify.eras import era_defects
 from audit.verify.lifecycle import Target
 
 # Rows a verify reads and checks at a time. Smaller is faster down to about 1,000: a page's
@@ -96,7 +97,8 @@ def verify_log(
     if workers > 1:
         _verify_ranges(store, verifier, census, workers, page_rows, progress)
         verifier.account(census)
-        return _with_sequenced(store, verifier, trust, stalled_after_s, linked_checkpoint)
+        report = _with_sequenced(store, verifier, trust, stalled_after_s, linked_checkpoint)
+        return _with_eras(store, report, trust)
     after = relied.seq if relied is not None else 0
     # Signatures are checked by worker processes a page ahead of the walk (a large log);
     # those a verified checkpoint stands for are not sent.
@@ -128,7 +130,20 @@ def verify_log(
         if pool is not None:
             pool.close()
     verifier.account(census)
-    return _with_sequenced(store, verifier, trust, stalled_after_s, linked_checkpoint)
+    report = _with_sequenced(store, verifier, trust, stalled_after_s, linked_checkpoint)
+    return _with_eras(store, report, trust)
+
+
+def _with_eras(store: AuditStore, report: VerifyReport, trust: Trust | None) -> VerifyReport:
+    """The report with the key eras' defects added (audit.verify.eras): a trusted key's
+    signature counts only within its era."""
+    if trust is None:
+        return report
+    found = era_defects(store, trust)
+    if not found:
+        return report
+    defects = sorted([*report.defects, *found], key=lambda d: d.seq or 0)[:MAX_DEFECTS]
+    return report.model_copy(update={"ok": False, "defects": tuple(defects)})
 
 
 def check_checkpoint(store: AuditStore, checkpoint: Checkpoint) -> None:

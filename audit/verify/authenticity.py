@@ -9,7 +9,8 @@ lookup at another request's answer). So this checks, for one outcome event:
 
 - its own hash (``sha256(prev_hash || body)``) and its link to the event before it;
 - that the searchable columns agree with the hashed body, and the body names this seq;
-- that the writing gateway's signature checks out under a trusted key (when keys are given);
+- that the writing gateway's signature checks out under a trusted key (when keys are given),
+  and that its key was not retired by a key rotation at or before its seq (audit.verify.eras);
 - that a REQUEST with the same request id and request hash comes before it, itself intact,
   and that the request had not already ended (a second RESPONSE is a forgery's tell);
 - that every payload it references is stored and hashes to its digest.
@@ -27,15 +28,20 @@ from audit.store.chain import GENESIS, MIRRORED, link_hash
 from audit.store.models import EventKind, StoredEvent
 from audit.store.signing import SEQUENCED_PREV, SignatureCheck, signature_check
 from audit.verify.body import parse_body
+from audit.verify.eras import KeyEras
 from audit.verify.lifecycle import TERMINAL
 
 __all__ = ["SignatureCheck", "check_event", "check_outcome", "signature_check"]
 
 
 def check_event(
-    store: AuditStore, event: StoredEvent, signature: SignatureCheck | None
+    store: AuditStore,
+    event: StoredEvent,
+    signature: SignatureCheck | None,
+    eras: KeyEras | None = None,
 ) -> list[str]:
-    """The event's own integrity: hash, link, column/body agreement, signature."""
+    """The event's own integrity: hash, link, column/body agreement, signature, and its
+    signer's era (``eras``: the log's key rotations, read here when not given)."""
     seq = event.seq
     problems: list[str] = []
     if link_hash(event.prev_hash, event.body) != event.hash:
@@ -67,6 +73,8 @@ def check_event(
             problems.append(f"seq {seq}: column(s) {', '.join(wrong)} differ from its body")
     if signature is not None:
         reason = signature(event)
+        if reason is None:
+            reason = (eras or KeyEras.read(store, signature)).problem(event)
         if reason is not None:
             problems.append(f"seq {seq}: {reason}")
     return problems
@@ -76,7 +84,8 @@ def check_outcome(
     store: AuditStore, event: StoredEvent, *, signature: SignatureCheck | None = None
 ) -> list[str]:
     """:func:`check_event` for an outcome, plus its preceding REQUEST and its payloads."""
-    problems = check_event(store, event, signature)
+    eras = KeyEras.read(store, signature) if signature is not None else None
+    problems = check_event(store, event, signature, eras)
     life = [
         e
         for e in store.events_for_request(event.request_id)
@@ -88,12 +97,17 @@ def check_outcome(
             f"seq {event.seq}: no REQUEST with its request id and request hash comes before it"
         )
     else:
-        problems.extend(check_event(store, intent, signature))
+        problems.extend(check_event(store, intent, signature, eras))
         ended = next((e for e in life if e.seq > intent.seq and e.kind.value in TERMINAL), None)
         if ended is not None:
-            problems.append(
-                f"seq {event.seq}: its request already ended at seq {ended.seq} "
-                f"({ended.kind.value}), so it is a second outcome"
+            # That earlier outcome decides only once it is known to be the gateway's own: a
+            # forged one is named as what does not check out, not taken as the request's end.
+            problems.extend(
+                check_event(store, ended, signature, eras)
+                or [
+                    f"seq {event.seq}: its request already ended at seq {ended.seq} "
+                    f"({ended.kind.value}), so it is a second outcome"
+                ]
             )
     for name, ref in sorted(event.payload_digests.items()):
         try:

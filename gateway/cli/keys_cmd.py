@@ -3,6 +3,7 @@
     $ gateway keys create --caller payments-svc       # prints the key once; stores its hash
     $ gateway keys list [--format json]               # ids, callers, dates; never a key
     $ gateway keys revoke key_0123456789abcdef
+    $ gateway keys rotate-record --retire ed25519:0123456789abcdef   # with the new key set
 
 Each create and revoke is an audit event (caller_key, caller_key_revoked), signed like the
 rest; a running server notices a new key at once and a revocation within
@@ -16,6 +17,7 @@ import click
 from gateway.callers import CallerKey, CallerKeys
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, shown, text_table
+from gateway.evidence import rotate_record_key
 
 
 @click.group("keys")
@@ -92,3 +94,26 @@ def _json(key: CallerKey) -> dict[str, object]:
         "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
         "revoked_seq": key.revoked_seq,
     }
+
+
+@keys_group.command("rotate-record")
+@click.option(
+    "--retire",
+    required=True,
+    metavar="KEY",
+    help="The old record key to retire: its key id (ed25519:...) or public key.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.pass_context
+def rotate_record_command(ctx: click.Context, retire: str, fmt: str) -> None:
+    """Retire the old record KEY on the record, signed by the configured (new) record key:
+    from this event's seq on, anything the old key signs is refused (docs/security.md)."""
+    rotation = rotate_record_key(settings_of(ctx), retire=retire)
+    if fmt == "json":
+        echo_json(rotation._asdict())
+        return
+    click.echo(
+        f"key {rotation.retired_key_id} retired from seq {rotation.seq} "
+        f"(rotation signed by {rotation.key_id}); keep its public key trusted for its "
+        "earlier events."
+    )

@@ -134,20 +134,35 @@ def tree_head_command(
     "64 hex characters (or base64), or a file of such keys, one a line. Only these are "
     "trusted. Repeatable.",
 )
+@click.option(
+    "--record-key",
+    "record_keys",
+    multiple=True,
+    metavar="KEY",
+    help="A gateway's record public key (GATEWAY_TRUSTED_KEYS), or a file of them: each "
+    "event's record signature must be one of these keys'. Repeatable.",
+)
 @_WITNESS_KEY
 @TSA_CERT
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def check_receipt_command(
     receipt_file: Path,
     public_keys: tuple[str, ...],
+    record_keys: tuple[str, ...],
     witness_keys: tuple[str, ...],
     tsa_certs: tuple[Path, ...],
     fmt: str,
 ) -> None:
     """Check a receipt offline, without the database: each event's hash from its body, its
-    inclusion proof, the checkpoint's signature and each required witness's cosignature;
-    exit 0 if it checks out, 1 if not."""
-    report = check_receipt(receipt_file, public_keys_given(public_keys), witness_keys, tsa_certs)
+    inclusion proof, the checkpoint's signature, each required witness's cosignature and,
+    with --record-key, each event's record signature; exit 0 if it checks out, 1 if not."""
+    report = check_receipt(
+        receipt_file,
+        public_keys_given(public_keys),
+        witness_keys,
+        tsa_certs,
+        public_keys_given(record_keys),
+    )
     _print_receipt(report, fmt)
     if not report.ok:
         raise CheckFailed()
@@ -164,6 +179,8 @@ def _print_receipt(report: ReceiptReport, fmt: str) -> None:
             f"the log {shown(report.origin)} of {report.tree_size} events (root {report.root})"
         )
         click.echo(f"checkpoint signed by trusted key {report.signer}")
+        if report.record_signatures_checked:
+            click.echo("each event signed by a trusted record key")
         _witness_lines(report.witnesses)
         _time_lines(report.timestamps)
         return

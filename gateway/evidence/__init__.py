@@ -31,6 +31,7 @@ from gateway.evidence._auditing import (
 from gateway.evidence._database import grant_role, schema_status, upgrade_schema
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
 from gateway.evidence._integrating import Step, integrate
+from gateway.evidence._key_rotation import KeyRotation, rotate_record_key
 from gateway.evidence._receipts import (
     ConsistencyReport,
     ReceiptReport,
@@ -57,6 +58,7 @@ __all__ = [
     "EventKind",
     "ExportVerifyReport",
     "GroupBy",
+    "KeyRotation",
     "ReceiptReport",
     "RecordedContent",
     "Step",
@@ -80,6 +82,7 @@ __all__ = [
     "pinned_for_start",
     "prove",
     "receipt_text",
+    "rotate_record_key",
     "schema_status",
     "sign_approval",
     "signoff_sheet",

@@ -8,6 +8,11 @@
 Errors leave as the gateway's (``translated``): an unreadable file or an unusable key is an
 :class:`~gateway.errors.InputError`, a missing key a ``ConfigurationError``. A receipt or a
 pair of checkpoints that does not check out is a report with ``ok`` false and its reasons.
+
+A receipt or a tree head vouches for events, so both are signed only over events that
+authenticate as the gateway's own (hash, link, columns, record signature under a trusted
+key, within its key's era: audit.verify): `prove` checks the request's events, `tree-head`
+every event its tree covers. Anything else is refused with the first event that fails.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from audit.proofs.cosignature import Witness, WitnessCheck
 from audit.proofs.receipt_checks import ConsistencyReport, ReceiptReport
 from audit.proofs.receipt_checks import check_consistency as _check_consistency
 from audit.proofs.receipt_checks import check_receipt as _check_receipt
+from audit.proofs.receipt_files import ReceiptError
 from audit.proofs.receipts import (
     Receipt,
     TreeCheckpoint,
@@ -38,11 +44,15 @@ from audit.sequenced.receipts import (
     rebuild_integrated_tree,
 )
 from audit.store import AuditStore
+from audit.store.models import DefectKind
+from audit.store.signing import Trust, TrustedKeys, UnusableKey, signature_check
+from audit.verify import check_event, verify_log
+from audit.verify.eras import KeyEras
 from gateway._audit_errors import translated
 from gateway._inputs import read_text_file
 from gateway.errors import ConfigurationError, InputError
 from gateway.evidence._timestamping import tsa_roots
-from gateway.keys import integrator_keys
+from gateway.keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.settings import Settings
 
 __all__ = [
@@ -80,6 +90,65 @@ def _open(settings: Settings) -> AuditStore:
         return AuditStore.open(settings.database_url, settings.durability.value, create=False)
 
 
+# What makes an event not the gateway's own record: a tree head over one would vouch for it.
+_NOT_AUTHENTIC = {
+    DefectKind.HASH_MISMATCH,
+    DefectKind.UNSIGNED,
+    DefectKind.UNTRUSTED_SIGNER,
+    DefectKind.BAD_SIGNATURE,
+    DefectKind.RETIRED_KEY,
+}
+_AUTHENTIC_HINT = (
+    "Run `gateway audit verify` to see every event that does not check out; receipts and tree "
+    "heads vouch only for the gateway's own records (record keys: GATEWAY_TRUSTED_KEYS)."
+)
+
+
+def _record_keys(settings: Settings) -> TrustedKeys:
+    keys = trusted_record_keys(settings, record_signer(settings, create=False))
+    if not len(keys):
+        raise ConfigurationError(
+            "no record key is trusted, so no event can be shown to be the gateway's own, and "
+            "nothing is signed.",
+            hint="Set GATEWAY_TRUSTED_KEYS to the gateways' record public keys.",
+        )
+    return keys
+
+
+def _authentic_events(store: AuditStore, request_id: str, keys: TrustedKeys) -> None:
+    """ReceiptError unless every event of ``request_id`` checks out as the gateway's own."""
+    check = signature_check(keys, store.store_id)
+    eras = KeyEras.read(store, check)
+    for event in store.events_for_request(request_id):
+        problems = check_event(store, event, check, eras)
+        if problems:
+            raise ReceiptError(
+                f"event {problems[0]}; no receipt is signed over it.", hint=_AUTHENTIC_HINT
+            )
+
+
+def _authentic_log(store: AuditStore, settings: Settings, keys: TrustedKeys, size: int) -> None:
+    """ReceiptError unless events 1..``size`` authenticate (verify's walk, then each event
+    appended since it counted)."""
+    trust = Trust(keys, integrator=integrator_keys(settings))
+    report = verify_log(store, trust=trust)
+    for defect in report.defects:
+        if defect.kind in _NOT_AUTHENTIC and defect.seq is not None and defect.seq <= size:
+            raise ReceiptError(
+                f"event seq {defect.seq} does not check out ({defect.detail}); no tree head is "
+                "signed over it.",
+                hint=_AUTHENTIC_HINT,
+            )
+    check = signature_check(keys, store.store_id)
+    eras = KeyEras.read(store, check)
+    for seq in range(report.head_seq + 1, size + 1):
+        problems = check_event(store, store.event(seq), check, eras)
+        if problems:
+            raise ReceiptError(
+                f"event {problems[0]}; no tree head is signed over it.", hint=_AUTHENTIC_HINT
+            )
+
+
 def prove(settings: Settings, request_id: str) -> Receipt:
     """Inclusion proofs of every event of ``request_id``: on a format-1 log against a
     checkpoint of the whole log as it is now, signed with ``GATEWAY_CHECKPOINT_KEY``; on a
@@ -89,10 +158,14 @@ def prove(settings: Settings, request_id: str) -> Receipt:
     try:
         if store.sequenced_from is not None:
             keys = _integrator_keys(settings)
+            record_keys = _record_keys(settings)
             with translated():
+                _authentic_events(store, request_id, record_keys)
                 return make_integrated_receipt(store, request_id, keys)
         key = _signing_key(settings)
+        record_keys = _record_keys(settings)
         with translated():
+            _authentic_events(store, request_id, record_keys)
             return make_receipt(store, request_id, key)
     finally:
         store.close()
@@ -125,19 +198,23 @@ def tree_head(
         text = read_text_file(proof_from, "earlier checkpoint")
         with translated():
             earlier = load_checkpoint(text)
+    record_keys = _record_keys(settings)
     store = _open(settings)
     try:
         if store.sequenced_from is not None:
             keys = _integrator_keys(settings)
             with translated():
                 head = integrated_head(store, keys)
+                _authentic_log(store, settings, record_keys, head.size)
                 if rebuild:
                     rebuild_integrated_tree(store, head.size)
                 return signed_head(store, key, earlier, head=head)
         with translated():
             if rebuild:
                 rebuild_tree(store)
-            return signed_head(store, key, earlier)
+            signed = signed_head(store, key, earlier)
+            _authentic_log(store, settings, record_keys, signed.tree_size)
+            return signed
     finally:
         store.close()
 
@@ -160,10 +237,12 @@ def check_receipt(
     public_keys: Sequence[str],
     witnesses: Sequence[str] = (),
     tsa_certs: Sequence[Path] = (),
+    record_keys: Sequence[str] = (),
 ) -> ReceiptReport:
     """Check a receipt offline, trusting only ``public_keys`` (hex or base64), requiring a
-    valid cosignature of each of ``witnesses`` (``NAME=KEY``) and, with ``tsa_certs`` (PEM
-    CA files), a time-stamp by a TSA they certify."""
+    valid cosignature of each of ``witnesses`` (``NAME=KEY``), with ``tsa_certs`` (PEM CA
+    files) a time-stamp by a TSA they certify, and with ``record_keys`` (the gateways' record
+    public keys) each event's record signature by one of them."""
     if not public_keys:
         raise InputError(
             "checking a receipt needs the public key of the checkpoint key that signed it.",
@@ -171,9 +250,13 @@ def check_receipt(
         )
     roots = tsa_roots(tsa_certs)
     text = read_text_file(path, "receipt")
+    try:
+        TrustedKeys.of(record_keys)
+    except UnusableKey as exc:
+        raise InputError(f"--record-key: {exc}") from None
     with translated():
         required = [Witness.parse(w) for w in witnesses]
-        return _check_receipt(text, public_keys, required, roots)
+        return _check_receipt(text, public_keys, required, roots, record_keys)
 
 
 def check_consistency(

@@ -8,8 +8,9 @@ serving rule), the in-process memo of answers that passed it, and the lookup.
 Both sides go through :meth:`ReplayCache.serve`: the memo takes only answers the rule lets
 through, and the lookup asks the audit store for candidates (:meth:`AuditStore.responses`,
 newest first, which knows nothing of what the gateway serves) and serves the newest that the
-rule lets through. A candidate from the log is authenticated before it is read (invariant 8);
-one this process just committed is the bytes it hashed.
+rule lets through among the newest :data:`MAX_CANDIDATES`. A candidate from the log is
+authenticated before it is read (invariant 8); one this process just committed is the bytes
+it hashed.
 
 Only answers committed to the audit log go in the memo, so serving from it never serves
 anything the log does not hold; the CACHE_HIT event still names the served seq. The log is
@@ -31,6 +32,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from audit import EventKind, StoredEvent
@@ -45,6 +47,12 @@ from gateway.request._replayable import outside_world
 __all__ = ["Answered", "ReplayCache", "Served", "ServedMemo"]
 
 DEFAULT_CAPACITY = 4096
+# Recorded answers of one request hash that a lookup reads, newest first, before it is a
+# miss. Each is authenticated before it is judged, so the bound keeps a request whose answers
+# keep failing their output check from costing a read and a signature check per failed
+# answer on the record (20,000 of them took seconds a lookup). Past it the request goes
+# upstream and records anew, as a request with no answer on the record does.
+MAX_CANDIDATES = 16
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
@@ -135,14 +143,16 @@ class ReplayCache:
 
     def lookup(self, prepared: Prepared) -> Served | None:
         """The read side: the answer to serve for ``prepared`` (from the memo, else the newest
-        candidate in the log that the rule lets through), or None on a miss."""
+        of the newest :data:`MAX_CANDIDATES` candidates in the log that the rule lets
+        through), or None on a miss."""
         if not replays(prepared):
             return None
         served = self._memo.get(prepared.request_hash)
         if served is not None:
             return served
         try:
-            for candidate in self._recorder.store.responses(prepared.request_hash):
+            candidates = self._recorder.store.responses(prepared.request_hash)
+            for candidate in islice(candidates, MAX_CANDIDATES):
                 served = self.serve(prepared, candidate)
                 if served is not None:
                     self._memo.put(prepared.request_hash, served)

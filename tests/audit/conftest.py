@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from audit import AuditStore, EventDraft, EventKind
 from audit.store.migrate import upgrade
+from audit.store.signing import Signer
 
 
 class Raw:
@@ -81,6 +82,9 @@ def raw(any_url: str, store: AuditStore) -> Iterator[Raw]:
 
 
 POLICY = {"task": "compliance_review", "model": {"id": "claude-sonnet-4-6"}}
+# A gateway's record key for logs that `audit prove` and `tree-head` sign over: they vouch
+# only for events a trusted record key signed (GATEWAY_TRUSTED_KEYS = RECORD.public_key).
+RECORD = Signer.from_text("22" * 32)
 
 
 def fill(store: AuditStore, requests: int = 3) -> None:

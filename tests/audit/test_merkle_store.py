@@ -40,7 +40,7 @@ from audit.proofs.receipts import (
     signed_head,
     tree_hashes,
 )
-from tests.audit.conftest import Raw, fill
+from tests.audit.conftest import RECORD, Raw, fill
 
 KEY = bytes.fromhex("11" * 32)
 
@@ -298,9 +298,13 @@ def test_tree_head_rebuild_recomputes_an_altered_table(tmp_path: Path) -> None:
     from gateway.cli import main
 
     url = f"sqlite:///{tmp_path / 'audit.db'}"
-    with AuditStore.open(url) as store:
+    with AuditStore.open(url, signer=RECORD) as store:
         fill(store, requests=4)
-    env = {"GATEWAY_DATABASE_URL": url, "GATEWAY_CHECKPOINT_KEY": KEY.hex()}
+    env = {
+        "GATEWAY_DATABASE_URL": url,
+        "GATEWAY_CHECKPOINT_KEY": KEY.hex(),
+        "GATEWAY_TRUSTED_KEYS": RECORD.public_key,
+    }
     runner = CliRunner()
     assert runner.invoke(main, ["audit", "tree-head"], env=env).exit_code == 0
     raw = Raw(url)

@@ -33,7 +33,7 @@ from audit.proofs.receipts import (
     verifier_key,
 )
 from gateway.cli import main
-from tests.audit.conftest import Raw, fill
+from tests.audit.conftest import RECORD, Raw, fill
 
 KEY = bytes.fromhex("11" * 32)
 PUBLIC = public_key(KEY)
@@ -272,13 +272,17 @@ def test_checkpoints_by_an_untrusted_key_or_of_another_log_are_refused(
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'audit.db'}"
-    with AuditStore.open(url) as store:
+    with AuditStore.open(url, signer=RECORD) as store:
         fill(store, requests=5)
     return url
 
 
 def run(url: str, *args: str) -> Result:
-    env = {"GATEWAY_DATABASE_URL": url, "GATEWAY_CHECKPOINT_KEY": KEY.hex()}
+    env = {
+        "GATEWAY_DATABASE_URL": url,
+        "GATEWAY_CHECKPOINT_KEY": KEY.hex(),
+        "GATEWAY_TRUSTED_KEYS": RECORD.public_key,
+    }
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
@@ -339,7 +343,7 @@ def test_verify_from_to_accepts_an_extension_and_refuses_truncation(
 ) -> None:
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     assert run(db, "audit", "tree-head", "-o", str(old)).exit_code == 0
-    with AuditStore.open(db) as store:
+    with AuditStore.open(db, signer=RECORD) as store:
         fill(store, requests=2)
     assert run(db, "audit", "tree-head", "-o", str(new)).exit_code == 0
     ok = run(db, "audit", "verify", "--from", str(old), "--to", str(new))
@@ -364,7 +368,11 @@ def test_verify_from_to_does_not_take_a_record_key_as_a_tree_signer(
     could rewrite the log and sign both heads: only --public-key and the checkpoint key
     sign tree heads."""
     old, new = tmp_path / "old.json", tmp_path / "new.json"
-    env = {"GATEWAY_DATABASE_URL": db, "GATEWAY_CHECKPOINT_KEY": OTHER.hex()}
+    env = {
+        "GATEWAY_DATABASE_URL": db,
+        "GATEWAY_CHECKPOINT_KEY": OTHER.hex(),
+        "GATEWAY_TRUSTED_KEYS": RECORD.public_key,
+    }
     for path in (old, new):
         made = CliRunner().invoke(main, ["audit", "tree-head", "-o", str(path)], env=env)
         assert made.exit_code == 0, made.output

@@ -81,9 +81,11 @@ def true_root(url: str, size: int) -> str:
 
 
 def gateway(url: str, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    """The real `gateway` command against the log, trusting the integrator's public key."""
+    """The real `gateway` command against the log, trusting the integrator's public key and
+    the writer's record key."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
     env |= {"GATEWAY_DATABASE_URL": url, "GATEWAY_INTEGRATOR_PUBLIC_KEYS": INTEGRATOR.public_key}
+    env |= {"GATEWAY_TRUSTED_KEYS": WRITER.public_key}
     env |= extra
     return subprocess.run(
         [str(GATEWAY), *args], env=env, capture_output=True, text=True, timeout=120, check=False

@@ -27,7 +27,7 @@ from audit.proofs.timestamp import (
     time_stamp_query,
 )
 from gateway.cli import main
-from tests.audit.conftest import fill
+from tests.audit.conftest import RECORD, fill
 from tests.support.tsa import LocalTSA, local_tsa
 
 KEY = bytes.fromhex("11" * 32)
@@ -92,13 +92,17 @@ def roots_of_other_ca(tmp_path: Path) -> list[x509.Certificate]:
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'audit.db'}"
-    with AuditStore.open(url) as store:
+    with AuditStore.open(url, signer=RECORD) as store:
         fill(store, requests=3)
     return url
 
 
 def run(url: str, *args: str) -> Result:
-    env = {"GATEWAY_DATABASE_URL": url, "GATEWAY_CHECKPOINT_KEY": KEY.hex()}
+    env = {
+        "GATEWAY_DATABASE_URL": url,
+        "GATEWAY_CHECKPOINT_KEY": KEY.hex(),
+        "GATEWAY_TRUSTED_KEYS": RECORD.public_key,
+    }
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
@@ -138,7 +142,7 @@ def test_a_token_moved_to_another_checkpoint_is_refused(
 ) -> None:
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     assert run(db, "audit", "tree-head", "-o", str(old)).exit_code == 0
-    with AuditStore.open(db) as store:
+    with AuditStore.open(db, signer=RECORD) as store:
         fill(store, requests=1)
     assert run(db, "audit", "tree-head", "-o", str(new)).exit_code == 0
     assert run(db, "audit", "timestamp", str(old), "--tsa", tsa.url).exit_code == 0
