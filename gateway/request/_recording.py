@@ -35,11 +35,12 @@ from typing import Any
 from audit import Appended, AuditStore, EventDraft, EventKind
 from audit.errors import AuditStoreError, ContentConflict
 from audit.store import missing_database
-from audit.store.signing import signature_check
+from audit.store.signing import Signer, signature_check
 from audit.verify.authenticity import SignatureCheck
+from audit.verify.eras import KeyEras
 from gateway._attachment_payloads import stored_payloads
 from gateway._audit_errors import translated
-from gateway.errors import AuditError, AuditWriteError
+from gateway.errors import AuditError, AuditWriteError, ConfigurationError
 from gateway.keys import record_signer, trusted_record_keys
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider
 from gateway.request._call_types import CallLabels, Intended, Intent, Sent, failed, replied
@@ -90,7 +91,10 @@ class Recorder:
                 create=create,
                 log_format=settings.audit_format,  # 2 begins format 2 (once) on PostgreSQL
             )
-        return cls(store, signature=signature_check(trusted, store.store_id))
+        check = signature_check(trusted, store.store_id)
+        if signer is not None:
+            _refuse_retired_signer(store, signer, check)
+        return cls(store, signature=check)
 
     # -- the one translation of audit-store errors --------------------------------------------
 
@@ -276,3 +280,21 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)
         return replied(provider, call, intended, reply)
+
+
+def _refuse_retired_signer(store: AuditStore, signer: Signer, check: SignatureCheck) -> None:
+    """A gateway whose record key a rotation retired would write events every reader refuses:
+    it does not start (an old host or a restored configuration, docs/security.md). Only a
+    rotation signed by a key this gateway trusts counts, as for every reader."""
+    with translated():
+        retired = KeyEras.read(store, check).retired.get(signer.key_id)
+    if retired is None:
+        return
+    store.close()
+    raise ConfigurationError(
+        f"the record key {signer.key_id} was retired by the key rotation at seq "
+        f"{retired.from_seq} (signed by key {retired.by_key_id}): every reader refuses what "
+        "it signs from then on, so the gateway does not start with it.",
+        hint="Configure the current record key (GATEWAY_RECORD_KEY_FILE or GATEWAY_RECORD_KEY); "
+        "see docs/security.md, 'Rotating the key: key eras'.",
+    )

@@ -20,7 +20,7 @@ from click.testing import CliRunner, Result
 from audit import AuditStore, DefectKind, EventKind
 from audit.store.migrate import upgrade
 from audit.store.signing import Signer
-from gateway import IntegrityAlert, Settings
+from gateway import ConfigurationError, IntegrityAlert, Settings
 from gateway.callers import CallerKeys, KeyRing
 from gateway.cli import main
 from tests.gateway.conftest import MakeGateway
@@ -58,9 +58,9 @@ def _attack(make_gateway: MakeGateway, url: str, **settings: Any) -> None:
     rotation = json.loads(rotated.stdout)
     assert rotation["retired_key_id"] == OLD_KEY.key_id and rotation["key_id"] == NEW_KEY.key_id
 
-    # A writer that still holds the old key appends a whole life after the rotation.
-    forger = make_gateway(offline=True, database_url=url, record_key=OLD_KEY.seed_hex(), **settings)
-    forged = forger.complete("compliance_review", AFTER, caller="desk")
+    # A writer that still holds the old key (an old host, running since before the rotation)
+    # appends a whole life after it.
+    forged = old.complete("compliance_review", AFTER, caller="desk")
     forged_seqs = _responses(url, forged.request_id)
     assert min(forged_seqs) > rotation["seq"]
 
@@ -159,3 +159,31 @@ def test_a_caller_key_issued_with_a_retired_key_is_not_accepted(
         ring.refresh()
         assert ring.authenticate(issued.key) is None
         assert issued.key_id not in {k.key_id for k in keys.list()}
+
+
+def test_a_gateway_with_a_retired_record_key_does_not_start(
+    make_gateway: MakeGateway, db_path: Path
+) -> None:
+    url = f"sqlite:///{db_path}"
+    make_gateway(offline=True, record_key=OLD_KEY.seed_hex()).complete(
+        "compliance_review", BEFORE, caller="desk"
+    )
+    assert _rotate(url, "--retire", OLD_KEY.key_id).exit_code == 0
+    with AuditStore.open(url, create=False) as store:
+        events = store.head()
+    # An old host restarted with the retired key (and the deployment's trusted keys, which
+    # name the new one): it would write events every reader refuses.
+    with pytest.raises(ConfigurationError, match=f"record key {OLD_KEY.key_id} was retired"):
+        make_gateway(
+            offline=True, record_key=OLD_KEY.seed_hex(), trusted_keys=(NEW_KEY.public_key,)
+        )
+    env = {
+        "GATEWAY_DATABASE_URL": url,
+        "GATEWAY_RECORD_KEY": OLD_KEY.seed_hex(),
+        "GATEWAY_TRUSTED_KEYS": NEW_KEY.public_key,
+    }
+    refused = cli(env, "ask", "--offline", "compliance_review", BEFORE)
+    assert refused.exit_code == 2 and "Traceback" not in refused.output, refused.output
+    assert "was retired" in refused.output
+    with AuditStore.open(url, create=False) as store:
+        assert store.head() == events  # nothing written by the refused starts
