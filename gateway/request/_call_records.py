@@ -24,9 +24,10 @@ from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway.errors import GatewayError, InputError, OutputValidationError, UpstreamError
-from gateway.policy import Policy
+from gateway.policy import Plan, Policy
 from gateway.providers.base import ProviderReply
 from gateway.providers.stream import MessageAssembler
+from gateway.providers.wire import BETAS_FIELD
 from gateway.request._answer_checks import answer_alerts, answer_facts
 from gateway.request._call_types import CallLabels, Intent
 from gateway.request._prepared import Prepared
@@ -123,6 +124,7 @@ class CallRecords:
                 "model_version": prepared.model_version,
                 "requested": plan.requested,
                 "effective": plan.effective,
+                **_contract_facts(plan),
                 "cache_mode": plan.cache_mode,
                 "key_scope": plan.key_scope,
                 # A derived policy (experiment, offline) names itself and the reviewed one.
@@ -352,12 +354,28 @@ class CallRecords:
             stop_sequence=_stop_sequence(response),
             content=blocks,
             tool_uses=tool_uses,
+            capped=dict(prepared.plan.capped),
         )
 
 
 def _stop_sequence(response: Mapping[str, Any]) -> str | None:
     stop = response.get("stop_sequence")
     return stop if isinstance(stop, str) else None
+
+
+def _contract_facts(plan: Plan) -> dict[str, Any]:
+    """What an opened contract adds to a REQUEST, only when it applies (so other requests
+    record what they always did): the values capped at the policy's ceiling, the anthropic-beta
+    values sent as a header (not in the body bytes), and the caller's output schema check."""
+    facts: dict[str, Any] = {}
+    if plan.capped:
+        facts["capped"] = plan.capped
+    betas = plan.body.get(BETAS_FIELD)
+    if betas:
+        facts["anthropic_beta"] = betas
+    if "output_format" in plan.requested:
+        facts["output_schema"] = "caller"
+    return facts
 
 
 def _replayability(policy: Policy) -> dict[str, str]:
