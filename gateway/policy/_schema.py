@@ -119,7 +119,7 @@ class CallerThinking(BaseModel):
     model_config = _STRICT
 
     allowed: tuple[ThinkingType, ...] = Field(strict=False)
-    max_budget_tokens: int | None = None
+    max_budget_tokens: int | None = Field(default=None, gt=0)
 
 
 class CallerSystem(BaseModel):
@@ -129,7 +129,7 @@ class CallerSystem(BaseModel):
     model_config = _STRICT
 
     mode: SystemMode
-    max_bytes: int | None = None
+    max_bytes: int | None = Field(default=None, gt=0)
 
 
 class CallerTools(BaseModel):
@@ -140,8 +140,8 @@ class CallerTools(BaseModel):
 
     allow: StrTuple
     deny: StrTuple = ()
-    max_count: int | None = None
-    max_bytes: int | None = None
+    max_count: int | None = Field(default=None, gt=0)
+    max_bytes: int | None = Field(default=None, gt=0)
     server: StrTuple = ()
     choice: ToolChoiceMode = "free"
 
@@ -153,7 +153,7 @@ class CallerOutput(BaseModel):
     model_config = _STRICT
 
     json_schema: bool = False
-    max_bytes: int | None = None
+    max_bytes: int | None = Field(default=None, gt=0)
 
 
 class CallerStops(BaseModel):
@@ -161,8 +161,8 @@ class CallerStops(BaseModel):
 
     model_config = _STRICT
 
-    max_count: int
-    max_length: int
+    max_count: int = Field(gt=0)
+    max_length: int = Field(gt=0)
 
 
 class Caller(BaseModel):
