@@ -72,6 +72,23 @@ class CallerParts:
         )
 
     @property
+    def forced_tool(self) -> tuple[str | None, dict[str, Any] | None]:
+        """The caller's tool the model must call (tool_choice names it, or "any" with one
+        tool), and its input schema: the answer's output when the caller forces it."""
+        choice, tools = self.tool_choice, self.tools or []
+        if choice is None or choice["type"] not in ("tool", "any"):
+            return None, None
+        named = choice.get("name") if choice["type"] == "tool" else None
+        if named is None and len(tools) != 1:
+            return None, None
+        tool = next(t for t in tools if named is None or t["name"] == named)
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict):
+            return None, None
+        check_schema(schema, f"the input_schema of tool {str(tool['name'])[:64]!r}")
+        return str(tool["name"]), schema
+
+    @property
     def output_schema(self) -> dict[str, Any] | None:
         return self.output_format["schema"] if self.output_format is not None else None
 
@@ -262,13 +279,16 @@ def _output(policy: Policy, bound: CallerOutput, model: ModelInfo, value: object
             "output",
             f"the request's schema is {size:,} bytes, more than {bound.max_bytes:,}",
         )
-    try:
-        jsonschema.Draft202012Validator.check_schema(value["schema"])
-    except jsonschema.SchemaError as exc:
-        raise InputError(
-            f"the request's output schema is not a valid JSON schema ({str(exc.message)[:120]})."
-        ) from None
+    check_schema(value["schema"], "the request's output schema")
     return value
+
+
+def check_schema(schema: dict[str, Any], what: str) -> None:
+    """An InputError unless ``schema`` is a JSON schema the answer check can use."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise InputError(f"{what} is not a valid JSON schema ({str(exc.message)[:120]}).") from None
 
 
 # -- thinking, stop sequences, metadata, context management, betas ----------------------------

@@ -81,6 +81,9 @@ class Plan(BaseModel):
     cache_mode: Literal["replay", "record"]
     output_format: Literal["text", "json"]
     output_schema: dict[str, Any] | None
+    # The caller's tool whose input is the answer's output (a forced tool under [caller]
+    # output), checked against the tool's input_schema; None: the answer's text is checked.
+    output_tool: str | None = None
     requested: dict[str, Any]
     effective: dict[str, Any]
     # Values lowered to the policy's ceiling (``[caller] max_tokens`` with over = "cap").
@@ -121,7 +124,9 @@ def plan_request(
     if policy.caller.forward_user_id and user_id is not None:
         body["metadata"] = {"user_id": user_id}
     scope = key_scope(policy, caller)
-    schema = parts.output_schema
+    schema, output_tool = parts.output_schema, None
+    if schema is None and policy.caller.output is not None:
+        output_tool, schema = parts.forced_tool
     return Plan(
         task=policy.task,
         provider=model.provider,
@@ -131,6 +136,7 @@ def plan_request(
         cache_mode=policy.cache.mode,
         output_format="json" if schema is not None else policy.output.format,
         output_schema=schema if schema is not None else policy.output.json_schema,
+        output_tool=output_tool,
         requested=requested,
         effective=generation.model_dump(mode="json", exclude_none=True),
         capped=capped,
