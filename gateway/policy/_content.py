@@ -79,9 +79,12 @@ def check_messages(
     *,
     tool_names: frozenset[str] | None = None,
     thinking: bool = False,
+    prefix: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], []),
 ) -> CheckedMessages:
     """``tool_names``: the caller's own tools (under ``[caller] tools``), None for the policy's;
-    ``thinking``: whether the request thinks (its thinking blocks may be passed back)."""
+    ``thinking``: whether the request thinks (its thinking blocks may be passed back);
+    ``prefix``: the caller's own tools and system blocks, whose cache_control breakpoints
+    come before the messages' (tools, then the policy's own, then the system blocks)."""
     if not isinstance(messages, list) or not messages:
         raise InputError("no messages were given.", hint="Pass a prompt or a list of messages.")
     if tool_names is None:
@@ -92,7 +95,13 @@ def check_messages(
     else:
         names, tools_key = tool_names, "caller.tools"
     thinks = thinking or policy.caller.thinking is not None
-    walk = _Walk(policy, names, tools_key, thinks, ttls=policy_breakpoints(policy))
+    tools, system = prefix
+    walk = _Walk(policy, names, tools_key, thinks)
+    for block in tools:
+        _cache_control(walk, block, f"tool {str(block.get('name'))[:64]!r}")
+    walk.ttls += policy_breakpoints(policy)
+    for block in system:
+        _cache_control(walk, block, "the system prompt")
     clean: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         where = f"message {i + 1}"

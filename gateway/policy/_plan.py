@@ -118,6 +118,7 @@ def plan_request(
         policy,
         tool_names=parts.tool_names if parts.tools is not None else None,
         thinking=thinking is not None and thinking.type != "disabled",
+        prefix=(parts.tools or [], parts.system if isinstance(parts.system, list) else []),
     )
     _refuse_oversized(policy, model, checked.text_bytes, parts)
     body = _body(policy, model, generation, checked.messages, parts)
