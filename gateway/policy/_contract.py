@@ -63,6 +63,8 @@ class CallerParts:
     metadata: dict[str, Any] | None = None
     context_management: dict[str, Any] | None = None
     betas: tuple[str, ...] = ()
+    # The UTF-8 bytes of the parts as JSON: what they add to the input, roughly.
+    size: int = 0
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -134,9 +136,28 @@ def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]
     if "betas" in brought:
         assert contract.betas is not None
         found["betas"] = _betas(policy, contract.betas, brought["betas"])
-    parts = CallerParts(**found)
+    parts = CallerParts(**_owned(found))
     _refuse_forced_choice_with_thinking(policy, parts)
     return parts
+
+
+# The parts that are JSON objects or lists, as the caller sent them.
+_JSON_PARTS = ("system", "tools", "tool_choice", "output_format", "metadata", "context_management")
+
+
+def _owned(found: dict[str, Any]) -> dict[str, Any]:
+    """``found`` with the plan's own copies of the caller's JSON parts (one JSON round trip,
+    far cheaper than a deep copy of a coding agent's tools), and their size."""
+    shared = {key: found[key] for key in _JSON_PARTS if key in found}
+    if not shared:
+        return found
+    try:
+        text = json.dumps(shared, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        raise InputError(
+            "the request's parts are not JSON (NaN, Infinity or a value JSON cannot hold)."
+        ) from None
+    return {**found, **json.loads(text), "size": len(text.encode())}
 
 
 def _outside(policy: Policy, key: str, what: str) -> PolicyViolation:
