@@ -104,7 +104,8 @@ def is_opened(policy: Policy, key: str) -> bool:
 def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]) -> CallerParts:
     """The parts in ``brought`` (override keys the policy opens), checked."""
     contract = policy.caller
-    found: dict[str, Any] = {}
+    brought, size = _owned(brought)
+    found: dict[str, Any] = {"size": size}
     if "system" in brought:
         assert contract.system is not None
         found["system"] = _system(policy, contract.system, brought["system"])
@@ -136,28 +137,27 @@ def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]
     if "betas" in brought:
         assert contract.betas is not None
         found["betas"] = _betas(policy, contract.betas, brought["betas"])
-    parts = CallerParts(**_owned(found))
+    parts = CallerParts(**found)
     _refuse_forced_choice_with_thinking(policy, parts)
     return parts
 
 
-# The parts that are JSON objects or lists, as the caller sent them.
-_JSON_PARTS = ("system", "tools", "tool_choice", "output_format", "metadata", "context_management")
-
-
-def _owned(found: dict[str, Any]) -> dict[str, Any]:
-    """``found`` with the plan's own copies of the caller's JSON parts (one JSON round trip,
-    far cheaper than a deep copy of a coding agent's tools), and their size."""
-    shared = {key: found[key] for key in _JSON_PARTS if key in found}
-    if not shared:
-        return found
+def _owned(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
+    """The plan's own copy of the parts (one JSON round trip, far cheaper than a deep copy of
+    a coding agent's tools, and what the wire takes anyway) and its size in UTF-8 bytes."""
+    if not brought:
+        return {}, 0
     try:
-        text = json.dumps(shared, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
+        text = json.dumps(brought, ensure_ascii=False, allow_nan=False)
+        size = len(text.encode())
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
         raise InputError(
-            "the request's parts are not JSON (NaN, Infinity or a value JSON cannot hold)."
+            "the request's parts are not JSON in valid Unicode (an unpaired surrogate, NaN, "
+            "Infinity or a value JSON cannot hold).",
+            hint="Send the system prompt, tools and schema as plain JSON text.",
         ) from None
-    return {**found, **json.loads(text), "size": len(text.encode())}
+    owned: dict[str, Any] = json.loads(text)
+    return owned, size
 
 
 def _outside(policy: Policy, key: str, what: str) -> PolicyViolation:
