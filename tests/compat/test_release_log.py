@@ -5,6 +5,7 @@ WRITTEN_BY, before the house was restructured. Today's code must read every even
 that code did: the chain, the record signatures and the signed checkpoint verify; every
 recorded request re-plans to the same request hash under its recorded policy; and a repeat of
 a recorded request is served from that log (offline model and Claude path) without a call.
+Its database is upgraded first (`gateway db upgrade`), as a deployment's is.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ RELEASE = Path(__file__).parent / "release_0_1_0"
 def release(tmp_path: Path) -> Path:
     copy = tmp_path / "release"
     shutil.copytree(RELEASE, copy)
+    # Upgrading a deployment starts with its database's schema, as the release notes say.
+    code, out = gateway(env_for(copy), "db", "upgrade")
+    assert code == 0, out
     return copy
 
 
