@@ -15,14 +15,19 @@ from gateway.policy._field_table import (
     field_rows,
 )
 from gateway.policy._findings import Finding, Severity
+from gateway.policy._model_choice import chosen_model
 from gateway.policy._plan import Plan, plan_request
 from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._review import ReviewReport, review_policies
+from gateway.policy._routes import ANY, ROUTES_FILE, ROUTES_TASK, Route, RouteTable
 from gateway.policy._schema import Caller, CallerChoice, CallerRange, Generation, Policy, Thinking
 
 __all__ = [
+    "ANY",
     "FIELDS",
     "PLACEHOLDER_INPUT",
+    "ROUTES_FILE",
+    "ROUTES_TASK",
     "Caller",
     "CallerChoice",
     "CallerRange",
@@ -35,10 +40,13 @@ __all__ = [
     "PolicyField",
     "PolicySet",
     "ReviewReport",
+    "Route",
+    "RouteTable",
     "Severity",
     "Shown",
     "TaskDiff",
     "Thinking",
+    "chosen_model",
     "diff_policy_sets",
     "field_rows",
     "plan_request",

@@ -33,6 +33,7 @@ from gateway.policy import plan_request
 from gateway.result import Result
 from gateway.server._errors import ApiError, answer_for
 from gateway.server._lifecycle import ServerState
+from gateway.server._routing import TASK_HEADER, choose_task, unrouted
 from gateway.server._sse import SSE_HEADERS, EventStreamResponse, error_frame, frame
 from gateway.server._wire import (
     MessagesCall,
@@ -46,7 +47,6 @@ __all__ = ["count_tokens", "healthz", "messages", "model", "models", "readyz"]
 
 MAX_JSON_DEPTH = 64  # a Messages request is a few levels deep; this leaves room for tools
 BYTES_PER_TOKEN = 4  # count_tokens is an estimate, the same one the gateway sizes input by
-TASK_HEADER = "x-gateway-task"
 
 
 def state_of(request: Request) -> ServerState:
@@ -102,12 +102,26 @@ async def messages(request: Request) -> Response:
     state = state_of(request)
     key = await _caller(request, state)
     body = await read_json(request, state.settings.server_max_body_bytes)
-    call = parse_messages(
-        body, header_task=request.headers.get(TASK_HEADER), policies=state.policies
+    chosen = choose_task(
+        body, header_task=request.headers.get(TASK_HEADER), key=key, policies=state.policies
     )
+    call = parse_messages(body, header_task=chosen.task, policies=state.policies)
+    if preferred := chosen.overrides(state.policies):
+        call = replace(call, overrides={**call.overrides, **preferred})
     request.state.task = call.task
-    if call.stream:
-        return await _stream(request, state, key, call)
+    try:
+        if call.stream:
+            return await _stream(request, state, key, call)
+        return await _complete(request, state, key, call)
+    except UnknownTask as exc:
+        if chosen.unmatched:
+            raise unrouted(exc, chosen, key, state.policies) from None
+        raise
+
+
+async def _complete(
+    request: Request, state: ServerState, key: CallerKey, call: MessagesCall
+) -> Response:
     told: list[str] = []
     try:
         # Past the time-out the call is cancelled, and the gateway records it CANCELLED.
@@ -248,12 +262,20 @@ def _with_gateway_id(event: dict[str, Any], request_id: str) -> dict[str, Any]:
 
 async def count_tokens(request: Request) -> Response:
     state = state_of(request)
-    await _caller(request, state)
+    key = await _caller(request, state)
     body = await read_json(request, state.settings.server_max_body_bytes)
-    task, given = parse_count_tokens(body, header_task=request.headers.get(TASK_HEADER))
+    chosen = choose_task(
+        body, header_task=request.headers.get(TASK_HEADER), key=key, policies=state.policies
+    )
+    task, given = parse_count_tokens(body, header_task=chosen.task)
     request.state.task = task
-    policy = state.policies.get(task)
-    model_info = state.catalog.get(policy.model.id)
+    try:
+        policy = state.policies.get(task)
+    except UnknownTask as exc:
+        if chosen.unmatched:
+            raise unrouted(exc, chosen, key, state.policies) from None
+        raise
+    model_info = state.catalog.get(chosen.overrides(state.policies).get("model", policy.model.id))
     if model_info is None:
         raise UnknownTask(task, [p.task for p in state.policies.policies()])
     if not isinstance(given, list):
