@@ -6,6 +6,7 @@ policy = policies.get("compliance_review")
 plan = plan_request(policy, catalog.get(policy.model.id), messages)
 """
 
+from gateway.policy._coverage import caller_parts, contract_of, opened_keys
 from gateway.policy._diff import FieldChange, TaskDiff, diff_policy_sets
 from gateway.policy._field_table import (
     FIELDS,
@@ -46,9 +47,12 @@ __all__ = [
     "Shown",
     "TaskDiff",
     "Thinking",
+    "caller_parts",
     "chosen_model",
+    "contract_of",
     "diff_policy_sets",
     "field_rows",
+    "opened_keys",
     "plan_request",
     "review_policies",
 ]

@@ -132,6 +132,9 @@ def test_public_names_are_pinned() -> None:
         "Thinking",
         "diff_policy_sets",
         "chosen_model",
+        "caller_parts",
+        "contract_of",
+        "opened_keys",
         "plan_request",
         "review_policies",
     }
