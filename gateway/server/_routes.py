@@ -37,7 +37,9 @@ from gateway.server._models import listed_models
 from gateway.server._routing import TASK_HEADER, ChosenTask, choose_task, unrouted
 from gateway.server._sse import SSE_HEADERS, EventStreamResponse, error_frame, frame
 from gateway.server._wire import (
+    CAPPED_HEADER,
     MessagesCall,
+    capped_header,
     message_body,
     parse_count_tokens,
     parse_messages,
@@ -106,7 +108,12 @@ async def messages(request: Request) -> Response:
     chosen = choose_task(
         body, header_task=request.headers.get(TASK_HEADER), key=key, policies=state.policies
     )
-    call = parse_messages(body, header_task=chosen.task, policies=state.policies)
+    call = parse_messages(
+        body,
+        header_task=chosen.task,
+        policies=state.policies,
+        betas=request.headers.get("anthropic-beta"),
+    )
     if preferred := chosen.overrides(state.policies):
         call = replace(call, overrides={**call.overrides, **preferred})
     request.state.task = call.task
@@ -247,6 +254,8 @@ async def _stream(
         await finish((asyncio.CancelledError, asyncio.CancelledError(), None))
 
     headers = {"request-id": stream.request_id, **SSE_HEADERS}
+    if stream.capped:
+        headers[CAPPED_HEADER] = capped_header(stream.capped)
     return EventStreamResponse(
         body(), closing=never_started, media_type="text/event-stream", headers=headers
     )
