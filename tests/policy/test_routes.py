@@ -195,3 +195,18 @@ def test_approvals_cover_the_routing_table_and_a_gateway_waits_for_them(
     (folder / "routes.toml").write_text(HEAD + route("ops", "*", "task_a"))
     with pytest.raises(PolicyLoadError, match="routes"):
         Gateway(settings, offline=True)
+
+
+def test_offline_no_caller_can_choose_a_model_that_leaves_the_machine(
+    write_folder: WriteFolder, tmp_path: Path
+) -> None:
+    chooser = VALID.replace(
+        'id = "claude-sonnet-4-6"', 'id = "claude-sonnet-4-6"\nchoices = ["claude-opus-4-6"]'
+    )
+    folder = write_folder({"chooser.toml": chooser, "prompts/system.md": "Answer briefly.\n"})
+    settings = Settings(policy_dir=folder, database_url=f"sqlite:///{tmp_path / 'a.db'}")
+    with Gateway(settings, offline=True) as gw:
+        with pytest.raises(PolicyViolation) as caught:
+            gw.complete("chooser", "Hello", caller="t", overrides={"model": "claude-opus-4-6"})
+        assert caught.value.key == "model.choices"
+        assert gw.complete("chooser", "Hello", caller="t").model == "local:ngram"
