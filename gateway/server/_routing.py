@@ -5,8 +5,9 @@
     chosen.overrides  # {"model": id} when the task's policy lets that model answer
 
 In order: the ``x-gateway-task`` header; a ``model`` that names a task; the routing table's
-most specific route for the key's caller and that model (``routes.toml``); the key's default
-task (``gateway keys create --task``). A ``model`` none of these answers goes to the gateway
+most specific route naming the key's caller for that model (``routes.toml``); the key's
+default task (``gateway keys create --task``); the most specific route for any caller (``*``,
+the shipped catch-all among them). A ``model`` none of these answers goes to the gateway
 as a task name, which refuses it (a REJECTED record) as an unknown task; :func:`unrouted`
 turns that refusal into a 404 naming what this caller may ask for.
 """
@@ -53,10 +54,15 @@ def choose_task(
         return ChosenTask(key.task)  # None: the body parser says what is missing
     if policies.entry(asked) is not None:
         return ChosenTask(asked)
-    if policies.routes is not None and (route := policies.routes.route(key.caller, asked)):
+    route = policies.routes.route(key.caller, asked) if policies.routes is not None else None
+    # A route naming this caller is the most specific word on it; the key's own default task
+    # is next, above the routes for any caller (the shipped table's catch-all among them).
+    if route is not None and route.caller != ANY:
         return ChosenTask(route.task, model=asked)
     if key.task is not None:
         return ChosenTask(key.task, model=asked)
+    if route is not None:
+        return ChosenTask(route.task, model=asked)
     return ChosenTask(asked, unmatched=True)
 
 

@@ -140,6 +140,11 @@ def test_a_key_with_a_default_task_needs_no_task_name_and_the_header_still_wins(
     fake.script(Reply.ok(text="No finding."))
     message = client.messages.create(model="house-model", max_tokens=1024, messages=PROMPT)
     assert recorded_task(routed, message.id) == "compliance_review"
+    # A real model id: the key's own task comes before the routes for any caller ("*").
+    fake.script(Reply.ok(text="No finding."))
+    other = [{"role": "user", "content": "Transaction: EUR 120 card payment."}]
+    real = client.messages.create(model="claude-sonnet-4-6", max_tokens=1024, messages=other)
+    assert recorded_task(routed, real.id) == "compliance_review"
     fake.script(Reply.ok(text="Header."))
     by_header = client.messages.create(
         model="house-model",
