@@ -1,0 +1,59 @@
+"""Fixtures for the real-client tests: the clients (installed once per run), the loopback fake
+Messages API and `gateway serve` as a real process over it (one per test module).
+
+    def test_x(gateway: ServerProcess, langchain: PythonClient) -> None:
+        key = caller_key(gateway, "desk-assistants", task="general_assistant")
+        out = run_python(langchain, "langchain_calls.py", "system", gateway, key)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.clients.installs import NodeClient, PythonClient, install_npm, install_python
+from tests.fakes.messages_api import FakeMessagesAPI
+from tests.server.conftest import ServerProcess, running_server
+
+
+@pytest.fixture(scope="session")
+def clients_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this run installs the clients (each one on first use)."""
+    return tmp_path_factory.mktemp("clients")
+
+
+@pytest.fixture(scope="session")
+def langchain(clients_root: Path) -> PythonClient:
+    return install_python("langchain-anthropic", clients_root)
+
+
+@pytest.fixture(scope="session")
+def pydantic_ai(clients_root: Path) -> PythonClient:
+    return install_python("pydantic-ai", clients_root)
+
+
+@pytest.fixture(scope="session")
+def claude_code(clients_root: Path) -> NodeClient:
+    return install_npm("claude-code", clients_root)
+
+
+@pytest.fixture(scope="session")
+def typescript_sdk(clients_root: Path) -> NodeClient:
+    return install_npm("typescript-sdk", clients_root)
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeMessagesAPI]:
+    with FakeMessagesAPI() as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    tmp_path_factory: pytest.TempPathFactory, fake: FakeMessagesAPI
+) -> Iterator[ServerProcess]:
+    """`gateway serve` with the shipped policies and routes, the fake as its upstream."""
+    with running_server(tmp_path_factory.mktemp("serve"), fake) as running:
+        yield running

@@ -1,0 +1,74 @@
+"""Run one client scenario as its own process against `gateway serve` and read its verdict.
+
+A client script prints one JSON object as its last line of output: ``{"value": ...}`` when the
+call succeeded, ``{"error": {"status": 400, "message": "..."}}`` when the gateway refused it.
+The client process gets only the environment it needs: the gateway's address and a caller key,
+never the upstream key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.clients.installs import NodeClient, PythonClient
+from tests.server.conftest import ServerProcess
+
+__all__ = ["SCRIPTS", "caller_key", "client_env", "last_json", "run_node", "run_python"]
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+CLIENT_TIMEOUT_S = 120
+
+
+def caller_key(server: ServerProcess, caller: str, task: str | None = None) -> str:
+    """A new gateway caller key; with ``task``, requests for a real model id route to it."""
+    args = ["keys", "create", "--caller", caller]
+    if task is not None:
+        args += ["--task", task]
+    return server.cli(*args).stdout.strip()
+
+
+def client_env(server: ServerProcess, key: str, **extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GATEWAY_URL": server.base_url,
+        "GATEWAY_KEY": key,
+    }
+    env.update(extra)
+    return env
+
+
+def last_json(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise AssertionError(f"exit {done.returncode}; no verdict printed:\n{done.stderr[-3000:]}")
+    verdict: dict[str, Any] = json.loads(lines[-1])
+    return verdict
+
+
+def run_python(
+    client: PythonClient, script: str, scenario: str, env: dict[str, str]
+) -> dict[str, Any]:
+    done = subprocess.run(
+        [str(client.python), str(SCRIPTS / script), scenario],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+    )
+    return last_json(done)
+
+
+def run_node(client: NodeClient, script: str, scenario: str, env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        ["node", str(SCRIPTS / script), scenario],
+        env={**env, "NODE_PATH": str(client.folder / "node_modules")},
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+        cwd=client.folder,
+    )
+    return last_json(done)
