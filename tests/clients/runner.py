@@ -17,7 +17,16 @@ from typing import Any
 from tests.clients.installs import NodeClient, PythonClient
 from tests.server.conftest import ServerProcess
 
-__all__ = ["SCRIPTS", "caller_key", "client_env", "last_json", "run_node", "run_python"]
+__all__ = [
+    "SCRIPTS",
+    "caller_key",
+    "claude_env",
+    "client_env",
+    "last_json",
+    "run_claude",
+    "run_node",
+    "run_python",
+]
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 CLIENT_TIMEOUT_S = 120
@@ -70,5 +79,33 @@ def run_node(client: NodeClient, script: str, scenario: str, env: dict[str, str]
         text=True,
         timeout=CLIENT_TIMEOUT_S,
         cwd=client.folder,
+    )
+    return last_json(done)
+
+
+def claude_env(server: ServerProcess, key: str, home: Path) -> dict[str, str]:
+    """What `claude -p` needs to work through the gateway, and nothing else: the gateway as its
+    API, the caller key as its API key, a fresh HOME, and no traffic but the API calls."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": server.base_url,
+        "ANTHROPIC_API_KEY": key,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
+def run_claude(
+    client: NodeClient, prompt: str, env: dict[str, str], workdir: Path, *args: str
+) -> dict[str, Any]:
+    """`claude -p PROMPT --output-format json ARGS` in ``workdir``; its result object."""
+    done = subprocess.run(
+        [str(client.bin("claude")), "-p", prompt, "--output-format", "json", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+        cwd=workdir,
+        stdin=subprocess.DEVNULL,
     )
     return last_json(done)
