@@ -40,6 +40,9 @@ class Result:
     # The answer's content blocks as received, and its tool calls for convenience.
     content: tuple[dict[str, Any], ...] = ()
     tool_uses: tuple[ToolUse, ...] = ()
+    # Values the policy lowered to its ceiling ([caller] max_tokens with over = "cap"), e.g.
+    # {"max_tokens": 8192}; the value the caller sent is in the REQUEST's ``requested``.
+    capped: Mapping[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +59,7 @@ class Result:
             "stop_sequence": self.stop_sequence,
             "content": list(self.content),
             "tool_uses": [{"id": t.id, "name": t.name, "input": t.input} for t in self.tool_uses],
+            "capped": dict(self.capped),
         }
 
 

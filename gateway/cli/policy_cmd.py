@@ -35,6 +35,9 @@ from gateway.policy import (
     PolicyEntry,
     PolicySet,
     TaskDiff,
+    broad_grant,
+    caller_grants,
+    contract_kind,
     diff_policy_sets,
     field_rows,
     review_policies,
@@ -143,6 +146,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
                         "errors": e.errors,
                         "warnings": e.warnings,
                         "signoff": signoff_fields(e.data, today) if e.data else None,
+                        "caller_contract": _contract_json(e),
                         "approvals": approval_json((approvals or {}).get(e.task), required)
                         if approvals is not None
                         else None,
@@ -159,6 +163,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
         click.echo("")
         echo_signoff(report.entries, approvals, required, today)
+        _echo_contracts(report.entries)
         if report.findings:
             click.echo(f"Findings ({report.errors} errors, {report.warnings} warnings):")
             for f in report.findings:
@@ -177,6 +182,30 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
             )
     if not report.ok or short:
         raise CheckFailed()
+
+
+def _contract_json(entry: PolicyEntry) -> dict[str, object] | None:
+    if entry.data is None:
+        return None
+    return {
+        "kind": contract_kind(entry.data),
+        "broad_grant": broad_grant(entry.data),
+        "grants": caller_grants(entry.data),
+    }
+
+
+def _echo_contracts(entries: tuple[PolicyEntry, ...]) -> None:
+    """What a caller may do on each task, in sentences (the caller contract)."""
+    readable = [e for e in entries if e.data is not None]
+    if not readable:
+        return
+    click.echo("What callers may do:")
+    for entry in readable:
+        assert entry.data is not None
+        click.echo(f"  {shown(entry.task)} ({contract_kind(entry.data)})")
+        for sentence in caller_grants(entry.data):
+            click.echo(f"    - {shown(sentence)}")
+    click.echo("")
 
 
 # --- show ------------------------------------------------------------------------------------

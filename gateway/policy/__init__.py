@@ -6,6 +6,7 @@ policy = policies.get("compliance_review")
 plan = plan_request(policy, catalog.get(policy.model.id), messages)
 """
 
+from gateway.policy._contract_text import broad_grant, caller_grants, contract_kind
 from gateway.policy._diff import FieldChange, TaskDiff, diff_policy_sets
 from gateway.policy._field_table import (
     FIELDS,
@@ -39,6 +40,9 @@ __all__ = [
     "Shown",
     "TaskDiff",
     "Thinking",
+    "broad_grant",
+    "caller_grants",
+    "contract_kind",
     "diff_policy_sets",
     "field_rows",
     "plan_request",

@@ -6,8 +6,11 @@ Text is always accepted. Everything else is refused unless the policy opens it, 
 refusal names the policy key that governs it:
 
 - ``tool_use`` blocks (assistant turns) and ``tool_result`` blocks (user turns) only for the
-  tools in the policy's tools file (``tools.file``); a result must answer a call made earlier
-  in the conversation, so the turns link by ``tool_use_id``;
+  tools in the policy's tools file (``tools.file``), or the caller's own tools where the policy
+  opens them (``caller.tools``); a result must answer a call made earlier in the conversation,
+  so the turns link by ``tool_use_id``;
+- ``thinking`` and ``redacted_thinking`` blocks (assistant turns, passed back in a tool loop)
+  only in a request whose thinking is on or may be turned on by the caller;
 - ``image`` and ``document`` (PDF) blocks only under ``[input] images`` / ``documents``, with
   base64 sources within ``max_bytes`` each and ``max_count`` per request, checked here rather
   than left to an upstream 413; URL sources only where ``url = true`` (the provider fetches
@@ -47,6 +50,8 @@ class _Walk:
 
     policy: Policy
     tool_names: frozenset[str]
+    tools_key: str = "tools.file"  # the policy key that governs the tools
+    thinking: bool = False  # whether thinking blocks may be passed back
     tool_use_ids: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     attachment_bytes: int = 0
@@ -68,11 +73,26 @@ def policy_breakpoints(policy: Policy) -> list[str]:
     return [ttl]
 
 
-def check_messages(messages: object, policy: Policy) -> CheckedMessages:
+def check_messages(
+    messages: object,
+    policy: Policy,
+    *,
+    tool_names: frozenset[str] | None = None,
+    thinking: bool = False,
+) -> CheckedMessages:
+    """``tool_names``: the caller's own tools (under ``[caller] tools``), None for the policy's;
+    ``thinking``: whether the request thinks (its thinking blocks may be passed back)."""
     if not isinstance(messages, list) or not messages:
         raise InputError("no messages were given.", hint="Pass a prompt or a list of messages.")
-    names = frozenset(str(t["name"]) for t in policy.tools.definitions or () if is_client_tool(t))
-    walk = _Walk(policy, names, ttls=policy_breakpoints(policy))
+    if tool_names is None:
+        names = frozenset(
+            str(t["name"]) for t in policy.tools.definitions or () if is_client_tool(t)
+        )
+        tools_key = "tools.file"
+    else:
+        names, tools_key = tool_names, "caller.tools"
+    thinks = thinking or policy.caller.thinking is not None
+    walk = _Walk(policy, names, tools_key, thinks, ttls=policy_breakpoints(policy))
     clean: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         where = f"message {i + 1}"
@@ -145,6 +165,8 @@ def _block(walk: _Walk, block: object, role: str, where: str) -> dict[str, Any]:
         _tool_use(walk, block, role, where)
     elif kind == "tool_result":
         _tool_result(walk, block, role, where)
+    elif kind in ("thinking", "redacted_thinking") and walk.thinking and role == "assistant":
+        _thinking_block(walk, block, where)
     else:
         raise InputError(
             f"{where} has a {kind!r} block, which the gateway does not accept; only text, "
@@ -333,7 +355,7 @@ def _tool_use(walk: _Walk, block: dict[str, Any], role: str, where: str) -> None
         raise PolicyViolation(
             f"{where} has a call of tool {name[:64]!r}, which the policy for task "
             f"{walk.policy.task!r} does not declare ({_declared(walk)}).",
-            key="tools.file",
+            key=walk.tools_key,
         )
     if tool_id in walk.tool_use_ids:
         raise InputError(f"{where} repeats the tool_use id {tool_id[:64]!r}.")
@@ -349,7 +371,7 @@ def _tool_result(walk: _Walk, block: dict[str, Any], role: str, where: str) -> N
         raise PolicyViolation(
             f"{where} carries a tool result, but the policy for task {walk.policy.task!r} "
             "declares no tools.",
-            key="tools.file",
+            key=walk.tools_key,
         )
     tool_use_id = block.get("tool_use_id")
     if not isinstance(tool_use_id, str) or tool_use_id not in walk.tool_use_ids:
@@ -357,7 +379,7 @@ def _tool_result(walk: _Walk, block: dict[str, Any], role: str, where: str) -> N
             f"{where} carries a tool result for {str(tool_use_id)[:64]!r}, which answers no "
             "tool call earlier in the conversation; a result must follow its call "
             "(linked by tool_use_id).",
-            key="tools.file",
+            key=walk.tools_key,
         )
     if "is_error" in block and not isinstance(block["is_error"], bool):
         raise InputError(f"{where} has a tool_result whose 'is_error' is not true or false.")
@@ -375,6 +397,22 @@ def _tool_result(walk: _Walk, block: dict[str, Any], role: str, where: str) -> N
                 f"{where} has a tool_result holding a block other than text, image or document."
             )
         _block(walk, inner, role, where)
+
+
+def _thinking_block(walk: _Walk, block: dict[str, Any], where: str) -> None:
+    """A thinking block the model wrote, passed back as the API asks in a tool loop."""
+    if block["type"] == "thinking":
+        _keys(block, {"type", "thinking", "signature"}, where)
+        text, signature = block.get("thinking"), block.get("signature")
+        if not isinstance(text, str) or not isinstance(signature, str):
+            raise InputError(
+                f"{where} has a thinking block without text 'thinking' and 'signature'."
+            )
+        _text(walk, text, where)
+    else:
+        _keys(block, {"type", "data"}, where)
+        if not isinstance(block.get("data"), str):
+            raise InputError(f"{where} has a redacted_thinking block without text 'data'.")
 
 
 def _declared(walk: _Walk) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from audit.canonical import canonical_digest, digest
 from gateway.catalog import ModelInfo
+from gateway.policy._contract_text import caller_grants, contract_kind
 from gateway.policy._plan import Plan, plan_request
 from gateway.policy._schema import AttachmentLimits, Policy, ToolsTable
 
@@ -135,6 +136,13 @@ FIELDS: tuple[PolicyField, ...] = (
         "caller",
         "settings",
         lambda v, _: _json_rows("caller", v.model_dump(mode="json", exclude_none=True)),
+    ),
+    PolicyField("caller contract", "caller", "settings", lambda _, s: contract_kind(s.policy)),
+    PolicyField(
+        "caller may",
+        "caller",
+        "settings",
+        lambda _, s: [("caller may", sentence) for sentence in caller_grants(s.policy)],
     ),
     PolicyField(
         "system prompt",

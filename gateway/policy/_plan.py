@@ -11,8 +11,12 @@ policy's label is part of it too, so an experiment never shares the task's repla
 Nothing is dropped silently: a setting the model cannot honour raises PolicyLoadError, a
 caller override outside the policy's [caller] table raises PolicyViolation. Some request fields
 are never a caller's (:data:`RESERVED`): server-side ``fallbacks`` would let another model than
-the pinned one answer, ``context_management`` edits change what the model saw after the
-request was recorded, and ``inference_geo`` and ``metadata`` are the policy's to set.
+the pinned one answer, and ``inference_geo`` is the policy's to set; ``context_management``
+edits (which change what the model saw after the request was recorded) and ``metadata`` are
+the policy's unless its ``[caller]`` table opens them. The parts a caller brings under an
+opened contract (its system prompt, tools, schema, thinking, ...) are checked in
+``gateway.policy._contract`` and go on the wire as sent; a ``max_tokens`` above a capping
+range is lowered to its maximum, and the plan says so (``capped``).
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from audit.canonical import canonical_digest
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyLoadError, PolicyViolation
 from gateway.policy._content import check_messages
+from gateway.policy._contract import CallerParts, caller_parts, is_opened
 from gateway.policy._findings import Finding, Severity
-from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy
+from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy, TokenRange
 from gateway.policy.rules import Subject, check
 from gateway.policy.rules.caller import INTEGER_KEYS
 from gateway.providers.registry import capabilities
+from gateway.providers.wire import BETAS_FIELD
 
 BYTES_PER_TOKEN = 4  # a deliberately rough estimate, only to refuse obviously oversized input
 
@@ -75,8 +81,13 @@ class Plan(BaseModel):
     cache_mode: Literal["replay", "record"]
     output_format: Literal["text", "json"]
     output_schema: dict[str, Any] | None
+    # The caller's tool whose input is the answer's output (a forced tool under [caller]
+    # output), checked against the tool's input_schema; None: the answer's text is checked.
+    output_tool: str | None = None
     requested: dict[str, Any]
     effective: dict[str, Any]
+    # Values lowered to the policy's ceiling (``[caller] max_tokens`` with over = "cap").
+    capped: dict[str, int] = {}
     policy_fingerprint: str
     key_scope: dict[str, str]  # what besides the wire request keys it (caller, derivation)
     request_hash: str
@@ -96,14 +107,26 @@ def plan_request(
     Without one the body has no ``metadata`` (a template, as ``policy show`` prints it); the
     gateway refuses to send such a task's request without one."""
     requested = dict(overrides or {})
-    generation = _apply_overrides(policy, requested)
+    generation, brought, capped = _apply_overrides(policy, requested)
+    parts = caller_parts(policy, model, brought)
+    if parts.thinking is not None:
+        generation = generation.model_copy(update={"thinking": parts.thinking})
     _refuse_unhonoured(policy, model, generation, requested)
-    checked = check_messages(messages, policy)
-    _refuse_oversized(policy, model, checked.text_bytes)
-    body = _body(policy, model, generation, checked.messages)
+    thinking = generation.thinking
+    checked = check_messages(
+        messages,
+        policy,
+        tool_names=parts.tool_names if parts.tools is not None else None,
+        thinking=thinking is not None and thinking.type != "disabled",
+    )
+    _refuse_oversized(policy, model, checked.text_bytes, parts)
+    body = _body(policy, model, generation, checked.messages, parts)
     if policy.caller.forward_user_id and user_id is not None:
         body["metadata"] = {"user_id": user_id}
     scope = key_scope(policy, caller)
+    schema, output_tool = parts.output_schema, None
+    if schema is None and policy.caller.output is not None:
+        output_tool, schema = parts.forced_tool
     return Plan(
         task=policy.task,
         provider=model.provider,
@@ -111,10 +134,12 @@ def plan_request(
         api_version=model.api_version,
         body=body,
         cache_mode=policy.cache.mode,
-        output_format=policy.output.format,
-        output_schema=policy.output.json_schema,
+        output_format="json" if schema is not None else policy.output.format,
+        output_schema=schema if schema is not None else policy.output.json_schema,
+        output_tool=output_tool,
         requested=requested,
         effective=generation.model_dump(mode="json", exclude_none=True),
+        capped=capped,
         policy_fingerprint=policy.fingerprint,
         key_scope=scope,
         request_hash=canonical_digest(
@@ -135,10 +160,19 @@ def key_scope(policy: Policy, caller: str | None) -> dict[str, str]:
     return scope
 
 
-def _apply_overrides(policy: Policy, requested: Mapping[str, object]) -> Generation:
+def _apply_overrides(
+    policy: Policy, requested: Mapping[str, object]
+) -> tuple[Generation, dict[str, object], dict[str, int]]:
+    """The generation with the caller's values applied, the parts the caller brings (checked
+    by ``caller_parts``), and the values capped at the policy's ceiling."""
     opened = policy.caller.opened()
     changes: dict[str, object] = {}
+    brought: dict[str, object] = {}
+    capped: dict[str, int] = {}
     for key, value in requested.items():
+        if is_opened(policy, key):
+            brought[key] = value
+            continue
         if key in RESERVED:
             governing, why = RESERVED[key]
             raise PolicyViolation(
@@ -162,14 +196,30 @@ def _apply_overrides(policy: Policy, requested: Mapping[str, object]) -> Generat
                 f"callers may set: {allowed}.",
                 key=key,
             )
-        if not _within(key, bound, value):
+        if isinstance(bound, TokenRange) and _capped(bound, key, value):
+            assert bound.max is not None
+            capped[key] = int(bound.max)
+            value = capped[key]
+        elif not _within(key, bound, value):
             raise PolicyViolation(
                 f"{key} = {value!r} is outside what the policy for task {policy.task!r} allows "
                 f"({_describe(key, bound)}).",
                 key=key,
             )
         changes[key] = value
-    return policy.generation.model_copy(update=changes)
+    return policy.generation.model_copy(update=changes), brought, capped
+
+
+def _capped(bound: TokenRange, key: str, value: object) -> bool:
+    """A whole number above a capping range's maximum (lowered to it, not refused)."""
+    return (
+        bound.caps
+        and bound.max is not None
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and key in INTEGER_KEYS
+        and value > bound.max
+    )
 
 
 def _within(key: str, bound: CallerRange | CallerChoice, value: object) -> bool:
@@ -279,11 +329,16 @@ def _errors(subject: Subject) -> list[Finding]:
     return [f for f in check(subject) if f.severity is Severity.ERROR]
 
 
-def _refuse_oversized(policy: Policy, model: ModelInfo, text_bytes: int) -> None:
+def _refuse_oversized(
+    policy: Policy, model: ModelInfo, text_bytes: int, parts: CallerParts
+) -> None:
     system, tools = policy.prompt.system, policy.tools.definitions
     fixed = len(system.encode()) if system else 0
-    if tools is not None:
-        fixed += len(json.dumps(tools, ensure_ascii=False).encode())
+    for brought in (tools, parts.system, parts.tools):
+        if isinstance(brought, str):
+            fixed += len(brought.encode())
+        elif brought is not None:
+            fixed += len(json.dumps(brought, ensure_ascii=False).encode())
     estimate = (text_bytes + fixed) // BYTES_PER_TOKEN
     if estimate > model.context_window:
         raise InputError(
@@ -294,7 +349,11 @@ def _refuse_oversized(policy: Policy, model: ModelInfo, text_bytes: int) -> None
 
 
 def _body(
-    policy: Policy, model: ModelInfo, g: Generation, messages: list[dict[str, Any]]
+    policy: Policy,
+    model: ModelInfo,
+    g: Generation,
+    messages: list[dict[str, Any]],
+    parts: CallerParts,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model.id, "max_tokens": g.max_tokens, "messages": messages}
     if policy.model.inference_geo is not None and capabilities(model.provider).inference_geo:
@@ -314,13 +373,29 @@ def _body(
         choice = policy.tools.chosen
         keyword = choice in ("auto", "any", "none")
         body["tool_choice"] = {"type": choice} if keyword else {"type": "tool", "name": choice}
-    if system is not None:
+    elif parts.tools is not None:
+        body["tools"] = copy.deepcopy(parts.tools)
+        if parts.tool_choice is not None:
+            body["tool_choice"] = copy.deepcopy(parts.tool_choice)
+    if parts.system is not None and (system is None or _system_mode(policy) == "own"):
+        body["system"] = copy.deepcopy(parts.system)
+    elif parts.system is not None:
+        # The policy's text first, as its own block (with its cache breakpoint), then the
+        # caller's, as sent: a caller's text can add to the policy's, never come before it.
+        own: dict[str, Any] = {"type": "text", "text": system}
+        if cache is not None:
+            own["cache_control"] = cache
+        added = parts.system
+        theirs = [{"type": "text", "text": added}] if isinstance(added, str) else added
+        body["system"] = [own, *copy.deepcopy(theirs)]
+    elif system is not None:
         if cache is not None:
             body["system"] = [{"type": "text", "text": system, "cache_control": cache}]
         else:
             body["system"] = system
-    if g.stop_sequences:
-        body["stop_sequences"] = list(g.stop_sequences)
+    stops = [*g.stop_sequences, *parts.stop_sequences]
+    if stops:
+        body["stop_sequences"] = stops
     if model.honours_sampling:  # otherwise review already refused any sampling value
         for key in ("temperature", "top_p", "top_k"):
             if (value := getattr(g, key)) is not None:
@@ -332,6 +407,20 @@ def _body(
         output_config["effort"] = g.effort
     if policy.output.format == "json" and model.structured_outputs:
         output_config["format"] = {"type": "json_schema", "schema": policy.output.json_schema}
+    elif parts.output_format is not None:
+        output_config["format"] = copy.deepcopy(parts.output_format)
     if output_config:
         body["output_config"] = output_config
+    for key in ("metadata", "context_management"):
+        if (value := getattr(parts, key)) is not None:
+            body[key] = copy.deepcopy(value)
+    if parts.betas:
+        # Named in the body, so they are in the request's key; a transport that takes them
+        # as the anthropic-beta header (the first-party API) moves them there when it sends.
+        body[BETAS_FIELD] = list(parts.betas)
     return body
+
+
+def _system_mode(policy: Policy) -> str:
+    contract = policy.caller.system
+    return contract.mode if contract is not None else "policy"

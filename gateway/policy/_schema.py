@@ -42,6 +42,12 @@ CacheScope = Literal["caller", "task"]
 # How long the provider keeps a cached prompt prefix (prompt caching's ``ttl``).
 CacheTTL = Literal["5m", "1h"]
 
+# The caller contract: what a max_tokens above the caller's range meets; whose system prompt
+# is sent; whether a caller with its own tools chooses tool_choice ("free") or not ("auto").
+OverMax = Literal["refuse", "cap"]
+SystemMode = Literal["policy", "append", "own"]
+ToolChoiceMode = Literal["free", "auto"]
+
 # Sign-off: how much harm a wrong answer of the task can do (the firm's model-risk tier).
 RiskTier = Literal["low", "medium", "high"]
 
@@ -90,18 +96,87 @@ class CallerRange(BaseModel):
     max: float | None = None
 
 
+class TokenRange(CallerRange):
+    """The caller's ``max_tokens`` range, and what a larger value meets: a 400 ("refuse"),
+    or the range's maximum ("cap": the value sent is recorded, the answer says it was capped)."""
+
+    over: Annotated[OverMax | None, UNSET] = None
+
+    @property
+    def caps(self) -> bool:
+        return self.over == "cap"
+
+
 class CallerChoice(BaseModel):
     model_config = _STRICT
 
     allowed: StrTuple
 
 
-class Caller(BaseModel):
-    """What a caller may set per request. Nothing by default: the policy wins."""
+class CallerThinking(BaseModel):
+    """The ``thinking`` a caller may send: its types, and the largest ``budget_tokens``."""
 
     model_config = _STRICT
 
-    max_tokens: CallerRange | None = None
+    allowed: tuple[ThinkingType, ...] = Field(strict=False)
+    max_budget_tokens: int | None = Field(default=None, gt=0)
+
+
+class CallerSystem(BaseModel):
+    """Whose system prompt is sent: the policy's only, the policy's then the caller's, or the
+    caller's own (the policy's when the caller sends none); ``max_bytes`` bounds the caller's."""
+
+    model_config = _STRICT
+
+    mode: SystemMode
+    max_bytes: int | None = Field(default=None, gt=0)
+
+
+class CallerTools(BaseModel):
+    """The caller's own tools: names by fnmatch pattern (``deny`` wins), how many and how
+    large, which provider-run (server) tool types, and whether it may choose ``tool_choice``."""
+
+    model_config = _STRICT
+
+    allow: StrTuple
+    deny: StrTuple = ()
+    max_count: int | None = Field(default=None, gt=0)
+    max_bytes: int | None = Field(default=None, gt=0)
+    server: StrTuple = ()
+    choice: ToolChoiceMode = "free"
+
+
+class CallerOutput(BaseModel):
+    """The caller's own structured output (``output_config.format`` with a JSON schema),
+    checked against the answer as the policy's own schema would be."""
+
+    model_config = _STRICT
+
+    json_schema: bool = False
+    max_bytes: int | None = Field(default=None, gt=0)
+
+
+class CallerStops(BaseModel):
+    """Stop sequences a caller may add after the policy's own."""
+
+    model_config = _STRICT
+
+    max_count: int = Field(gt=0)
+    max_length: int = Field(gt=0)
+
+
+class Caller(BaseModel):
+    """What a caller may set per request. Nothing by default: the policy wins.
+
+    The first five are generation values within a range or from a list; the rest (each left
+    out of the content while unset) open a part of the request the caller brings: its own
+    system prompt, tools, output schema, thinking, stop sequences, metadata, context
+    management and ``anthropic-beta`` values.
+    """
+
+    model_config = _STRICT
+
+    max_tokens: TokenRange | None = None
     temperature: CallerRange | None = None
     top_p: CallerRange | None = None
     top_k: CallerRange | None = None
@@ -110,13 +185,49 @@ class Caller(BaseModel):
     # the caller name under the deployment's GATEWAY_USER_ID_SALT), never the name itself.
     # None (unset) is "no", and is left out of the fingerprint.
     forward_user_id: Annotated[bool | None, UNSET] = None
+    thinking: Annotated[CallerThinking | None, UNSET] = None
+    system: Annotated[CallerSystem | None, UNSET] = None
+    tools: Annotated[CallerTools | None, UNSET] = None
+    output: Annotated[CallerOutput | None, UNSET] = None
+    stop_sequences: Annotated[CallerStops | None, UNSET] = None
+    metadata: Annotated[CallerChoice | None, UNSET] = None
+    context_management: Annotated[CallerChoice | None, UNSET] = None
+    betas: Annotated[CallerChoice | None, UNSET] = None
 
     def opened(self) -> dict[str, CallerRange | CallerChoice]:
+        """The generation values a caller may choose (a range or a list each)."""
         return {
             key: value
             for key in ("max_tokens", "temperature", "top_p", "top_k", "effort")
             if (value := getattr(self, key)) is not None
         }
+
+    def parts(self) -> dict[str, BaseModel]:
+        """The opened parts of the request a caller brings (see the class), by key."""
+        return {
+            key: value
+            for key in CALLER_PARTS
+            if (value := getattr(self, key)) is not None
+            and not (key == "system" and value.mode == "policy")
+        }
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the caller may bring a part of the request (an opened contract)."""
+        return bool(self.parts())
+
+
+# The [caller] keys that open a part of the request the caller brings, in review order.
+CALLER_PARTS = (
+    "system",
+    "tools",
+    "output",
+    "thinking",
+    "stop_sequences",
+    "metadata",
+    "context_management",
+    "betas",
+)
 
 
 class ModelTable(BaseModel):

@@ -46,7 +46,9 @@ FIRST_PARTY = WireProfile(
     sync_client=anthropic.Anthropic,
     async_client=anthropic.AsyncAnthropic,
     default_base_url=DEFAULT_BASE_URL,
-    allowed_headers=frozenset({"authorization", "anthropic-version"}),
+    # anthropic-beta: only the planned body's values (a caller's, under [caller] betas); the
+    # call sets or omits it on every request, so none comes from the environment.
+    allowed_headers=frozenset({"authorization", "anthropic-version", "anthropic-beta"}),
     request_id_header="request-id",
     rate_limit_prefix="anthropic-ratelimit-",
     should_retry_header="x-should-retry",

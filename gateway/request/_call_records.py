@@ -24,9 +24,10 @@ from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway.errors import GatewayError, InputError, OutputValidationError, UpstreamError
-from gateway.policy import Policy
+from gateway.policy import Plan, Policy
 from gateway.providers.base import ProviderReply
 from gateway.providers.stream import MessageAssembler
+from gateway.providers.wire import BETAS_FIELD
 from gateway.request._answer_checks import answer_alerts, answer_facts
 from gateway.request._call_types import CallLabels, Intent
 from gateway.request._prepared import Prepared
@@ -123,6 +124,7 @@ class CallRecords:
                 "model_version": prepared.model_version,
                 "requested": plan.requested,
                 "effective": plan.effective,
+                **_contract_facts(plan),
                 "cache_mode": plan.cache_mode,
                 "key_scope": plan.key_scope,
                 # A derived policy (experiment, offline) names itself and the reviewed one.
@@ -206,10 +208,11 @@ class CallRecords:
         sent_as_recorded = reply.request_bytes == wire
         if not sent_as_recorded:
             log.error("wire_mismatch", task=plan.task, request_id=prepared.request_id)
-        text = response_text(reply.response)
         stop_reason = reply.response.get("stop_reason")
         check = (
-            check_json_output(text, plan.output_schema) if plan.output_format == "json" else None
+            check_json_output(checked_text(plan, reply.response), plan.output_schema)
+            if plan.output_format == "json"
+            else None
         )
         data = {
             "ok": check.ok if check else True,
@@ -336,7 +339,9 @@ class CallRecords:
         text = response_text(response)
         value = None
         if prepared.plan.output_format == "json":
-            value = (checked or check_json_output(text, None)).value
+            value = (
+                checked or check_json_output(checked_text(prepared.plan, response), None)
+            ).value
         blocks, tool_uses = answer_blocks(response)
         return Result(
             text=text,
@@ -352,12 +357,43 @@ class CallRecords:
             stop_sequence=_stop_sequence(response),
             content=blocks,
             tool_uses=tool_uses,
+            capped=dict(prepared.plan.capped),
         )
 
 
 def _stop_sequence(response: Mapping[str, Any]) -> str | None:
     stop = response.get("stop_sequence")
     return stop if isinstance(stop, str) else None
+
+
+def checked_text(plan: Plan, response: Mapping[str, Any]) -> str:
+    """The text a JSON answer is checked in: the answer's text, or the input of the tool the
+    caller forced as its output (``Plan.output_tool``; "" when the answer did not call it)."""
+    if plan.output_tool is None:
+        return response_text(response)
+    for block in response.get("content") or ():
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "tool_use"
+            and block.get("name") == plan.output_tool
+        ):
+            return json.dumps(block.get("input"), ensure_ascii=False)
+    return ""
+
+
+def _contract_facts(plan: Plan) -> dict[str, Any]:
+    """What an opened contract adds to a REQUEST, only when it applies (so other requests
+    record what they always did): the values capped at the policy's ceiling, the anthropic-beta
+    values sent as a header (not in the body bytes), and the caller's output schema check."""
+    facts: dict[str, Any] = {}
+    if plan.capped:
+        facts["capped"] = plan.capped
+    betas = plan.body.get(BETAS_FIELD)
+    if betas:
+        facts["anthropic_beta"] = betas
+    if plan.output_tool is not None:
+        facts["output_tool"] = plan.output_tool
+    return facts
 
 
 def _replayability(policy: Policy) -> dict[str, str]:

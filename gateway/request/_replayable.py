@@ -19,6 +19,8 @@ def outside_world(policy: Policy) -> str | None:
     """Why answers under ``policy`` cannot be replayed, or None when they can."""
     kinds = sorted(
         {str(t.get("type")) for t in policy.tools.definitions or () if not is_client_tool(t)}
+        # Server tools a caller may bring: whether the caller used one is not the policy's.
+        | set(policy.caller.tools.server if policy.caller.tools is not None else ())
     )
     if not kinds:
         return None

@@ -61,6 +61,10 @@ class Outcomes:
         self._intended = intended  # committed before anything was sent, so before completed
         self.result: Result | None = None
 
+    @property
+    def capped(self) -> Mapping[str, int]:
+        return dict(self._prepared.plan.capped)
+
     def completed(self, reply: ProviderReply) -> None:
         wire = self._intended.wire
         assert wire is not None
@@ -90,6 +94,13 @@ class _StreamBase:
     def cached(self) -> bool:
         """Whether this is a replay hit (the recorded answer, streamed)."""
         return self._cached is not None
+
+    @property
+    def capped(self) -> Mapping[str, int]:
+        """Values the policy lowered to its ceiling (see ``Result.capped``), once entered."""
+        if self._cached is not None:
+            return self._cached.capped
+        return self._outcomes.capped if self._outcomes is not None else {}
 
     @property
     def result(self) -> Result:

@@ -35,7 +35,9 @@ from gateway.server._errors import ApiError, answer_for
 from gateway.server._lifecycle import ServerState
 from gateway.server._sse import SSE_HEADERS, EventStreamResponse, error_frame, frame
 from gateway.server._wire import (
+    CAPPED_HEADER,
     MessagesCall,
+    capped_header,
     message_body,
     parse_count_tokens,
     parse_messages,
@@ -103,7 +105,10 @@ async def messages(request: Request) -> Response:
     key = await _caller(request, state)
     body = await read_json(request, state.settings.server_max_body_bytes)
     call = parse_messages(
-        body, header_task=request.headers.get(TASK_HEADER), policies=state.policies
+        body,
+        header_task=request.headers.get(TASK_HEADER),
+        policies=state.policies,
+        betas=request.headers.get("anthropic-beta"),
     )
     request.state.task = call.task
     if call.stream:
@@ -232,6 +237,8 @@ async def _stream(
         await finish((asyncio.CancelledError, asyncio.CancelledError(), None))
 
     headers = {"request-id": stream.request_id, **SSE_HEADERS}
+    if stream.capped:
+        headers[CAPPED_HEADER] = capped_header(stream.capped)
     return EventStreamResponse(
         body(), closing=never_started, media_type="text/event-stream", headers=headers
     )

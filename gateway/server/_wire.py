@@ -6,15 +6,18 @@
 
 The request's ``model`` names the task (or the ``x-gateway-task`` header does; the body's
 ``model`` is then not used): the policy decides the real model. ``messages`` is the input.
-Every other field is an override, checked by the gateway against the policy's ``[caller]``
-table, so a ``system`` prompt, a sampling value or ``tools`` the policy does not open is a
-PolicyViolation naming the key (and a REJECTED event), never dropped. Three mappings only:
+Every other field is an override under its own name, checked by the gateway against the
+policy's ``[caller]`` table, so a ``system`` prompt, a sampling value or ``tools`` the policy
+does not open is a PolicyViolation naming the key (and a REJECTED event), never dropped; one
+the policy opens (its caller contract) is sent as the caller sent it. The ``anthropic-beta``
+header's values are the ``betas`` override (a list). Four mappings besides:
 
 - ``max_tokens``, which the API and every SDK require, is a ceiling: when the policy does not
   open ``max_tokens`` to callers, a value at or above the policy's own is satisfied by it and
   not passed on; a lower one is passed, and refused. When the policy opens it, it is passed.
-- ``output_config.effort`` is the ``effort`` override (other ``output_config`` keys pass as
-  ``output_config.<key>``).
+- ``output_config.effort`` is the ``effort`` override, ``output_config.format`` the
+  ``output_format`` override (the caller's JSON schema); other ``output_config`` keys pass as
+  ``output_config.<key>``.
 - ``tools`` identical to the policy's tools file, and a ``tool_choice`` that is its ``[tools]
   choice``, are what the gateway sends anyway (SDK tool loops send them every turn): not
   passed on. Any other is passed, and the planner refuses it naming ``tools.file`` /
@@ -23,6 +26,7 @@ PolicyViolation naming the key (and a REJECTED event), never dropped. Three mapp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +35,21 @@ from gateway.policy import PolicySet
 from gateway.result import Result
 from gateway.server._errors import ApiError
 
-__all__ = ["MessagesCall", "message_body", "parse_count_tokens", "parse_messages", "result_headers"]
+__all__ = [
+    "CAPPED_HEADER",
+    "MessagesCall",
+    "capped_header",
+    "message_body",
+    "parse_count_tokens",
+    "parse_messages",
+    "result_headers",
+]
 
 _SELF = frozenset({"model", "messages", "stream"})
+# The answer's header naming values the policy lowered to its ceiling: "max_tokens=8192".
+CAPPED_HEADER = "x-gateway-capped"
+_OUTPUT_CONFIG = {"effort": "effort", "format": "output_format"}
+MAX_BETAS = 64  # far more than any client sends; the policy's list bounds them anyway
 
 
 @dataclass(frozen=True)
@@ -48,7 +64,10 @@ def _invalid(message: str) -> ApiError:
     return ApiError(400, "invalid_request_error", message)
 
 
-def parse_messages(body: object, *, header_task: str | None, policies: PolicySet) -> MessagesCall:
+def parse_messages(
+    body: object, *, header_task: str | None, policies: PolicySet, betas: str | None = None
+) -> MessagesCall:
+    """``betas``: the request's ``anthropic-beta`` header, if it has one."""
     if not isinstance(body, dict):
         raise _invalid("the request body must be a JSON object.")
     task = header_task if header_task else body.get("model")
@@ -69,7 +88,7 @@ def parse_messages(body: object, *, header_task: str | None, policies: PolicySet
             continue
         if key == "output_config" and isinstance(value, dict):
             for inner, setting in value.items():
-                overrides["effort" if inner == "effort" else f"output_config.{inner}"] = setting
+                overrides[_OUTPUT_CONFIG.get(inner, f"output_config.{inner}")] = setting
         elif key == "max_tokens":
             if not _ceiling_met(task, value, policies):
                 overrides[key] = value
@@ -78,7 +97,20 @@ def parse_messages(body: object, *, header_task: str | None, policies: PolicySet
                 overrides[key] = value
         else:
             overrides[key] = value
+    if betas is not None:
+        overrides["betas"] = _beta_values(betas)
     return MessagesCall(task=task, messages=messages, overrides=overrides, stream=stream)
+
+
+def _beta_values(header: str) -> list[str]:
+    """The anthropic-beta header's comma-separated values, in the order sent."""
+    values = [v.strip() for v in header.split(",") if v.strip()]
+    if not values or len(values) > MAX_BETAS:
+        raise _invalid(
+            f"the anthropic-beta header must name 1 to {MAX_BETAS} beta values, "
+            "separated by commas."
+        )
+    return values
 
 
 def parse_count_tokens(body: object, *, header_task: str | None) -> tuple[str, object]:
@@ -155,8 +187,15 @@ def message_body(result: Result) -> dict[str, Any]:
 
 
 def result_headers(result: Result) -> dict[str, str]:
-    return {
+    headers = {
         "request-id": result.request_id,
         "x-gateway-seq": str(result.seq),
         "x-gateway-cached": "true" if result.cached else "false",
     }
+    if result.capped:
+        headers[CAPPED_HEADER] = capped_header(result.capped)
+    return headers
+
+
+def capped_header(capped: Mapping[str, int]) -> str:
+    return ",".join(f"{key}={value}" for key, value in sorted(capped.items()))

@@ -128,4 +128,7 @@ def test_public_names_are_pinned() -> None:
         "diff_policy_sets",
         "plan_request",
         "review_policies",
+        "broad_grant",
+        "caller_grants",
+        "contract_kind",
     }

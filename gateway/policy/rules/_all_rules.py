@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from gateway.policy._findings import Finding
-from gateway.policy.rules import caller, model, output, sampling, thinking, tokens, tools
+from gateway.policy.rules import (
+    caller,
+    contract,
+    model,
+    output,
+    sampling,
+    thinking,
+    tokens,
+    tools,
+)
 from gateway.policy.rules._subject import Rule, Subject
 
 RULES: tuple[Rule, ...] = (
@@ -13,6 +22,7 @@ RULES: tuple[Rule, ...] = (
     *tokens.RULES,
     *output.RULES,
     *caller.RULES,
+    *contract.RULES,
     *tools.RULES,
 )
 

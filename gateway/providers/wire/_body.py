@@ -26,6 +26,7 @@ from anthropic.types import RawMessageStreamEvent
 from gateway.providers.wire._transport import cause_name
 
 __all__ = [
+    "BETAS_FIELD",
     "COUNT_BODY_FIELDS",
     "TYPED_BODY_FIELDS",
     "MalformedResponse",
@@ -33,6 +34,7 @@ __all__ = [
     "aiter_body",
     "aread_body",
     "assemble_stream",
+    "beta_headers",
     "count_body",
     "iter_body",
     "message_bytes",
@@ -84,15 +86,28 @@ class TruncatedResponse(Exception):
         super().__init__(f"the upstream's {response.status_code} body broke off ({self.cause})")
 
 
+# A planned body's anthropic-beta values (the field Bedrock and Vertex read in the body): the
+# first-party API takes them as the anthropic-beta header, so they leave the body there.
+BETAS_FIELD = "anthropic_beta"
+
+
 def split_body(body: Mapping[str, Any]) -> dict[str, Any]:
     """``messages.create`` keyword arguments that put exactly ``body`` on the wire.
 
     Fields ``create()`` knows go as arguments; the rest (``temperature``, ``top_p``, ``top_k``,
-    which SDK 2.x removed, and anything newer than the SDK) go through ``extra_body``.
+    which SDK 2.x removed, and anything newer than the SDK) go through ``extra_body``. The
+    beta values (:data:`BETAS_FIELD`) are headers (:func:`beta_headers`), not body fields.
     """
     typed = {k: v for k, v in body.items() if k in TYPED_BODY_FIELDS}
-    extra = {k: v for k, v in body.items() if k not in TYPED_BODY_FIELDS}
+    extra = {k: v for k, v in body.items() if k not in TYPED_BODY_FIELDS and k != BETAS_FIELD}
     return {**typed, "extra_body": extra} if extra else typed
+
+
+def beta_headers(body: Mapping[str, Any]) -> dict[str, str | anthropic.Omit]:
+    """The anthropic-beta header of a planned body: its beta values, or none at all (an
+    ``Omit``, so no anthropic-beta from the environment goes with a request that has none)."""
+    betas = body.get(BETAS_FIELD)
+    return {"anthropic-beta": ",".join(betas) if betas else anthropic.Omit()}
 
 
 def count_body(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from gateway.providers.wire._body import (
     MalformedResponse,
     TruncatedResponse,
     assemble_stream,
+    beta_headers,
     message_bytes,
     parse_message,
     split_body,
@@ -74,7 +75,10 @@ class MessagesCall:
         self.timeout = timeout
         # Per-request headers are the SDK's last layer, so nothing from the environment
         # (ANTHROPIC_CUSTOM_HEADERS) can replace the version or the credential.
-        self.headers = auth.call_headers(api_version)
+        self.headers: dict[str, str | anthropic.Omit] = {
+            **auth.call_headers(api_version),
+            **beta_headers(body),
+        }
         self._profile = profile
         self._secrets = auth.secrets
         self._retry = retry

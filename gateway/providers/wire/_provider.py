@@ -57,7 +57,14 @@ from gateway.providers.base import (
     StreamItem,
 )
 from gateway.providers.wire._announce import asending, calling, sending
-from gateway.providers.wire._body import aiter_body, aread_body, count_body, iter_body, read_body
+from gateway.providers.wire._body import (
+    aiter_body,
+    aread_body,
+    beta_headers,
+    count_body,
+    iter_body,
+    read_body,
+)
 from gateway.providers.wire._call import MessagesCall
 from gateway.providers.wire._capture import WireCapture
 from gateway.providers.wire._failures import UPSTREAM_FAILURES, classify, hint_for
@@ -138,7 +145,7 @@ class MessagesProvider:
         that counts no tokens refuses before anything is sent."""
         if not self._profile.counts_tokens:
             raise RequestNotHonoured(f"the {self.name} transport does not count tokens.")
-        headers = self._auth.call_headers(api_version)
+        headers = {**self._auth.call_headers(api_version), **beta_headers(body)}
         try:
             counted = calling(
                 lambda: self._client.messages.count_tokens(
