@@ -2,6 +2,7 @@
 
     with CallerKeys.open(settings) as keys:
         issued = keys.create("payments-svc")      # issued.key is shown once, never stored
+        keys.create("desk-7", task="general_assistant")   # with a default task
         keys.revoke(issued.key_id)
         for record in keys.list(): ...
 
@@ -33,7 +34,7 @@ from typing import Self
 from audit import EventDraft, EventKind, StoredEvent
 from audit.verify.authenticity import check_event
 from gateway._audit_errors import translated
-from gateway._inputs import check_caller
+from gateway._inputs import check_caller, check_name
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway.errors import InputError
@@ -62,6 +63,9 @@ class CallerKey:
     created_seq: int
     revoked_at: datetime | None = None
     revoked_seq: int | None = None
+    # The task a request from this key goes to when nothing else names one (no task header,
+    # no task or routed model id as `model`); None: such a request is refused.
+    task: str | None = None
 
     @property
     def active(self) -> bool:
@@ -76,6 +80,7 @@ class IssuedKey:
     caller: str
     key: str = ""
     seq: int = 0
+    task: str | None = None
 
     def __repr__(self) -> str:  # the key never reaches a log line or a traceback
         return f"IssuedKey(key_id={self.key_id!r}, caller={self.caller!r}, seq={self.seq})"
@@ -105,11 +110,13 @@ class CallerKeys:
     ) -> None:
         self.close()
 
-    def create(self, caller: str) -> IssuedKey:
-        """Issue a key for ``caller``; the CALLER_KEY event is committed before it is shown."""
+    def create(self, caller: str, *, task: str | None = None) -> IssuedKey:
+        """Issue a key for ``caller`` (with a default ``task``, if given); the CALLER_KEY
+        event is committed before it is shown."""
         name = check_caller(caller)
         if name is None:
             raise InputError("a caller key needs a caller name.", hint="Pass --caller NAME.")
+        task = check_name(task, "task", example="general_assistant")
         key_id = "key_" + secrets.token_hex(8)
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         appended = self._recorder.append(
@@ -122,11 +129,12 @@ class CallerKeys:
                     "caller": name,
                     "key_hash": hash_key(key),
                     "gateway_version": GATEWAY_VERSION,
+                    **({"task": task} if task is not None else {}),
                 },
             )
         )
         log.info("caller_key_created", key_id=key_id, caller=name, seq=appended.seq)
-        return IssuedKey(key_id=key_id, caller=name, key=key, seq=appended.seq)
+        return IssuedKey(key_id=key_id, caller=name, key=key, seq=appended.seq, task=task)
 
     def revoke(self, key_id: str, *, reason: str | None = None) -> CallerKey:
         """Revoke a key by id (a CALLER_KEY_REVOKED event); revoking twice is an InputError."""
@@ -157,6 +165,7 @@ class CallerKeys:
             created_seq=found.created_seq,
             revoked_at=datetime.now().astimezone(),
             revoked_seq=appended.seq,
+            task=found.task,
         )
 
     def list(self) -> list[CallerKey]:
@@ -197,12 +206,14 @@ def _fold(
             if not trusted or not isinstance(key_hash, str) or not isinstance(caller, str):
                 continue
             if key_id not in keys:
+                task = data.get("task")
                 keys[key_id] = CallerKey(
                     key_id=key_id,
                     caller=caller,
                     key_hash=key_hash,
                     created_at=event.recorded_at,
                     created_seq=event.seq,
+                    task=task if isinstance(task, str) else None,
                 )
         elif (known := keys.get(key_id)) is not None and known.active:
             keys[key_id] = CallerKey(
@@ -213,6 +224,7 @@ def _fold(
                 created_seq=known.created_seq,
                 revoked_at=event.recorded_at,
                 revoked_seq=event.seq,
+                task=known.task,
             )
     return sorted(keys.values(), key=lambda k: k.created_seq)
 

@@ -1,6 +1,7 @@
 """`gateway keys`: the caller keys `gateway serve` accepts, issued and revoked on the record.
 
     $ gateway keys create --caller payments-svc       # prints the key once; stores its hash
+    $ gateway keys create --caller desk-7 --task general_assistant   # with a default task
     $ gateway keys list [--format json]               # ids, callers, dates; never a key
     $ gateway keys revoke key_0123456789abcdef
 
@@ -25,21 +26,34 @@ def keys_group() -> None:
 
 @keys_group.command("create")
 @click.option("--caller", required=True, help="The calling service the key speaks for.")
+@click.option(
+    "--task",
+    default=None,
+    help="The task its requests go to when they name none (no x-gateway-task header, and a "
+    "`model` that is neither a task nor a routed model id).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
-def create_command(ctx: click.Context, caller: str, fmt: str) -> None:
+def create_command(ctx: click.Context, caller: str, task: str | None, fmt: str) -> None:
     """Issue a key for CALLER; it is printed once and only its hash is kept."""
     with CallerKeys.open(settings_of(ctx)) as keys:
-        issued = keys.create(caller)
+        issued = keys.create(caller, task=task)
     if fmt == "json":
         echo_json(
-            {"key_id": issued.key_id, "caller": issued.caller, "key": issued.key, "seq": issued.seq}
+            {
+                "key_id": issued.key_id,
+                "caller": issued.caller,
+                "key": issued.key,
+                "seq": issued.seq,
+                "task": issued.task,
+            }
         )
         return
     click.echo(issued.key)
+    default = f", default task {shown(issued.task)}" if issued.task else ""
     click.echo(
-        f"[key {issued.key_id} for caller {shown(issued.caller)}, recorded at seq {issued.seq}; "
-        "shown once, store it now]",
+        f"[key {issued.key_id} for caller {shown(issued.caller)}{default}, recorded at seq "
+        f"{issued.seq}; shown once, store it now]",
         err=True,
     )
 
@@ -59,6 +73,7 @@ def list_command(ctx: click.Context, show_all: bool, fmt: str) -> None:
         [
             k.key_id,
             k.caller,
+            k.task or "-",
             f"{k.created_at:%Y-%m-%d %H:%M:%S} (seq {k.created_seq})",
             "active"
             if k.active
@@ -66,7 +81,7 @@ def list_command(ctx: click.Context, show_all: bool, fmt: str) -> None:
         ]
         for k in found
     ]
-    click.echo(text_table(["KEY ID", "CALLER", "CREATED", "STATUS"], rows))
+    click.echo(text_table(["KEY ID", "CALLER", "TASK", "CREATED", "STATUS"], rows))
 
 
 @keys_group.command("revoke")
@@ -86,6 +101,7 @@ def _json(key: CallerKey) -> dict[str, object]:
     return {
         "key_id": key.key_id,
         "caller": key.caller,
+        "task": key.task,
         "key_hash": key.key_hash,
         "created_at": key.created_at.isoformat(),
         "created_seq": key.created_seq,

@@ -21,6 +21,7 @@ import click
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
+from gateway.cli._policy_routes import echo_routes, routes_json
 from gateway.cli._policy_show import (
     show_data,
     shown_policy,
@@ -153,6 +154,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
                     }
                     for e in report.entries
                 ],
+                "routes": routes_json(policies, approvals, required),
                 "required_approvals": required,
                 "findings": [_finding_json(f) for f in report.findings],
             }
@@ -162,6 +164,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
         click.echo(f"Policy review of {shown(folder)}")
         click.echo(text_table(headers, [_review_row(e) for e in report.entries]))
         click.echo("")
+        echo_routes(policies, approvals, required)
         echo_signoff(report.entries, approvals, required, today)
         _echo_contracts(report.entries)
         if report.findings:

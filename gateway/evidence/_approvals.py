@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -129,8 +130,9 @@ def sign_approval(key_text: str, *, task: str, fingerprint: str, approver: str) 
     return Approval(task, fingerprint, approver, public.hex(), base64.b64encode(signature).decode())
 
 
-def approval_draft(approval: Approval, policy: Policy) -> EventDraft:
-    """The APPROVAL event: who signed which fingerprint, with the approved policy stored."""
+def approval_draft(approval: Approval, policy: Policy | Mapping[str, Any]) -> EventDraft:
+    """The APPROVAL event: who signed which fingerprint, with the approved policy stored
+    (or the approved content: the routing table's, see PolicySet.approvable)."""
     return EventDraft(
         kind=EventKind.APPROVAL,
         request_id=f"approval-{uuid.uuid4().hex}",
@@ -145,7 +147,7 @@ def approval_draft(approval: Approval, policy: Policy) -> EventDraft:
             "key_id": approval.key_id,
             "signature": approval.signature,
         },
-        policy_content=policy.content(),
+        policy_content=policy.content() if isinstance(policy, Policy) else dict(policy),
     )
 
 
@@ -196,13 +198,12 @@ def approval_status(
     trusted_approvers: Mapping[str, str] | None = None,
     signature: SignatureCheck | None = None,
 ) -> dict[str, ApprovalStatus]:
-    """Each loaded task's approvals of its current fingerprint (tasks that do not load are
-    left out: there is nothing to approve)."""
-    current: dict[str, str] = {}
-    for task in tasks if tasks is not None else policies.tasks():
-        entry = policies.entry(task)
-        if entry is not None and entry.policy is not None:
-            current[task] = entry.policy.fingerprint
+    """Each loaded task's approvals of its current fingerprint, and the routing table's
+    (tasks that do not load are left out: there is nothing to approve)."""
+    signed = policies.approvable()
+    current = {
+        task: signed[task][0] for task in (tasks if tasks is not None else signed) if task in signed
+    }
     found: dict[str, tuple[list[str], list[int], set[str], list[str]]] = {
         task: ([], [], set(), []) for task in current
     }

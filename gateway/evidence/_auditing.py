@@ -260,9 +260,9 @@ class Auditing:
         key = self._settings.approver_key
         if key is None:
             raise ConfigurationError("no approver key is configured.", hint=APPROVER_KEY_HINT)
-        policy = policies.get(task)
+        fingerprint, content = policies.signed(task)
         approval = sign_approval(
-            key.get_secret_value(), task=task, fingerprint=policy.fingerprint, approver=approver
+            key.get_secret_value(), task=task, fingerprint=fingerprint, approver=approver
         )
         check = signature_check(
             trusted_record_keys(self._settings, self._store.signer), self._store.store_id
@@ -271,7 +271,7 @@ class Auditing:
         if recorded:
             store = self._writing()
             with translated():
-                store.append(approval_draft(approval, policy))
+                store.append(approval_draft(approval, content))
         return self.approvals(policies, [task])[task], recorded
 
     def approvals(

@@ -7,6 +7,7 @@ plan = plan_request(policy, catalog.get(policy.model.id), messages)
 """
 
 from gateway.policy._contract_text import broad_grant, caller_grants, contract_kind
+from gateway.policy._coverage import caller_parts, contract_of, opened_keys
 from gateway.policy._diff import FieldChange, TaskDiff, diff_policy_sets
 from gateway.policy._field_table import (
     FIELDS,
@@ -16,14 +17,19 @@ from gateway.policy._field_table import (
     field_rows,
 )
 from gateway.policy._findings import Finding, Severity
+from gateway.policy._model_choice import chosen_model
 from gateway.policy._plan import Plan, plan_request
 from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._review import ReviewReport, review_policies
+from gateway.policy._routes import ANY, ROUTES_FILE, ROUTES_TASK, Route, RouteTable
 from gateway.policy._schema import Caller, CallerChoice, CallerRange, Generation, Policy, Thinking
 
 __all__ = [
+    "ANY",
     "FIELDS",
     "PLACEHOLDER_INPUT",
+    "ROUTES_FILE",
+    "ROUTES_TASK",
     "Caller",
     "CallerChoice",
     "CallerRange",
@@ -36,15 +42,21 @@ __all__ = [
     "PolicyField",
     "PolicySet",
     "ReviewReport",
+    "Route",
+    "RouteTable",
     "Severity",
     "Shown",
     "TaskDiff",
     "Thinking",
     "broad_grant",
     "caller_grants",
+    "caller_parts",
+    "chosen_model",
     "contract_kind",
+    "contract_of",
     "diff_policy_sets",
     "field_rows",
+    "opened_keys",
     "plan_request",
     "review_policies",
 ]

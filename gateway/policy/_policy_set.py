@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 from gateway.catalog import Catalog
 from gateway.errors import PolicyLoadError, PolicyViolation, UnknownTask
@@ -29,6 +30,7 @@ from gateway.policy._files import (
     read_tools,
 )
 from gateway.policy._findings import Finding, Severity, count, error
+from gateway.policy._routes import ROUTES_FILE, ROUTES_TASK, RouteTable, load_routes
 from gateway.policy._schema import Policy
 from gateway.policy.rules import Subject, check
 
@@ -55,11 +57,21 @@ class PolicyEntry:
 
 class PolicySet:
     def __init__(
-        self, policy_dir: Path, entries: dict[str, PolicyEntry], *, today: date | None = None
+        self,
+        policy_dir: Path,
+        entries: dict[str, PolicyEntry],
+        *,
+        today: date | None = None,
+        routes: RouteTable | None = None,
+        route_findings: tuple[Finding, ...] = (),
     ) -> None:
         self.policy_dir = policy_dir
         self._entries = entries
         self._today = today
+        # The folder's routes.toml (gateway.policy._routes): None when it has none, or when
+        # the table has an error finding (then no route answers).
+        self.routes = routes
+        self.route_findings = route_findings
 
     @classmethod
     def load(cls, policy_dir: Path, catalog: Catalog, *, today: date | None = None) -> PolicySet:
@@ -71,9 +83,14 @@ class PolicySet:
             )
         day = today or datetime.now(UTC).date()  # the same UTC day as effective dates
         entries = [
-            _load_one(path, policy_dir, catalog, day) for path in sorted(policy_dir.glob("*.toml"))
+            _load_one(path, policy_dir, catalog, day)
+            for path in sorted(policy_dir.glob("*.toml"))
+            if path.name != ROUTES_FILE
         ]
-        return cls(policy_dir, {e.task: e for e in _flag_duplicates(entries)}, today=today)
+        loaded = {e.task: e for e in _flag_duplicates(entries)}
+        served = {t: e.policy.model.allowed if e.policy else None for t, e in loaded.items()}
+        routes, found = load_routes(policy_dir, catalog, served)
+        return cls(policy_dir, loaded, today=today, routes=routes, route_findings=found)
 
     def today(self) -> date:
         """The day effective dates are checked against (see the module docstring)."""
@@ -121,9 +138,30 @@ class PolicySet:
     def entries(self) -> list[PolicyEntry]:
         return [self._entries[t] for t in self.tasks()]
 
+    def approvable(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """What approvals sign: each loaded task's fingerprint and content, and the routing
+        table's under :data:`ROUTES_TASK` when it loads."""
+        signed = {p.task: (p.fingerprint, p.content()) for p in self.policies()}
+        if self.routes is not None:
+            signed[ROUTES_TASK] = (self.routes.fingerprint, self.routes.content())
+        return signed
+
+    def signed(self, task: str) -> tuple[str, dict[str, Any]]:
+        """What an approval of ``task`` signs (see :meth:`approvable`); UnknownTask or
+        PolicyLoadError when there is nothing to sign."""
+        signed = self.approvable().get(task)
+        if signed is not None:
+            return signed
+        if task != ROUTES_TASK:
+            self.get(task)  # raises why: an unknown task, or one that does not load
+        raise PolicyLoadError(
+            f"the routing table ({ROUTES_FILE}) does not load, so there is nothing to approve.",
+            hint=f"Run 'gateway policy review' on {str(self.policy_dir)!r} for its findings.",
+        )
+
     @property
     def findings(self) -> tuple[Finding, ...]:
-        found = tuple(f for e in self.entries() for f in e.findings)
+        found = tuple(f for e in self.entries() for f in e.findings) + self.route_findings
         if not self._entries:
             return (
                 error(
@@ -162,10 +200,28 @@ def _load_one(path: Path, policy_dir: Path, catalog: Catalog, today: date) -> Po
         }
     )
     findings += check(Subject(name, data, catalog.get(data.model.id), today))
+    findings += _choice_findings(name, data, catalog, today, findings)
     policy = None
     if not any(f.severity is Severity.ERROR for f in findings):
         policy = data.model_copy(update={"tools": tools.with_choice_settled()})
     return PolicyEntry(path.stem, name, data, policy, tuple(findings))
+
+
+def _choice_findings(
+    name: str, data: Policy, catalog: Catalog, today: date, pinned: list[Finding]
+) -> list[Finding]:
+    """Each ``[model] choices`` entry reviewed as the pinned model is: the rules' findings
+    for the policy on that model that the pinned model does not already have."""
+    known = {(f.rule, f.key) for f in pinned}
+    found: list[Finding] = []
+    for i, choice in enumerate(data.model.choices or ()):
+        for f in check(Subject(name, data.on_model(choice), catalog.get(choice), today)):
+            if (f.rule, f.key) in known:
+                continue
+            key = f"model.choices[{i}]" if f.key == "model.id" else f.key
+            message = f"With the caller's model choice {choice!r}: {f.message}"
+            found.append(f.model_copy(update={"key": key, "message": message}))
+    return found
 
 
 def _flag_duplicates(entries: list[PolicyEntry]) -> list[PolicyEntry]:

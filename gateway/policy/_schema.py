@@ -237,6 +237,16 @@ class ModelTable(BaseModel):
     # Where inference must run; sent as ``inference_geo`` and checked against the answer's
     # ``usage.inference_geo``. None: wherever the workspace's default sends it.
     inference_geo: Annotated[InferenceGeo | None, UNSET] = None
+    # Other models a caller may choose by naming one as the request's model (each reviewed
+    # as the pinned one is); any other request is answered by ``id``.
+    choices: Annotated[
+        tuple[str, ...] | None, Field(strict=False), In("model_choices", omitted=None)
+    ] = None
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        """The models that may answer: the pinned one first, then the choices."""
+        return (self.id, *(self.choices or ()))
 
 
 class PromptTable(BaseModel):
@@ -372,8 +382,10 @@ class Policy(BaseModel):
         return self.model_copy(update={**update, "derived": derivation})
 
     def on_model(self, model_id: str) -> Policy:
-        """This policy with another pinned model (a migration's or an experiment's)."""
-        return self.model_copy(update={"model": self.model.model_copy(update={"id": model_id})})
+        """This policy with another pinned model (a migration's or an experiment's), and no
+        other model a caller could choose instead."""
+        moved = self.model.model_copy(update={"id": model_id, "choices": None})
+        return self.model_copy(update={"model": moved})
 
     @cached_property
     def fingerprint(self) -> str:  # cached: the model is frozen, and every record needs it

@@ -33,6 +33,8 @@ from gateway.policy import plan_request
 from gateway.result import Result
 from gateway.server._errors import ApiError, answer_for
 from gateway.server._lifecycle import ServerState
+from gateway.server._models import listed_models
+from gateway.server._routing import TASK_HEADER, ChosenTask, choose_task, unrouted
 from gateway.server._sse import SSE_HEADERS, EventStreamResponse, error_frame, frame
 from gateway.server._wire import (
     CAPPED_HEADER,
@@ -48,7 +50,6 @@ __all__ = ["count_tokens", "healthz", "messages", "model", "models", "readyz"]
 
 MAX_JSON_DEPTH = 64  # a Messages request is a few levels deep; this leaves room for tools
 BYTES_PER_TOKEN = 4  # count_tokens is an estimate, the same one the gateway sizes input by
-TASK_HEADER = "x-gateway-task"
 
 
 def state_of(request: Request) -> ServerState:
@@ -104,15 +105,31 @@ async def messages(request: Request) -> Response:
     state = state_of(request)
     key = await _caller(request, state)
     body = await read_json(request, state.settings.server_max_body_bytes)
+    chosen = choose_task(
+        body, header_task=request.headers.get(TASK_HEADER), key=key, policies=state.policies
+    )
     call = parse_messages(
         body,
-        header_task=request.headers.get(TASK_HEADER),
+        header_task=chosen.task,
         policies=state.policies,
         betas=request.headers.get("anthropic-beta"),
     )
+    if preferred := chosen.overrides(state.policies):
+        call = replace(call, overrides={**call.overrides, **preferred})
     request.state.task = call.task
-    if call.stream:
-        return await _stream(request, state, key, call)
+    try:
+        if call.stream:
+            return await _stream(request, state, key, call)
+        return await _complete(request, state, key, call)
+    except UnknownTask as exc:
+        if chosen.unmatched:
+            raise unrouted(exc, chosen, key, state.policies) from None
+        raise
+
+
+async def _complete(
+    request: Request, state: ServerState, key: CallerKey, call: MessagesCall
+) -> Response:
     told: list[str] = []
     try:
         # Past the time-out the call is cancelled, and the gateway records it CANCELLED.
@@ -255,12 +272,20 @@ def _with_gateway_id(event: dict[str, Any], request_id: str) -> dict[str, Any]:
 
 async def count_tokens(request: Request) -> Response:
     state = state_of(request)
-    await _caller(request, state)
+    key = await _caller(request, state)
     body = await read_json(request, state.settings.server_max_body_bytes)
-    task, given = parse_count_tokens(body, header_task=request.headers.get(TASK_HEADER))
+    chosen = choose_task(
+        body, header_task=request.headers.get(TASK_HEADER), key=key, policies=state.policies
+    )
+    task, given = parse_count_tokens(body, header_task=chosen.task)
     request.state.task = task
-    policy = state.policies.get(task)
-    model_info = state.catalog.get(policy.model.id)
+    try:
+        policy = state.policies.get(task)
+    except UnknownTask as exc:
+        if chosen.unmatched:
+            raise unrouted(exc, chosen, key, state.policies) from None
+        raise
+    model_info = state.catalog.get(chosen.overrides(state.policies).get("model", policy.model.id))
     if model_info is None:
         raise UnknownTask(task, [p.task for p in state.policies.policies()])
     if not isinstance(given, list):
@@ -278,49 +303,46 @@ def _estimate(body: dict[str, Any]) -> int:
     return max(1, math.ceil(len(json.dumps(read, ensure_ascii=False).encode()) / BYTES_PER_TOKEN))
 
 
-def _task_entry(state: ServerState, task: str) -> dict[str, Any]:
-    return {
-        "type": "model",
-        "id": task,
-        "display_name": task,
-        "created_at": state.started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-
-
 async def models(request: Request) -> Response:
     state = state_of(request)
-    await _caller(request, state)
-    tasks = sorted(p.task for p in state.policies.policies())
+    key = await _caller(request, state)
+    entries = _listed(state, key)
+    ids = list(entries)
     query = request.query_params
     try:
         limit = min(max(int(query.get("limit", "20")), 1), 1000)
     except ValueError:
         raise ApiError(400, "invalid_request_error", "'limit' must be a number.") from None
     if (after := query.get("after_id")) is not None:
-        tasks = [t for t in tasks if t > after]
+        ids = [i for i in ids if i > after]
     if (before := query.get("before_id")) is not None:
-        kept = [t for t in tasks if t < before]
-        tasks, has_more = kept[-limit:], len(kept) > limit
+        kept = [i for i in ids if i < before]
+        ids, has_more = kept[-limit:], len(kept) > limit
     else:
-        tasks, has_more = tasks[:limit], len(tasks) > limit
+        ids, has_more = ids[:limit], len(ids) > limit
     return JSONResponse(
         {
-            "data": [_task_entry(state, t) for t in tasks],
+            "data": [entries[i] for i in ids],
             "has_more": has_more,
-            "first_id": tasks[0] if tasks else None,
-            "last_id": tasks[-1] if tasks else None,
+            "first_id": ids[0] if ids else None,
+            "last_id": ids[-1] if ids else None,
         }
     )
 
 
 async def model(request: Request) -> Response:
     state = state_of(request)
-    await _caller(request, state)
-    task = request.path_params["model_id"]
-    known = [p.task for p in state.policies.policies()]
-    if task not in known:
-        raise UnknownTask(task, known)
-    return JSONResponse(_task_entry(state, task))
+    key = await _caller(request, state)
+    wanted = request.path_params["model_id"]
+    entry = _listed(state, key).get(wanted)
+    if entry is None:
+        raise unrouted(UnknownTask(wanted, []), ChosenTask(wanted), key, state.policies)
+    return JSONResponse(entry)
+
+
+def _listed(state: ServerState, key: CallerKey) -> dict[str, dict[str, Any]]:
+    created = state.started_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return listed_models(state.policies, state.catalog, key, created)
 
 
 async def healthz(request: Request) -> Response:

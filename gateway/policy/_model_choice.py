@@ -1,0 +1,36 @@
+"""Which model answers a request: the pinned one, or one of the policy's ``[model] choices``.
+
+    model_id, rest = chosen_model(policy, {"model": "claude-opus-4-7", "max_tokens": 900})
+
+A caller picks a choice with the ``model`` override (``gateway serve`` sets it from the
+request's real model id when the policy lists it). The override is taken out of the rest:
+the model is recorded as the request's model, not as a generation parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gateway.errors import PolicyViolation
+from gateway.policy._schema import Policy
+
+MODEL_KEY = "model"
+
+
+def chosen_model(
+    policy: Policy, overrides: Mapping[str, object] | None
+) -> tuple[str, Mapping[str, object] | None]:
+    """The model id that answers, and the overrides without ``model``; PolicyViolation
+    (key ``model.choices``) for a model the policy does not let answer."""
+    if not overrides or MODEL_KEY not in overrides:
+        return policy.model.id, overrides
+    asked = overrides[MODEL_KEY]
+    rest = {key: value for key, value in overrides.items() if key != MODEL_KEY}
+    allowed = policy.model.allowed
+    if not isinstance(asked, str) or asked not in allowed:
+        raise PolicyViolation(
+            f"the request asks for model {asked!r}, but task {policy.task!r} is answered only "
+            f"by {', '.join(allowed)} (model.id and [model] choices).",
+            key="model.choices",
+        )
+    return asked, rest or None
