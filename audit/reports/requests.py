@@ -64,6 +64,13 @@ class RequestSummary(BaseModel):
     # Format 2: an event of the request is committed and signed but not yet linked by the
     # integrator (no receipt until its next checkpoint covers it).
     pending_integration: bool = False
+    # The policy version the request ran under (its first event's), and the names of the
+    # settings its caller asked for (the keys of the intent's or refusal's ``requested``).
+    policy_fingerprint: str | None = None
+    requested: tuple[str, ...] = ()
+    # What the gateway calls the policy's caller contract ("strict", "opened"): the store
+    # knows no contracts, the gateway fills it in (gateway.evidence); None where unknown.
+    contract: str | None = None
 
 
 @dataclass
@@ -94,6 +101,7 @@ class _Acc:
             caller=self.first.caller,
             label=_label(self.first),
             started_at=self.first.recorded_at,
+            policy_fingerprint=self.first.policy_fingerprint,
             first_seq=self.first.seq,
             last_seq=self.last_seq,
             events=len(self.kinds),
@@ -120,6 +128,9 @@ def _measures(event: StoredEvent) -> dict[str, Any]:
     latency = data.get("latency_ms")
     if isinstance(latency, int | float) and not isinstance(latency, bool):
         found["latency_ms"] = float(latency)
+    requested = data.get("requested")
+    if event.kind in (EventKind.REQUEST, EventKind.REJECTED) and isinstance(requested, dict):
+        found["requested"] = tuple(sorted(k for k in requested if isinstance(k, str)))
     return found
 
 

@@ -41,7 +41,7 @@ from gateway.evidence import (
     UsageReport,
     UsageRow,
 )
-from gateway.policy import PolicySet
+from gateway.policy import PolicySet, caller_parts
 from gateway.settings import Settings
 
 
@@ -113,7 +113,7 @@ def audit_list(
     else:
         click.echo(
             f"{'seq':>13}  {'started (UTC)':19}  {'status':15}  {'task':22}  {'label':22}  "
-            f"{'caller':18}  {'model':20}  {'tokens in/out':>13}  {'latency':>9}  "
+            f"{'caller':18}  {'contract':8}  {'model':20}  {'tokens in/out':>13}  {'latency':>9}  "
             f"{'cost (USD)':>10}  id"
         )
         for r in rows:
@@ -122,7 +122,8 @@ def audit_list(
             click.echo(
                 f"{seqs:>13}  {r.started_at:%Y-%m-%d %H:%M:%S}  {_cell(r.status, 15)}  "
                 f"{_cell(r.task, 22)}  {_cell(r.label, 22)}  {_cell(r.caller, 18)}  "
-                f"{_cell(r.model, 20)}  {_tokens(r.input_tokens, r.output_tokens):>13}  "
+                f"{_cell(r.contract, 8)}  {_cell(r.model, 20)}  "
+                f"{_tokens(r.input_tokens, r.output_tokens):>13}  "
                 f"{_latency(r.latency_ms):>9}  {_request_cost(r.cost_usd):>10}  "
                 f"{shown(r.request_id)}"
             )
@@ -231,6 +232,7 @@ USAGE_FIELDS = (
     "cache_read_tokens",
     "cost_usd",
     "unpriced_requests",
+    "contract",
 )
 
 
@@ -253,13 +255,13 @@ def _print_usage(report: UsageReport) -> None:
     width = max(len(report.by), *(len(shown(r.key)) for r in report.rows), 5)
     click.echo(
         f"{report.by:{width}}  {'requests':>8}  {'input':>12}  {'output':>12}  "
-        f"{'cache write':>12}  {'cache read':>12}  cost (USD)"
+        f"{'cache write':>12}  {'cache read':>12}  {'contract':8}  cost (USD)"
     )
     for row in (*report.rows, report.total):
         click.echo(
             f"{shown(row.key):{width}}  {row.requests:>8,}  {row.input_tokens:>12,}  "
             f"{row.output_tokens:>12,}  {row.cache_write_tokens:>12,}  "
-            f"{row.cache_read_tokens:>12,}  {_cost(row)}"
+            f"{row.cache_read_tokens:>12,}  {row.contract:8}  {_cost(row)}"
         )
     unpriced = sorted(
         {m for r in report.rows if not r.priced for m in r.models} - set(report.price_sources)
@@ -299,12 +301,13 @@ def audit_show(
         recorded = auditing.read_content(request_id, reviewer=reviewer) if reviewer else None
         reads = auditing.reads_of(request_id)
         pending = auditing.pending_integration(events)
+        coverage = _coverage(auditing, events)
     if fmt == "json":
         rows = [
             {**e.json_row(), **({"pending_integration": True} if e.seq in pending else {})}
             for e in events
         ]
-        out: dict[str, Any] = {"request_id": request_id, "events": rows}
+        out: dict[str, Any] = {"request_id": request_id, "coverage": coverage, "events": rows}
         if reads:
             out["reads"] = [_read_json(e) for e in reads]
         if recorded is not None:
@@ -318,6 +321,8 @@ def audit_show(
     )
     fingerprint = next((e.policy_fingerprint for e in events if e.policy_fingerprint), None)
     click.echo(f"policy {shown(fingerprint or '-')}")
+    parts = ", ".join(coverage["caller_supplied"]) or "nothing"
+    click.echo(f"contract {shown(coverage['contract'] or '-')}; caller-supplied: {shown(parts)}")
     for e in events:
         # Format 2: committed and signed, not yet linked into the chain by the integrator.
         mark = "  (pending integration)" if e.seq in pending else ""
@@ -340,6 +345,15 @@ def audit_show(
             )
     if recorded is not None:
         _print_content(recorded)
+
+
+def _coverage(auditing: Auditing, events: list[StoredEvent]) -> dict[str, Any]:
+    """The caller contract the request ran under, and the parts its caller brought (as its
+    intent, or its refusal, recorded them)."""
+    first = next((e for e in events if e.kind in (EventKind.REQUEST, EventKind.REJECTED)), None)
+    fingerprint = first.policy_fingerprint if first is not None else None
+    requested = first.data.get("requested") if first is not None else None
+    return {"contract": auditing.contract(fingerprint), "caller_supplied": caller_parts(requested)}
 
 
 SHOW_CUT = 200  # characters of one data value in text output; the rest is marked, never lost

@@ -71,9 +71,9 @@ from gateway.evidence._audit_content import (
     recorded_content,
     selected_by_export,
 )
-from gateway.evidence._usage import GroupBy, UsageReport, priced, usage_report
+from gateway.evidence._usage import GroupBy, UsageReport, covered, usage_report
 from gateway.keys import integrator_keys, record_signer, trusted_record_keys
-from gateway.policy import PolicySet
+from gateway.policy import PolicySet, contract_of
 from gateway.settings import Settings
 
 __all__ = [
@@ -158,11 +158,11 @@ class Auditing:
     ) -> list[RequestSummary]:
         """The newest ``limit`` requests matching ``filters`` (all when None), oldest first,
         each with its estimated cost priced from ``catalog`` (the configured one by default;
-        ``cost_usd`` None where unpriced, as :meth:`usage`)."""
+        ``cost_usd`` None where unpriced, as :meth:`usage`) and its caller ``contract``."""
         catalog = catalog if catalog is not None else Catalog.load(self._settings.catalog_override)
         with translated():
             rows = list_requests(self._store, filters, status=request_status, limit=limit)
-        return [priced(row, catalog) for row in rows]
+            return covered(rows, catalog, self._store.policy_content)
 
     def count_requests(self, filters: EventFilter | None = None) -> int:
         """How many requests :meth:`requests` would list without a limit (counted by the
@@ -181,8 +181,16 @@ class Auditing:
         without a sourced price is counted as unpriced, never estimated."""
         if catalog is None:
             catalog = Catalog.load(self._settings.catalog_override)
+        store = self._store
         with translated():
-            return usage_report(self._store.iter_events, catalog, by=by, filters=filters)
+            return usage_report(
+                store.iter_events, catalog, by=by, filters=filters, content=store.policy_content
+            )
+
+    def contract(self, fingerprint: str | None) -> str | None:
+        """The caller contract ("strict", "opened") of a recorded policy version, or None."""
+        with translated():
+            return contract_of(self._store.policy_content(fingerprint)) if fingerprint else None
 
     def pending_integration(self, events: list[StoredEvent]) -> set[int]:
         """The seqs of ``events`` a format-2 log has not linked yet (audit show marks them)."""

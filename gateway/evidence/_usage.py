@@ -8,6 +8,10 @@ RESPONSE events, and CANCELLED events that carry one (an answer that had arrived
 caller left was billed all the same). Cache hits and rejected requests made no upstream call
 and cost nothing. The events are streamed page by page; memory holds one row per group.
 
+Each row also counts its requests by the caller contract of the policy version they ran
+under ("strict" or "opened", :func:`gateway.policy.contract_of` of the recorded content):
+coverage, the share of a task's traffic whose callers brought their own parts.
+
 Cost uses the catalog's per-model prices (US dollars per million tokens, each with a dated
 source). A group with usage of a model the catalog does not price has that part counted in
 ``unpriced_requests`` and never estimated: a figure nobody can source is worse than none.
@@ -25,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from audit import EventFilter, EventKind, StoredEvent
 from audit.reports.requests import USAGE_COLUMNS, RequestSummary
 from gateway.catalog import Catalog, ModelInfo
+from gateway.policy import contract_of
 
 __all__ = [
     "TOKEN_KINDS",
@@ -32,6 +37,7 @@ __all__ = [
     "UsageReport",
     "UsageRow",
     "answer_cost",
+    "covered",
     "priced",
     "usage_report",
 ]
@@ -67,6 +73,15 @@ class UsageRow(BaseModel):
     cost_usd: float | None
     unpriced_requests: int
     models: tuple[str, ...]  # the models the group's usage is of (its prices' entries)
+    # Requests by the caller contract they ran under: {"strict": 3, "opened": 2}; a policy
+    # version whose content is not in the log counts as "unknown".
+    contracts: dict[str, int] = {}
+
+    @property
+    def contract(self) -> str:
+        """ "strict", "opened", "mixed" (some of each), or "-" (none known)."""
+        known = {c for c in self.contracts if c != "unknown"}
+        return known.pop() if len(known) == 1 else "mixed" if known else "-"
 
     @property
     def priced(self) -> bool:
@@ -93,9 +108,18 @@ class _Sum:
     priced_requests: int = 0
     unpriced_requests: int = 0
     models: set[str] = field(default_factory=set)
+    contracts: dict[str, int] = field(default_factory=dict)
 
-    def add(self, model: str | None, usage: Mapping[str, int], info: ModelInfo | None) -> None:
+    def add(
+        self,
+        model: str | None,
+        usage: Mapping[str, int],
+        info: ModelInfo | None,
+        contract: str | None = None,
+    ) -> None:
         self.requests += 1
+        kind = contract or "unknown"
+        self.contracts[kind] = self.contracts.get(kind, 0) + 1
         if model is not None:
             self.models.add(model)
         for kind, count in usage.items():
@@ -119,6 +143,7 @@ class _Sum:
             cost_usd=self.cost if self.priced_requests else None,
             unpriced_requests=self.unpriced_requests,
             models=tuple(sorted(self.models)),
+            contracts=dict(sorted(self.contracts.items())),
         )
 
 
@@ -194,13 +219,20 @@ def _outcomes(events: EventSource, filters: EventFilter) -> Iterator[StoredEvent
 
 
 def usage_report(
-    events: EventSource, catalog: Catalog, *, by: GroupBy, filters: EventFilter | None = None
+    events: EventSource,
+    catalog: Catalog,
+    *,
+    by: GroupBy,
+    filters: EventFilter | None = None,
+    content: Callable[[str], Mapping[str, Any] | None] | None = None,
 ) -> UsageReport:
     """Sum the recorded usage of the outcomes matching ``filters``, grouped ``by``.
 
     ``events`` is the store's paging reader (:meth:`audit.AuditStore.iter_events`); a row's
-    model is the one that answered (echoed in the outcome), priced from ``catalog``.
+    model is the one that answered (echoed in the outcome), priced from ``catalog``;
+    ``content`` reads a recorded policy version by fingerprint, for each row's contracts.
     """
+    contracts = _ContractLookup(content) if content is not None else None
     filters = filters or EventFilter()
     groups: dict[str, _Sum] = {}
     total = _Sum()
@@ -217,8 +249,9 @@ def usage_report(
                 for fact in TOKEN_KINDS.values()
                 if getattr(info, fact) is not None and fact in info.sources
             }
-        groups.setdefault(_key(event, by, model), _Sum()).add(model, usage, info)
-        total.add(model, usage, info)
+        contract = contracts(event.policy_fingerprint) if contracts is not None else None
+        groups.setdefault(_key(event, by, model), _Sum()).add(model, usage, info, contract)
+        total.add(model, usage, info, contract)
     return UsageReport(
         by=by,
         since=filters.since,
@@ -227,3 +260,33 @@ def usage_report(
         total=total.row("total"),
         price_sources={m: s for m, s in sorted(sources.items()) if s},
     )
+
+
+class _ContractLookup:
+    """The caller contract of each recorded policy version, read from the log once per
+    fingerprint: ``lookup(fingerprint)`` is "strict", "opened", or None (no such content)."""
+
+    def __init__(self, content: Callable[[str], Mapping[str, Any] | None]) -> None:
+        self._content = content
+        self._known: dict[str, str | None] = {}
+
+    def __call__(self, fingerprint: str | None) -> str | None:
+        if fingerprint is None:
+            return None
+        if fingerprint not in self._known:
+            self._known[fingerprint] = contract_of(self._content(fingerprint))
+        return self._known[fingerprint]
+
+
+def covered(
+    rows: Iterable[RequestSummary],
+    catalog: Catalog,
+    content: Callable[[str], Mapping[str, Any] | None],
+) -> list[RequestSummary]:
+    """``rows`` priced (:func:`priced`), each with the caller contract of the policy version
+    it ran under, read by ``content`` (the store's policy reader) once per version."""
+    contracts = _ContractLookup(content)
+    return [
+        priced(row, catalog).model_copy(update={"contract": contracts(row.policy_fingerprint)})
+        for row in rows
+    ]

@@ -12,22 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from gateway.policy._schema import CALLER_PARTS as OPENING_KEYS
+
 Contract = Literal["strict", "opened"]
 
-# The [caller] keys that open a part of the request the caller brings.
-OPENING_KEYS = (
-    "system",
-    "tools",
-    "output",
-    "thinking",
-    "stop_sequences",
-    "metadata",
-    "context_management",
-    "betas",
-)
-
 # A request's overrides that are a part the caller brought, and what an auditor calls them.
-CALLER_PARTS = {
+PART_NAMES = {
     "system": "system prompt",
     "tools": "tools",
     "tool_choice": "tool choice",
@@ -41,7 +31,9 @@ CALLER_PARTS = {
 
 
 def opened_keys(content: Mapping[str, object] | None) -> tuple[str, ...]:
-    """The ``[caller]`` keys of a policy's content that open a caller-supplied part."""
+    """The ``[caller]`` keys of a policy's content that open a caller-supplied part (the
+    recorded form of :meth:`Caller.parts`, read without rebuilding the policy, so content
+    of every age answers)."""
     caller = content.get("caller") if content is not None else None
     if not isinstance(caller, Mapping):
         return ()
@@ -68,4 +60,4 @@ def caller_parts(requested: object) -> tuple[str, ...]:
     """The caller-supplied parts a request carried, by an auditor's name, in a fixed order."""
     if not isinstance(requested, Mapping):
         return ()
-    return tuple(name for key, name in CALLER_PARTS.items() if key in requested)
+    return tuple(name for key, name in PART_NAMES.items() if key in requested)

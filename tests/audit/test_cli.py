@@ -191,4 +191,6 @@ def test_show_json_is_the_stored_events_json_row(db: tuple[str, Path]) -> None:
     shown = json.loads(run(url, "audit", "show", "r-failed", "--format", "json").output)
     with AuditStore.open(url) as store:
         stored = store.events_for_request("r-failed")
+    # Beside the events: what the caller brought (issue 23's coverage), read from them.
+    assert shown.pop("coverage") == {"contract": None, "caller_supplied": []}
     assert shown == {"request_id": "r-failed", "events": [e.json_row() for e in stored]}

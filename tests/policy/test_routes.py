@@ -8,7 +8,7 @@ import pytest
 from gateway.catalog import Catalog
 from gateway.errors import PolicyViolation
 from gateway.policy import ROUTES_TASK, PolicySet, chosen_model
-from tests.policy.conftest import TODAY, VALID, WriteFolder
+from tests.policy.conftest import SHIPPED, TODAY, VALID, WriteFolder
 
 HEAD = 'schema = 1\ndescription = "Routes for tests."\nowner = "tests"\n'
 
@@ -145,3 +145,12 @@ def test_choices_left_unset_keep_the_fingerprint_and_a_migration_drops_them(
     assert "model_choices" not in policies.get("plain").content()
     assert policies.get("chooser").content()["model_choices"] == ["claude-opus-4-6"]
     assert policies.get("chooser").on_model("local:ngram").model.allowed == ("local:ngram",)
+
+
+def test_the_shipped_table_sends_any_current_claude_model_to_the_general_assistant(
+    catalog: Catalog,
+) -> None:
+    policies = PolicySet.load(SHIPPED, catalog, today=TODAY)
+    assert policies.routes is not None
+    found = policies.routes.route("a-new-caller", "claude-sonnet-4-6")
+    assert found is not None and found.task == "general_assistant"
