@@ -52,10 +52,12 @@ class _Walk:
     tool_names: frozenset[str]
     tools_key: str = "tools.file"  # the policy key that governs the tools
     thinking: bool = False  # whether thinking blocks may be passed back
+    system_turns: bool = False  # whether system messages may sit inside the conversation
     tool_use_ids: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     attachment_bytes: int = 0
     text_bytes: int = 0
+    system_bytes: int = 0
     ttls: list[str] = field(default_factory=list)  # cache breakpoints in prefix order
 
 
@@ -63,6 +65,7 @@ class _Walk:
 class CheckedMessages:
     messages: list[dict[str, Any]]
     text_bytes: int  # UTF-8 bytes of the text, tool inputs and tool results
+    system_bytes: int = 0  # of that, the text of system messages inside the conversation
 
 
 def policy_breakpoints(policy: Policy) -> list[str]:
@@ -79,9 +82,12 @@ def check_messages(
     *,
     tool_names: frozenset[str] | None = None,
     thinking: bool = False,
+    prefix: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], []),
 ) -> CheckedMessages:
     """``tool_names``: the caller's own tools (under ``[caller] tools``), None for the policy's;
-    ``thinking``: whether the request thinks (its thinking blocks may be passed back)."""
+    ``thinking``: whether the request thinks (its thinking blocks may be passed back);
+    ``prefix``: the caller's own tools and system blocks, whose cache_control breakpoints
+    come before the messages' (tools, then the policy's own, then the system blocks)."""
     if not isinstance(messages, list) or not messages:
         raise InputError("no messages were given.", hint="Pass a prompt or a list of messages.")
     if tool_names is None:
@@ -92,7 +98,15 @@ def check_messages(
     else:
         names, tools_key = tool_names, "caller.tools"
     thinks = thinking or policy.caller.thinking is not None
-    walk = _Walk(policy, names, tools_key, thinks, ttls=policy_breakpoints(policy))
+    tools, system = prefix
+    # A caller that may bring its own system prompt may also place system text between
+    # turns (a mid-conversation system message); it is the caller's system prompt too.
+    walk = _Walk(policy, names, tools_key, thinks, "system" in policy.caller.parts())
+    for block in tools:
+        _cache_control(walk, block, f"tool {str(block.get('name'))[:64]!r}")
+    walk.ttls += policy_breakpoints(policy)
+    for block in system:
+        _cache_control(walk, block, "the system prompt")
     clean: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         where = f"message {i + 1}"
@@ -101,6 +115,9 @@ def check_messages(
                 f"{where} is malformed: each message needs exactly 'role' and 'content'."
             )
         role, content = message["role"], message["content"]
+        if role == "system" and walk.system_turns and i > 0:
+            clean.append({"role": role, "content": _system_turn(walk, content, where)})
+            continue
         if role not in ("user", "assistant"):
             raise InputError(f"{where} has role {role!r}; only 'user' and 'assistant' are allowed.")
         if i == 0 and role != "user":
@@ -112,7 +129,7 @@ def check_messages(
             f"the {MAX_REQUEST_BYTES // MIB} MiB the provider accepts in one request.",
             hint="Send fewer or smaller attachments per request.",
         )
-    return CheckedMessages(clean, walk.text_bytes)
+    return CheckedMessages(clean, walk.text_bytes, walk.system_bytes)
 
 
 def check_unicode(text: str, where: str) -> str:
@@ -397,6 +414,23 @@ def _tool_result(walk: _Walk, block: dict[str, Any], role: str, where: str) -> N
                 f"{where} has a tool_result holding a block other than text, image or document."
             )
         _block(walk, inner, role, where)
+
+
+def _system_turn(walk: _Walk, content: object, where: str) -> str | list[dict[str, Any]]:
+    """A system message inside the conversation: text, or text blocks."""
+    before = walk.text_bytes
+    if isinstance(content, str):
+        _text(walk, content, where)
+    elif (
+        isinstance(content, list)
+        and content
+        and all(isinstance(b, dict) and b.get("type") == "text" for b in content)
+    ):
+        content = [_block(walk, b, "system", where) for b in content]
+    else:
+        raise InputError(f"{where} is a system message whose content is not text.")
+    walk.system_bytes += walk.text_bytes - before
+    return content
 
 
 def _thinking_block(walk: _Walk, block: dict[str, Any], where: str) -> None:

@@ -154,22 +154,41 @@ def _json_bytes(value: object) -> int:
 
 
 def _system(policy: Policy, bound: CallerSystem, value: object) -> str | list[dict[str, Any]]:
-    if isinstance(value, str):
-        size = len(value.encode())
-    elif isinstance(value, list) and value and all(_is_text_block(b) for b in value):
-        size = sum(len(b["text"].encode()) for b in value)
-    else:
+    if not (
+        isinstance(value, str)
+        or (isinstance(value, list) and value and all(_is_text_block(b) for b in value))
+    ):
         raise InputError(
             "the request's 'system' is neither text nor a list of text blocks "
             '({"type": "text", "text": ..., "cache_control"?}).'
         )
+    _within_system_bound(policy, bound, system_bytes(value))
+    return value
+
+
+def system_bytes(value: str | list[dict[str, Any]] | None) -> int:
+    """The UTF-8 bytes of a caller's system text (a string or text blocks)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value.encode())
+    return sum(len(b["text"].encode()) for b in value)
+
+
+def check_system_size(policy: Policy, parts: CallerParts, in_turns: int) -> None:
+    """The caller's system text, with the system messages inside its conversation
+    (``in_turns`` bytes), within ``[caller] system`` max_bytes."""
+    assert policy.caller.system is not None  # only such a caller may send system turns
+    _within_system_bound(policy, policy.caller.system, system_bytes(parts.system) + in_turns)
+
+
+def _within_system_bound(policy: Policy, bound: CallerSystem, size: int) -> None:
     if bound.max_bytes is not None and size > bound.max_bytes:
         raise _outside(
             policy,
             "system",
-            f"the caller's system prompt is {size:,} bytes, more than {bound.max_bytes:,}",
+            f"the caller's system text is {size:,} bytes, more than {bound.max_bytes:,}",
         )
-    return value
 
 
 def _is_text_block(block: object) -> bool:

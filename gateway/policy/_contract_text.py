@@ -85,14 +85,19 @@ def _parts(policy: Policy) -> list[str]:
             )
         elif policy.prompt.system is not None:
             said.append(
-                f"Callers may replace the system prompt with their own ({size}); the "
-                "policy's is sent only when a caller sends none."
+                f"Callers may replace the system prompt with their own ({size}, with any "
+                "system messages between turns); the policy's is sent only when a caller "
+                "sends none."
             )
         else:
-            said.append(f"Callers may send their own system prompt ({size}).")
+            said.append(
+                f"Callers may send their own system prompt ({size}, with any system messages "
+                "between turns)."
+            )
     if c.tools is not None:
         t = c.tools
-        names = ", ".join(t.allow) + (f" except {', '.join(t.deny)}" if t.deny else "")
+        names = "any name" if t.allow == ("*",) else "named " + ", ".join(t.allow)
+        names += f" except {', '.join(t.deny)}" if t.deny else ""
         server = ", ".join(t.server) if t.server else "none"
         choice = (
             "callers may force a tool (tool_choice)"
@@ -101,10 +106,10 @@ def _parts(policy: Policy) -> list[str]:
         )
         said.append(
             f"Callers may declare their own tools (at most {t.max_count}, "
-            f"{t.max_bytes:,} bytes in all) named {names}; provider-run tools allowed: "
+            f"{t.max_bytes:,} bytes in all) with {names}; provider-run tools allowed: "
             f"{server}; {choice}. The caller runs its tools; each call and result is recorded."
             if t.max_count is not None and t.max_bytes is not None
-            else f"Callers may declare their own tools named {names} (unbounded)."
+            else f"Callers may declare their own tools with {names} (unbounded)."
         )
     if c.output is not None and c.output.json_schema:
         said.append(

@@ -33,7 +33,7 @@ from audit.canonical import canonical_digest
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyLoadError, PolicyViolation
 from gateway.policy._content import check_messages
-from gateway.policy._contract import CallerParts, caller_parts, is_opened
+from gateway.policy._contract import CallerParts, caller_parts, check_system_size, is_opened
 from gateway.policy._findings import Finding, Severity
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy, TokenRange
 from gateway.policy.rules import Subject, check
@@ -118,7 +118,10 @@ def plan_request(
         policy,
         tool_names=parts.tool_names if parts.tools is not None else None,
         thinking=thinking is not None and thinking.type != "disabled",
+        prefix=(parts.tools or [], parts.system if isinstance(parts.system, list) else []),
     )
+    if checked.system_bytes:
+        check_system_size(policy, parts, checked.system_bytes)
     _refuse_oversized(policy, model, checked.text_bytes, parts)
     body = _body(policy, model, generation, checked.messages, parts)
     if policy.caller.forward_user_id and user_id is not None:

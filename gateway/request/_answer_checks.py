@@ -85,12 +85,15 @@ def answer_alerts(plan: Plan, response: Mapping[str, Any]) -> list[dict[str, Any
                     else "the answer reports inference elsewhere than the policy pins it",
                 }
             )
-    edits = _applied_edits(response)
+    # Edits the request asked for (a caller's, where the policy opens context_management)
+    # are expected; any other edit the server applied is not.
+    asked = _asked_edits(plan)
+    edits = [e for e in _applied_edits(response) or () if _edit_type(e) not in asked]
     if edits:
         alerts.append(
             {
                 "check": "context_management",
-                "expected": [],
+                "expected": sorted(asked),
                 "reported": [e.get("type") for e in edits if isinstance(e, Mapping)],
                 "reason": "the server edited the context the model read, which the policy "
                 "does not allow",
@@ -123,6 +126,16 @@ def _thinking(plan: Plan, blocks: list[Mapping[str, Any]]) -> dict[str, Any] | N
 def _has_text(block: Mapping[str, Any]) -> bool:
     text = block.get("thinking")
     return isinstance(text, str) and bool(text.strip())
+
+
+def _edit_type(edit: object) -> object:
+    return edit.get("type") if isinstance(edit, Mapping) else None
+
+
+def _asked_edits(plan: Plan) -> set[str]:
+    managed = plan.body.get("context_management")
+    edits = managed.get("edits") if isinstance(managed, Mapping) else None
+    return {str(_edit_type(e)) for e in edits or () if isinstance(_edit_type(e), str)}
 
 
 def _applied_edits(response: Mapping[str, Any]) -> list[Any] | None:

@@ -384,3 +384,26 @@ def test_the_shipped_opened_policies_load_and_strict_ones_stay_strict(catalog: C
     flagged = {(f.file, f.rule) for f in shipped.findings}
     assert ("general_assistant.toml", "caller-broad-grant") in flagged
     assert Path(SHIPPED / "general_assistant.toml").is_file()
+
+
+def test_the_callers_cache_breakpoints_count_and_need_the_policys_leave(
+    load: Any, catalog: Catalog
+) -> None:
+    mark = {"type": "ephemeral"}
+    system = [{"type": "text", "text": "a", "cache_control": mark}]
+    tools = [tool("grep", cache_control=mark), tool("read_a", cache_control=mark)]
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "one", "cache_control": mark},
+                {"type": "text", "text": "two", "cache_control": mark},
+            ],
+        }
+    ]
+    assert plan(catalog, load(), system=system, tools=tools[:1])
+    with pytest.raises(PolicyViolation) as too_many:
+        plan(catalog, load(), messages, system=system, tools=tools)
+    assert too_many.value.key == "input.cache_control"
+    closed = load(OPEN.replace("cache_control = true", "cache_control = false"))
+    assert refused(catalog, closed, system=system).key == "input.cache_control"

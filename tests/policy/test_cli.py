@@ -30,7 +30,9 @@ def test_review_of_shipped_policies_prints_the_table_and_exits_0(runner: CliRunn
     assert "MODEL" in header and "MANDATED" in header
     row = next(line for line in lines if line.startswith("compliance_review"))
     assert "claude-sonnet-4-6" in row and "temperature=0.0" in row and row.endswith("ok")
-    assert "No findings" in result.output
+    assert "Findings (0 errors, 3 warnings)" in result.output  # the opened tasks' risk notes
+    assert "  compliance_review (strict)" in result.output
+    assert "  general_assistant (opened)" in result.output
 
 
 def test_review_uses_gateway_policy_dir_by_default(runner: CliRunner) -> None:
