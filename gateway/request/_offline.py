@@ -29,5 +29,6 @@ def offline_policy(policy: Policy, catalog: Catalog) -> Policy:
         return policy
     generation = policy.generation.model_copy(update={"thinking": None, "effort": None})
     caller = policy.caller.model_copy(update={"effort": None})
-    model = policy.model.model_copy(update={"id": OFFLINE_MODEL})
+    # Only the local model: no caller may choose one of the reviewed policy's other models.
+    model = policy.model.model_copy(update={"id": OFFLINE_MODEL, "choices": None})
     return policy.derive("offline", model=model, generation=generation, caller=caller)

@@ -3,10 +3,18 @@ most specific route wins; the policy's [model] choices are reviewed like its pin
 
 from __future__ import annotations
 
-import pytest
+import json
+import secrets
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner, Result
+
+from audit import AuditStore
+from gateway import Gateway, Settings
 from gateway.catalog import Catalog
-from gateway.errors import PolicyViolation
+from gateway.cli import main
+from gateway.errors import PolicyLoadError, PolicyViolation
 from gateway.policy import ROUTES_TASK, PolicySet, chosen_model
 from tests.policy.conftest import SHIPPED, TODAY, VALID, WriteFolder
 
@@ -154,3 +162,51 @@ def test_the_shipped_table_sends_any_current_claude_model_to_the_general_assista
     assert policies.routes is not None
     found = policies.routes.route("a-new-caller", "claude-sonnet-4-6")
     assert found is not None and found.task == "general_assistant"
+
+
+def test_approvals_cover_the_routing_table_and_a_gateway_waits_for_them(
+    write_folder: WriteFolder, tmp_path: Path
+) -> None:
+    db = f"sqlite:///{tmp_path / 'audit.db'}"
+    AuditStore.open(db).close()
+    files = {"task_a.toml": VALID, "prompts/system.md": "Answer briefly.\n"}
+    folder = write_folder({**files, "routes.toml": HEAD + route("*", "*", "task_a")})
+    settings = Settings(policy_dir=folder, database_url=db, require_approvals=1, durability="os")
+
+    def run(*args: str) -> Result:
+        env = {"GATEWAY_DATABASE_URL": db, "GATEWAY_APPROVER_KEY": secrets.token_hex(32),
+               "GATEWAY_REQUIRE_APPROVALS": "1"}  # fmt: skip
+        return CliRunner().invoke(main, list(args), env=env)
+
+    first = run("policy", "approve", "task_a", "--approver", "alice", "--policy-dir", str(folder))
+    assert first.exit_code == 0, first.output
+    with pytest.raises(PolicyLoadError, match=r"routes \(sha256:[0-9a-f]+\) has 0 of 1"):
+        Gateway(settings, offline=True)
+    review = run("policy", "review", str(folder))
+    assert "Routes (routes.toml, sha256:" in review.output
+    assert "Not approved: routes" in review.output
+    approved = run("policy", "approve", "routes", "--approver", "bob", "--policy-dir", str(folder))
+    assert approved.exit_code == 0, approved.output
+    with Gateway(settings, offline=True):  # the table's exact fingerprint is approved now
+        pass
+    reviewed = json.loads(run("policy", "review", str(folder), "--format", "json").output)
+    assert reviewed["routes"]["approvals"]["approvers"] == ["bob"]
+    # A changed table is another fingerprint: its approval is needed again.
+    (folder / "routes.toml").write_text(HEAD + route("ops", "*", "task_a"))
+    with pytest.raises(PolicyLoadError, match="routes"):
+        Gateway(settings, offline=True)
+
+
+def test_offline_no_caller_can_choose_a_model_that_leaves_the_machine(
+    write_folder: WriteFolder, tmp_path: Path
+) -> None:
+    chooser = VALID.replace(
+        'id = "claude-sonnet-4-6"', 'id = "claude-sonnet-4-6"\nchoices = ["claude-opus-4-6"]'
+    )
+    folder = write_folder({"chooser.toml": chooser, "prompts/system.md": "Answer briefly.\n"})
+    settings = Settings(policy_dir=folder, database_url=f"sqlite:///{tmp_path / 'a.db'}")
+    with Gateway(settings, offline=True) as gw:
+        with pytest.raises(PolicyViolation) as caught:
+            gw.complete("chooser", "Hello", caller="t", overrides={"model": "claude-opus-4-6"})
+        assert caught.value.key == "model.choices"
+        assert gw.complete("chooser", "Hello", caller="t").model == "local:ngram"

@@ -13,6 +13,7 @@ import anthropic
 import httpx2 as httpx
 import pytest
 
+from audit import StoredEvent
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import SHIPPED, ServerProcess, running_server
 
@@ -82,11 +83,15 @@ def client_for(server: ServerProcess, caller: str, *task: str) -> anthropic.Anth
     return anthropic.Anthropic(base_url=server.base_url, api_key=key, max_retries=0)
 
 
-def recorded_task(server: ServerProcess, request_id: str) -> str | None:
+def intent(server: ServerProcess, request_id: str) -> StoredEvent:
     (request,) = [
         e for e in server.audit_events() if e.request_id == request_id and e.kind == "request"
     ]
-    return request.task
+    return request
+
+
+def recorded_task(server: ServerProcess, request_id: str) -> str | None:
+    return intent(server, request_id).task
 
 
 def test_a_real_model_id_is_routed_by_the_table_for_any_caller(
@@ -113,10 +118,7 @@ def test_a_callers_own_route_wins_and_its_model_choice_answers(
     assert recorded_task(routed, message.id) == "research"
     assert message.model == "claude-opus-4-6"
     assert fake.requests[-1].json["model"] == "claude-opus-4-6"  # type: ignore[index]
-    (request,) = [
-        e for e in routed.audit_events() if e.request_id == message.id and e.kind == "request"
-    ]
-    assert request.data["model_id"] == "claude-opus-4-6"  # recorded as the model
+    assert intent(routed, message.id).data["model_id"] == "claude-opus-4-6"  # as the model
 
 
 def test_a_key_with_a_default_task_needs_no_task_name_and_the_header_still_wins(
@@ -202,3 +204,30 @@ def test_a_table_that_does_not_load_routes_nothing(tmp_path: Path, fake: FakeMes
         with pytest.raises(anthropic.NotFoundError) as caught:
             client.messages.create(model="claude-sonnet-4-6", max_tokens=512, messages=PROMPT)
         assert "no routed model ids" in str(caught.value)
+
+
+def test_the_shipped_table_lets_a_new_key_send_a_real_model_id_and_records_what_it_brought(
+    server: ServerProcess, fake: FakeMessagesAPI
+) -> None:
+    client = client_for(server, "desk-assistants")
+    fake.script(Reply.ok(text="Hello."))
+    message = client.messages.create(
+        model="claude-opus-4-7",
+        max_tokens=20000,  # above the general assistant's ceiling: met by it, not refused
+        system="You answer for the payments desk.",
+        messages=PROMPT,
+    )
+    assert recorded_task(server, message.id) == "general_assistant"
+    shown = server.cli("audit", "show", message.id).stdout
+    assert "contract opened; caller-supplied: system prompt" in shown
+    listed = {m.id: m for m in client.models.list(limit=1000)}
+    assistant = listed["general_assistant"]
+    assert assistant.max_tokens == 16000  # the ceiling a caller's max_tokens is capped to
+    assert assistant.capabilities is not None
+    assert assistant.capabilities.thinking.supported is True
+    assert assistant.capabilities.thinking.types.adaptive.supported is True
+    assert assistant.capabilities.effort.high.supported is True
+    assert assistant.capabilities.effort.max.supported is False  # not within the bounds
+    assert listed["claude-opus-4-7"].max_tokens == 16000  # routed there, sized the same
+    strict = listed["compliance_review"]
+    assert strict.capabilities is not None and strict.capabilities.thinking.supported is False
