@@ -1,5 +1,7 @@
 """Fixtures for the real-client tests: the clients (installed once per run), the loopback fake
-Messages API and `gateway serve` as a real process over it (one per test module).
+Messages API and `gateway serve` as a real process over it (one per test module), with the
+shipped policies and the shipped routing table plus the routes a bank adds for its callers
+(``ROUTED``: extraction pipelines to structured_extraction, coding agents to coding_agent).
 
     def test_x(gateway: ServerProcess, langchain: PythonClient) -> None:
         key = caller_key(gateway, "desk-assistants", task="general_assistant")
@@ -8,6 +10,7 @@ Messages API and `gateway serve` as a real process over it (one per test module)
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +18,15 @@ import pytest
 
 from tests.clients.installs import NodeClient, PythonClient, install_npm, install_python
 from tests.fakes.messages_api import FakeMessagesAPI
-from tests.server.conftest import ServerProcess, running_server
+from tests.server.conftest import SHIPPED, ServerProcess, running_server
+
+# Callers the bank routes to a task of their own; every other caller gets the shipped table's
+# general_assistant for any current Claude model id.
+ROUTED = {
+    "extraction-pipelines": "structured_extraction",
+    "coding-agents": "coding_agent",
+    "coding-agents-sonnet": "coding_agent",
+}
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +65,20 @@ def fake() -> Iterator[FakeMessagesAPI]:
 def gateway(
     tmp_path_factory: pytest.TempPathFactory, fake: FakeMessagesAPI
 ) -> Iterator[ServerProcess]:
-    """`gateway serve` with the shipped policies and routes, the fake as its upstream."""
-    with running_server(tmp_path_factory.mktemp("serve"), fake) as running:
+    """`gateway serve` with the shipped policies and routes (plus ``ROUTED``), the fake as its
+    upstream."""
+    home = tmp_path_factory.mktemp("serve")
+    shutil.copytree(SHIPPED, home / "policies")
+    with (home / "policies" / "routes.toml").open("a") as routes:
+        for caller, task in ROUTED.items():
+            routes.write(f'\n[[route]]\ncaller = "{caller}"\nmodel = "*"\ntask = "{task}"\n')
+    with running_server(home, fake) as running:
         yield running
+
+
+@pytest.fixture(autouse=True)
+def _unscripted(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that failed before its client called leaves no scripted reply to the next."""
+    yield
+    if "fake" in request.fixturenames:
+        request.getfixturevalue("fake").unscript()

@@ -33,8 +33,8 @@ def test_claude_code_completes_a_task_with_its_own_tool_and_every_turn_is_record
     tmp_path: Path,
     model_args: tuple[str, ...],
 ) -> None:
-    caller = f"coding-agents-{len(model_args)}"
-    key = caller_key(gateway, caller, task="coding_agent")
+    caller = "coding-agents-sonnet" if model_args else "coding-agents"
+    key = caller_key(gateway, caller)  # routed to coding_agent (conftest.ROUTED)
     fake.script(
         Reply.tool_use(("toolu_cc", "Bash", BASH)),
         Reply.ok(text="It printed hello-from-tool."),

@@ -1,6 +1,7 @@
 """langchain-anthropic (from PyPI) through `gateway serve`: a system message,
-`with_structured_output` by both of its methods, and streaming, each on a real model id routed
-by the caller key's task; the strict policy still refuses the same requests."""
+`with_structured_output` by both of its methods, and streaming, each on a real model id that the
+routing table sends to the caller's task (general_assistant for any caller, structured_extraction
+for the extraction pipelines); the strict policy still refuses the same requests."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def ask(
 def test_a_system_message_reaches_the_model_after_the_policy_prompt(
     gateway: ServerProcess, fake: FakeMessagesAPI, langchain: PythonClient
 ) -> None:
-    key = caller_key(gateway, "lc-desk", task="general_assistant")
+    key = caller_key(gateway, "lc-desk")
     fake.script(Reply.ok(text="Hello from the assistant."))
     out = ask(gateway, langchain, "system", key)
     assert out == {"value": "Hello from the assistant."}
@@ -48,7 +49,7 @@ def test_a_system_message_reaches_the_model_after_the_policy_prompt(
 def test_with_structured_output_returns_the_typed_object(
     gateway: ServerProcess, fake: FakeMessagesAPI, langchain: PythonClient, method: str
 ) -> None:
-    key = caller_key(gateway, f"lc-extract-{method}", task="structured_extraction")
+    key = caller_key(gateway, "extraction-pipelines")
     if method == "structured_tool":
         fake.script(Reply.tool_use(("toolu_lc", "Person", PERSON)))
     else:
@@ -66,7 +67,7 @@ def test_with_structured_output_returns_the_typed_object(
 def test_streaming_delivers_the_answer_in_chunks(
     gateway: ServerProcess, fake: FakeMessagesAPI, langchain: PythonClient
 ) -> None:
-    key = caller_key(gateway, "lc-stream", task="general_assistant")
+    key = caller_key(gateway, "lc-stream")
     fake.script(Reply.ok(text="Streamed hello to you."))
     out = ask(gateway, langchain, "stream", key)
     chunks = out["value"]

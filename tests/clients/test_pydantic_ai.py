@@ -1,6 +1,6 @@
 """pydantic-ai (from PyPI) with its default settings through `gateway serve`: `instructions=`,
-a typed `output_type` and a tool, on a real model id routed by the caller key's task; the strict
-policy still refuses the same requests."""
+a typed `output_type` and a tool, on a real model id that the routing table sends to the caller's
+task; the strict policy still refuses the same requests."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def ask(
 def test_instructions_are_sent_as_the_callers_system_prompt(
     gateway: ServerProcess, fake: FakeMessagesAPI, pydantic_ai: PythonClient
 ) -> None:
-    key = caller_key(gateway, "pai-desk", task="general_assistant")
+    key = caller_key(gateway, "pai-desk")
     fake.script(Reply.ok(text="Hello from the assistant."))
     assert ask(gateway, pydantic_ai, "instructions", key) == {"value": "Hello from the assistant."}
     sent = fake.requests[-1].json
@@ -42,7 +42,7 @@ def test_instructions_are_sent_as_the_callers_system_prompt(
 def test_a_typed_output_type_comes_back_validated(
     gateway: ServerProcess, fake: FakeMessagesAPI, pydantic_ai: PythonClient
 ) -> None:
-    key = caller_key(gateway, "pai-extract", task="structured_extraction")
+    key = caller_key(gateway, "extraction-pipelines")
     person = {"name": "Ada Lovelace", "age": 36}
     fake.script(Reply.tool_use(("toolu_pai", "final_result", person)))
     assert ask(gateway, pydantic_ai, "output_type", key) == {"value": person}
@@ -53,7 +53,7 @@ def test_a_typed_output_type_comes_back_validated(
 def test_a_tool_is_called_and_its_result_answered_turn_by_turn(
     gateway: ServerProcess, fake: FakeMessagesAPI, pydantic_ai: PythonClient
 ) -> None:
-    key = caller_key(gateway, "pai-tools", task="general_assistant")
+    key = caller_key(gateway, "pai-tools")
     fake.script(
         Reply.tool_use(("toolu_weather", "weather", {"city": "Paris"})),
         Reply.ok(text="It is sunny in Paris."),
