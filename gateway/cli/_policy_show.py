@@ -16,7 +16,24 @@ from pydantic import BaseModel
 from audit.canonical import canonical_digest, digest
 from gateway.catalog import Catalog
 from gateway.errors import PolicyLoadError
-from gateway.policy import PLACEHOLDER_INPUT, Policy, Shown
+from gateway.policy import (
+    PLACEHOLDER_INPUT,
+    Policy,
+    Shown,
+    broad_grant,
+    caller_grants,
+    contract_kind,
+)
+
+
+def contract_json(policy: Policy) -> dict[str, Any]:
+    """The caller contract as review and show print it in JSON: strict or opened, whether it
+    is a broad grant, and what a caller may do, in sentences."""
+    return {
+        "kind": contract_kind(policy),
+        "broad_grant": broad_grant(policy),
+        "grants": caller_grants(policy),
+    }
 
 
 def signoff_fields(data: Any, today: date) -> dict[str, Any]:
@@ -82,6 +99,7 @@ def show_data(shown: Shown) -> dict[str, Any]:
         "stream": policy.output.stream,
         "effective": plan.effective,
         "caller": policy.caller.model_dump(mode="json", exclude_none=True),
+        "caller_contract": contract_json(policy),
         "system_prompt_digest": digest(prompt.encode()) if prompt is not None else None,
         "prompt_cache": policy.prompt.cache,
         "tools": _tools(policy),

@@ -23,6 +23,7 @@ from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
 from gateway.cli._policy_routes import echo_routes, routes_json
 from gateway.cli._policy_show import (
+    contract_json,
     show_data,
     shown_policy,
     signoff_fields,
@@ -36,7 +37,6 @@ from gateway.policy import (
     PolicyEntry,
     PolicySet,
     TaskDiff,
-    broad_grant,
     caller_grants,
     contract_kind,
     diff_policy_sets,
@@ -188,13 +188,7 @@ def review_command(ctx: click.Context, policy_dir: Path | None, fmt: str) -> Non
 
 
 def _contract_json(entry: PolicyEntry) -> dict[str, object] | None:
-    if entry.data is None:
-        return None
-    return {
-        "kind": contract_kind(entry.data),
-        "broad_grant": broad_grant(entry.data),
-        "grants": caller_grants(entry.data),
-    }
+    return contract_json(entry.data) if entry.data is not None else None
 
 
 def _echo_contracts(entries: tuple[PolicyEntry, ...]) -> None:

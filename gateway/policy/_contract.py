@@ -63,6 +63,8 @@ class CallerParts:
     metadata: dict[str, Any] | None = None
     context_management: dict[str, Any] | None = None
     betas: tuple[str, ...] = ()
+    # The UTF-8 bytes of the parts as JSON: what they add to the input, roughly.
+    size: int = 0
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -102,7 +104,8 @@ def is_opened(policy: Policy, key: str) -> bool:
 def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]) -> CallerParts:
     """The parts in ``brought`` (override keys the policy opens), checked."""
     contract = policy.caller
-    found: dict[str, Any] = {}
+    brought, size = _owned(brought)
+    found: dict[str, Any] = {"size": size}
     if "system" in brought:
         assert contract.system is not None
         found["system"] = _system(policy, contract.system, brought["system"])
@@ -137,6 +140,24 @@ def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]
     parts = CallerParts(**found)
     _refuse_forced_choice_with_thinking(policy, parts)
     return parts
+
+
+def _owned(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
+    """The plan's own copy of the parts (one JSON round trip, far cheaper than a deep copy of
+    a coding agent's tools, and what the wire takes anyway) and its size in UTF-8 bytes."""
+    if not brought:
+        return {}, 0
+    try:
+        text = json.dumps(brought, ensure_ascii=False, allow_nan=False)
+        size = len(text.encode())
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
+        raise InputError(
+            "the request's parts are not JSON in valid Unicode (an unpaired surrogate, NaN, "
+            "Infinity or a value JSON cannot hold).",
+            hint="Send the system prompt, tools and schema as plain JSON text.",
+        ) from None
+    owned: dict[str, Any] = json.loads(text)
+    return owned, size
 
 
 def _outside(policy: Policy, key: str, what: str) -> PolicyViolation:

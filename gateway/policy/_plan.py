@@ -258,8 +258,8 @@ def _refuse_unhonoured(
             findings=tuple(own),
             hint=own[0].advice,
         )
-    if not requested:
-        return  # no overrides: the generation is the policy's own, checked just above
+    if generation == policy.generation:
+        return  # the generation is the policy's own, checked just above
     caused = _override_errors(policy, model, today, generation, requested)
     if caused:
         finding = caused[0]
@@ -298,14 +298,11 @@ def _override_errors(
     generation: Generation,
     requested: Mapping[str, object],
 ) -> list[Finding]:
-    # The same verdict for the same overrides of the same policy, model and day: a service
-    # sends the same few (max_tokens above all) on every request. Overrides that are not
-    # plain values (lists, objects) are checked afresh.
-    try:
-        key = (policy.fingerprint, model.id, today, frozenset(requested.items()))
-        known = _OVERRIDE_VERDICTS.get(key)
-    except TypeError:
-        return _errors(_with_overrides(policy, model, today, generation))
+    # The rules see the policy with the overrides' generation, nothing else of the request
+    # (not the parts a caller brings): the same verdict for the same generation of the same
+    # policy, model and day. A service sends the same few values on every request.
+    key = (policy.fingerprint, model.id, today, generation)
+    known = _OVERRIDE_VERDICTS.get(key)
     if known is not None and known[0] is model:
         return known[1]
     errors = _errors(_with_overrides(policy, model, today, generation))
@@ -315,9 +312,7 @@ def _override_errors(
     return errors
 
 
-_OVERRIDE_VERDICTS: dict[
-    tuple[str, str, date, frozenset[Any]], tuple[ModelInfo, list[Finding]]
-] = {}
+_OVERRIDE_VERDICTS: dict[tuple[str, str, date, Generation], tuple[ModelInfo, list[Finding]]] = {}
 
 
 def _with_overrides(
@@ -337,11 +332,9 @@ def _refuse_oversized(
 ) -> None:
     system, tools = policy.prompt.system, policy.tools.definitions
     fixed = len(system.encode()) if system else 0
-    for brought in (tools, parts.system, parts.tools):
-        if isinstance(brought, str):
-            fixed += len(brought.encode())
-        elif brought is not None:
-            fixed += len(json.dumps(brought, ensure_ascii=False).encode())
+    if tools is not None:
+        fixed += len(json.dumps(tools, ensure_ascii=False).encode())
+    fixed += parts.size
     estimate = (text_bytes + fixed) // BYTES_PER_TOKEN
     if estimate > model.context_window:
         raise InputError(
@@ -376,12 +369,12 @@ def _body(
         choice = policy.tools.chosen
         keyword = choice in ("auto", "any", "none")
         body["tool_choice"] = {"type": choice} if keyword else {"type": "tool", "name": choice}
-    elif parts.tools is not None:
-        body["tools"] = copy.deepcopy(parts.tools)
+    elif parts.tools is not None:  # the parts are the plan's own copies (_contract._owned)
+        body["tools"] = parts.tools
         if parts.tool_choice is not None:
-            body["tool_choice"] = copy.deepcopy(parts.tool_choice)
+            body["tool_choice"] = parts.tool_choice
     if parts.system is not None and (system is None or _system_mode(policy) == "own"):
-        body["system"] = copy.deepcopy(parts.system)
+        body["system"] = parts.system
     elif parts.system is not None:
         # The policy's text first, as its own block (with its cache breakpoint), then the
         # caller's, as sent: a caller's text can add to the policy's, never come before it.
@@ -390,7 +383,7 @@ def _body(
             own["cache_control"] = cache
         added = parts.system
         theirs = [{"type": "text", "text": added}] if isinstance(added, str) else added
-        body["system"] = [own, *copy.deepcopy(theirs)]
+        body["system"] = [own, *theirs]
     elif system is not None:
         if cache is not None:
             body["system"] = [{"type": "text", "text": system, "cache_control": cache}]
@@ -411,12 +404,12 @@ def _body(
     if policy.output.format == "json" and model.structured_outputs:
         output_config["format"] = {"type": "json_schema", "schema": policy.output.json_schema}
     elif parts.output_format is not None:
-        output_config["format"] = copy.deepcopy(parts.output_format)
+        output_config["format"] = parts.output_format
     if output_config:
         body["output_config"] = output_config
     for key in ("metadata", "context_management"):
         if (value := getattr(parts, key)) is not None:
-            body[key] = copy.deepcopy(value)
+            body[key] = value
     if parts.betas:
         # Named in the body, so they are in the request's key; a transport that takes them
         # as the anthropic-beta header (the first-party API) moves them there when it sends.

@@ -24,6 +24,7 @@ from gateway._attachment_payloads import restored
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway.errors import InputError
 from gateway.policy import Policy
+from gateway.providers.wire import BETAS_FIELD
 from gateway.request import outside_world
 
 DEFAULT_LIMIT = 50
@@ -229,7 +230,13 @@ def request_body(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None
         body = json.loads(raw)
     except ValueError:
         return None
-    return body if isinstance(body, dict) else None
+    if not isinstance(body, dict):
+        return None
+    # anthropic-beta values went as a header, not in the bytes: the plan names them in the body.
+    betas = recorded.request.data.get("anthropic_beta")
+    if isinstance(betas, list) and betas:
+        body[BETAS_FIELD] = betas
+    return body
 
 
 def recorded_user_id(body: dict[str, Any]) -> str | None:

@@ -407,3 +407,21 @@ def test_the_callers_cache_breakpoints_count_and_need_the_policys_leave(
     assert too_many.value.key == "input.cache_control"
     closed = load(OPEN.replace("cache_control = true", "cache_control = false"))
     assert refused(catalog, closed, system=system).key == "input.cache_control"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"system": "bad \ud800 text"}, {"tools": [tool("grep", description="\udfff")]}],
+)
+def test_a_part_that_is_not_valid_unicode_is_an_input_error(
+    load: Any, catalog: Catalog, overrides: dict[str, Any]
+) -> None:
+    with pytest.raises(InputError, match="valid Unicode"):
+        plan(catalog, load(), **overrides)
+
+
+def test_the_plan_owns_its_copy_of_the_callers_parts(load: Any, catalog: Catalog) -> None:
+    tools = [tool("grep")]
+    planned = plan(catalog, load(), tools=tools)
+    tools[0]["name"] = "changed later"
+    assert planned.body["tools"][0]["name"] == "grep"

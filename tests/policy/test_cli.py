@@ -220,3 +220,23 @@ def test_show_text_has_tools_attachments_and_prompt_cache(
     assert summary["attachments.documents"] == (
         "up to 1 per request, 10,000,000 bytes each; base64 only (URL sources refused)"
     )
+
+
+def test_review_and_show_say_in_json_what_a_caller_may_do(runner: CliRunner) -> None:
+    review = runner.invoke(main, ["policy", "review", str(SHIPPED), "--format", "json"])
+    contracts = {t["task"]: t["caller_contract"] for t in json.loads(review.output)["tasks"]}
+    assert contracts["compliance_review"]["kind"] == "strict"
+    assert contracts["coding_agent"]["kind"] == "opened"
+    assert contracts["coding_agent"]["broad_grant"] is True
+    assert not contracts["structured_extraction"]["broad_grant"]
+    shown = runner.invoke(
+        main,
+        ["policy", "show", "general_assistant", "--policy-dir", str(SHIPPED), "--format", "json"],
+    )
+    data = json.loads(shown.output)
+    assert data["caller_contract"] == contracts["general_assistant"]
+    assert data["caller"]["system"] == {"mode": "append", "max_bytes": 65536}
+    text = runner.invoke(
+        main, ["policy", "show", "general_assistant", "--policy-dir", str(SHIPPED)]
+    )
+    assert "caller contract" in text.output and "RISK: callers bring" in text.output

@@ -19,7 +19,7 @@ import pytest
 
 from audit.canonical import canonical_bytes, digest
 from gateway.catalog import Catalog
-from gateway.policy import Policy, PolicySet
+from gateway.policy import Caller, Policy, PolicySet
 from tests.policy.conftest import SHIPPED, TEST_CATALOG_OVERRIDE, TODAY, WriteFolder
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -85,4 +85,6 @@ def test_the_golden_set_covers_what_it_says() -> None:
     assert any(g["thinking"] and g["thinking"].get("display") for g in generation)
     assert any(g["temperature"] is not None and g["top_k"] is not None for g in generation)
     assert any(c["caller"].get("forward_user_id") for c in maximal)
+    # Every [caller] key, the caller contract's included, has its layout pinned.
+    assert set(Caller.model_fields) <= set().union(*(c["caller"] for c in maximal))
     assert any(c["output_schema"] is not None for c in maximal)

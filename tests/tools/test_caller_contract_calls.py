@@ -22,6 +22,7 @@ from tests.gateway.conftest import (  # noqa: F401
     make_gateway,
     policy_dir,
 )
+from tests.policy.test_shipped_contracts import claude_code_request
 
 AGENT = """\
 schema = 1
@@ -208,3 +209,22 @@ def test_a_replayed_task_keys_the_callers_schema(
     changed = gw.complete("structured_extraction", "EUR 1", caller="etl", overrides=other)
     assert (first.cached, again.cached, changed.cached) == (False, True, False)
     assert len(fake_api.requests) == 2
+
+
+def test_a_claude_code_turn_passes_the_whole_request_path(
+    make_gateway: MakeGateway,  # noqa: F811
+    fake_api: FakeMessagesAPI,
+    db_path: Path,  # noqa: F811
+) -> None:
+    request = claude_code_request()
+    fake_api.script(Reply.ok("hello"))
+    gw = make_gateway()
+    with gw.stream(
+        "coding_agent", messages=request["messages"], caller="dev", overrides=request["overrides"]
+    ) as stream:
+        assert "".join(e.get("delta", {}).get("text", "") for e in stream) == "hello"
+    sent = fake_api.requests[-1]
+    data, body = recorded(db_path, stream.request_id)
+    assert body == sent.body and len(body) > 90_000
+    assert sent.headers["anthropic-beta"] == ",".join(request["overrides"]["betas"])
+    assert data["requested"] == request["overrides"]
