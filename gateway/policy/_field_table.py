@@ -121,6 +121,9 @@ FIELDS: tuple[PolicyField, ...] = (
     PolicyField("policy file", "source", "signoff", _or("-")),
     PolicyField("model", "model.id", "settings", _model),
     PolicyField("model lifecycle", "model.id", "settings", _lifecycle),
+    PolicyField(
+        "model choices", "model.choices", "settings", lambda v, _: ", ".join(v or ()) or "none"
+    ),
     PolicyField("reproducible", "reproducible", "settings", _yes_no("yes", "no")),
     PolicyField("cache mode", "cache.mode", "settings", _or("-")),
     PolicyField("output", "output.format", "settings", _or("-")),

@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.callers import CallerKey
 from gateway.catalog import Catalog, ModelInfo
-from gateway.policy import ANY, Policy, PolicySet, contract_of
+from gateway.policy import ANY, Policy, PolicySet, contract_kind
 
 __all__ = ["listed_models"]
 
@@ -56,9 +56,7 @@ def listed_models(
 
 
 def _entry(entry_id: str, policy: Policy, model: ModelInfo, created_at: str) -> dict[str, Any]:
-    content = policy.content()
-    caller = content.get("caller")
-    opened: Mapping[str, Any] = caller if isinstance(caller, Mapping) else {}
+    opened = policy.caller.model_dump(mode="json", exclude_none=True)
     shown = entry_id if entry_id == policy.task else f"{entry_id} (task {policy.task})"
     retires = model.retires_at.isoformat() + "T00:00:00Z" if model.retires_at else None
     return {
@@ -76,7 +74,7 @@ def _entry(entry_id: str, policy: Policy, model: ModelInfo, created_at: str) -> 
         "gateway": {
             "task": policy.task,
             "model": model.id,
-            "contract": contract_of(content),
+            "contract": contract_kind(policy),
             # Whose tools a request may carry: the caller's own, the policy's, or none.
             "tools": "caller"
             if "tools" in opened

@@ -229,5 +229,7 @@ def test_the_shipped_table_lets_a_new_key_send_a_real_model_id_and_records_what_
     assert assistant.capabilities.effort.high.supported is True
     assert assistant.capabilities.effort.max.supported is False  # not within the bounds
     assert listed["claude-opus-4-7"].max_tokens == 16000  # routed there, sized the same
+    counted = client.messages.count_tokens(model="claude-opus-4-7", messages=PROMPT)
+    assert counted.input_tokens > 0  # routed like a message
     strict = listed["compliance_review"]
     assert strict.capabilities is not None and strict.capabilities.thinking.supported is False
