@@ -1,11 +1,12 @@
 """Fixtures for the real-client tests: the clients (installed once per run), the loopback fake
 Messages API and `gateway serve` as a real process over it (one per test module), with the
 shipped policies and the shipped routing table plus the routes a bank adds for its callers
-(``ROUTED``: extraction pipelines to structured_extraction, coding agents to coding_agent).
+(``ROUTED``: extraction pipelines, coding agents and a review desk to their own tasks).
 
     def test_x(gateway: ServerProcess, langchain: PythonClient) -> None:
-        key = caller_key(gateway, "desk-assistants", task="general_assistant")
-        out = run_python(langchain, "langchain_calls.py", "system", gateway, key)
+        key = caller_key(gateway, "desk-assistants")
+        env = client_env(gateway, key, MODEL="claude-sonnet-4-6")
+        out = run_python(langchain, "langchain_calls.py", "system", env)
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from tests.clients.installs import NodeClient, PythonClient, install_npm, instal
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.server.conftest import SHIPPED, ServerProcess, running_server
 
-# Callers the bank routes to a task of their own; every other caller gets the shipped table's
-# general_assistant for any current Claude model id.
-ROUTED = {
-    "extraction-pipelines": "structured_extraction",
-    "coding-agents": "coding_agent",
-    "coding-agents-sonnet": "coding_agent",
-}
+# Routes the bank adds for callers with a task of their own, as (caller, model, task); every
+# other caller gets the shipped table's general_assistant for any current Claude model id.
+ROUTED = [
+    ("extraction-pipelines", "*", "structured_extraction"),
+    ("coding-agents", "*", "coding_agent"),
+    ("coding-agents-sonnet", "*", "coding_agent"),
+    ("review-desk", "claude-sonnet-4-6", "compliance_review"),
+]
 
 
 @pytest.fixture(scope="session")
@@ -70,8 +72,8 @@ def gateway(
     home = tmp_path_factory.mktemp("serve")
     shutil.copytree(SHIPPED, home / "policies")
     with (home / "policies" / "routes.toml").open("a") as routes:
-        for caller, task in ROUTED.items():
-            routes.write(f'\n[[route]]\ncaller = "{caller}"\nmodel = "*"\ntask = "{task}"\n')
+        for caller, model, task in ROUTED:
+            routes.write(f'\n[[route]]\ncaller = "{caller}"\nmodel = "{model}"\ntask = "{task}"\n')
     with running_server(home, fake) as running:
         yield running
 

@@ -1,6 +1,7 @@
 """The official Python SDK (the project's own, from PyPI) and TypeScript SDK (from npm) through
-`gateway serve`, asking for a real Claude model id: the caller key's task decides the policy.
-A key whose task is the strict compliance_review still gets its policy's refusal."""
+`gateway serve`, asking for a real Claude model id: the routing table picks the task by the
+caller key (any caller: general_assistant; the review desk: the strict compliance_review, which
+still refuses a caller's system prompt)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,10 @@ def typescript(
     )
 
 
-def test_the_python_sdk_asks_for_a_real_model_and_gets_the_keys_task(
+def test_the_python_sdk_asks_for_a_real_model_and_gets_the_general_assistant(
     gateway: ServerProcess, fake: FakeMessagesAPI
 ) -> None:
-    key = caller_key(gateway, "py-desk", task="general_assistant")
+    key = caller_key(gateway, "py-desk")
     fake.script(Reply.ok(text="Hello from the assistant."), Reply.ok(text="Streamed hello."))
     client = python_sdk(gateway, key)
     message = client.messages.create(
@@ -54,10 +55,10 @@ def test_the_python_sdk_asks_for_a_real_model_and_gets_the_keys_task(
     assert kinds == ["request", "response", "request", "response"]
 
 
-def test_the_typescript_sdk_asks_for_a_real_model_and_gets_the_keys_task(
+def test_the_typescript_sdk_asks_for_a_real_model_and_gets_the_general_assistant(
     gateway: ServerProcess, fake: FakeMessagesAPI, typescript_sdk: NodeClient
 ) -> None:
-    key = caller_key(gateway, "ts-desk", task="general_assistant")
+    key = caller_key(gateway, "ts-desk")
     fake.script(Reply.ok(text="Hello from the assistant."), Reply.ok(text="Streamed hello."))
     system = typescript(gateway, typescript_sdk, "system", key)
     assert system == {"value": {"text": "Hello from the assistant.", "model": MODEL}}
@@ -68,12 +69,12 @@ def test_the_typescript_sdk_asks_for_a_real_model_and_gets_the_keys_task(
     assert kinds == ["request", "response", "request", "response"]
 
 
-def test_a_key_routed_to_the_strict_policy_is_served_by_it_and_refused_a_system_prompt(
+def test_a_caller_routed_to_the_strict_policy_is_served_by_it_and_refused_a_system_prompt(
     gateway: ServerProcess, fake: FakeMessagesAPI, typescript_sdk: NodeClient
 ) -> None:
-    key = caller_key(gateway, "strict-desk", task="compliance_review")
+    key = caller_key(gateway, "review-desk")  # routed to compliance_review (conftest.ROUTED)
     fake.script(Reply.ok(text="No finding."))
-    # A plain request for a real model id runs under the key's strict task ...
+    # A plain request for a real model id runs under the caller's strict task ...
     plain = python_sdk(gateway, key).messages.create(
         model=MODEL, max_tokens=1024, messages=[{"role": "user", "content": "42 EUR to ACME"}]
     )

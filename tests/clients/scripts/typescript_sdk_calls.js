@@ -1,6 +1,6 @@
 // The official TypeScript SDK (@anthropic-ai/sdk) against the gateway, one scenario per run.
 //
-//     node typescript_sdk_calls.js plain|system|stream
+//     node typescript_sdk_calls.js system|stream
 //
 // Env: GATEWAY_URL, GATEWAY_KEY, MODEL; NODE_PATH finds the installed SDK. Prints one JSON
 // line: {"value": ...} or {"error": {"status": ..., "message": ...}}.
@@ -13,10 +13,6 @@ const model = process.env.MODEL;
 const question = [{ role: "user", content: "Hello" }];
 
 async function run(scenario) {
-  if (scenario === "plain") {
-    const message = await client.messages.create({ model, max_tokens: 1024, messages: question });
-    return { text: message.content[0].text, model: message.model };
-  }
   if (scenario === "system") {
     const message = await client.messages.create({
       model, max_tokens: 1024, system: "You are a helpful assistant. Be brief.",
