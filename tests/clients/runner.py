@@ -26,6 +26,8 @@ __all__ = [
     "run_claude",
     "run_node",
     "run_python",
+    "run_python_all",
+    "verdicts",
 ]
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -50,25 +52,36 @@ def client_env(server: ServerProcess, key: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def last_json(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+def verdicts(done: subprocess.CompletedProcess[str], count: int = 1) -> list[dict[str, Any]]:
+    """The last ``count`` JSON lines the client printed (one per scenario)."""
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if not lines:
+    if len(lines) < count:
         raise AssertionError(f"exit {done.returncode}; no verdict printed:\n{done.stderr[-3000:]}")
-    verdict: dict[str, Any] = json.loads(lines[-1])
-    return verdict
+    return [json.loads(line) for line in lines[-count:]]
+
+
+def last_json(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    return verdicts(done)[0]
 
 
 def run_python(
     client: PythonClient, script: str, scenario: str, env: dict[str, str]
 ) -> dict[str, Any]:
+    return run_python_all(client, script, [scenario], env)[scenario]
+
+
+def run_python_all(
+    client: PythonClient, script: str, scenarios: list[str], env: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Several scenarios in one client process (one interpreter start): verdict by scenario."""
     done = subprocess.run(
-        [str(client.python), str(SCRIPTS / script), scenario],
+        [str(client.python), str(SCRIPTS / script), *scenarios],
         env=env,
         capture_output=True,
         text=True,
         timeout=CLIENT_TIMEOUT_S,
     )
-    return last_json(done)
+    return dict(zip(scenarios, verdicts(done, len(scenarios)), strict=True))
 
 
 def run_node(client: NodeClient, script: str, scenario: str, env: dict[str, str]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.clients.installs import PythonClient
-from tests.clients.runner import caller_key, client_env, run_python
+from tests.clients.runner import caller_key, client_env, run_python, run_python_all
 from tests.clients.verdicts import assert_refused_by_policy, requests_of
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess
@@ -75,13 +75,14 @@ def test_streaming_delivers_the_answer_in_chunks(
     assert fake.requests[-1].json is not None and fake.requests[-1].json["stream"] is True
 
 
-@pytest.mark.parametrize(
-    "scenario", ["system", "structured_tool", "structured_json_schema", "stream"]
-)
 def test_the_strict_policy_still_refuses_each_request(
-    gateway: ServerProcess, fake: FakeMessagesAPI, langchain: PythonClient, scenario: str
+    gateway: ServerProcess, fake: FakeMessagesAPI, langchain: PythonClient
 ) -> None:
-    key = caller_key(gateway, f"lc-strict-{scenario}")
+    key = caller_key(gateway, "lc-strict")
     before = len(fake.requests)
-    assert_refused_by_policy(ask(gateway, langchain, scenario, key, model="compliance_review"))
+    scenarios = ["system", "structured_tool", "structured_json_schema", "stream"]
+    env = client_env(gateway, key, MODEL="compliance_review")
+    out = run_python_all(langchain, "langchain_calls.py", scenarios, env)
+    for scenario in scenarios:
+        assert_refused_by_policy(out[scenario])
     assert len(fake.requests) == before  # nothing went upstream

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.clients.installs import PythonClient
-from tests.clients.runner import caller_key, client_env, run_python
+from tests.clients.runner import caller_key, client_env, run_python, run_python_all
 from tests.clients.verdicts import assert_refused_by_policy, requests_of
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess
@@ -68,12 +68,14 @@ def test_a_tool_is_called_and_its_result_answered_turn_by_turn(
     assert kinds == ["request", "response", "request", "response"]  # both turns recorded
 
 
-@pytest.mark.parametrize("scenario", ["instructions", "output_type", "tool"])
 def test_the_strict_policy_still_refuses_each_request(
-    gateway: ServerProcess, fake: FakeMessagesAPI, pydantic_ai: PythonClient, scenario: str
+    gateway: ServerProcess, fake: FakeMessagesAPI, pydantic_ai: PythonClient
 ) -> None:
-    key = caller_key(gateway, f"pai-strict-{scenario}")
+    key = caller_key(gateway, "pai-strict")
     before = len(fake.requests)
-    verdict = ask(gateway, pydantic_ai, scenario, key, model="compliance_review")
-    assert_refused_by_policy(verdict)
+    scenarios = ["instructions", "output_type", "tool"]
+    env = client_env(gateway, key, MODEL="compliance_review")
+    out = run_python_all(pydantic_ai, "pydantic_ai_calls.py", scenarios, env)
+    for scenario in scenarios:
+        assert_refused_by_policy(out[scenario])
     assert len(fake.requests) == before

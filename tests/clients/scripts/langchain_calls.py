@@ -1,9 +1,9 @@
 """langchain-anthropic against the gateway, one scenario per run (run in the client's venv).
 
-    python langchain_calls.py system|structured_tool|structured_json_schema|stream
+    python langchain_calls.py system|structured_tool|structured_json_schema|stream [...]
 
 Env: GATEWAY_URL, GATEWAY_KEY, MODEL (the model id the application asks for). Prints one JSON
-line: {"value": ...} or {"error": {"status": ..., "message": ...}}.
+line per scenario, in order: {"value": ...} or {"error": {"status": ..., "message": ...}}.
 """
 
 import json
@@ -46,7 +46,8 @@ def run(scenario: str) -> object:
     raise SystemExit(f"unknown scenario {scenario}")
 
 
-try:
-    print(json.dumps({"value": run(sys.argv[1])}))
-except anthropic.APIStatusError as exc:
-    print(json.dumps({"error": {"status": exc.status_code, "message": str(exc.message)}}))
+for name in sys.argv[1:]:
+    try:
+        print(json.dumps({"value": run(name)}))
+    except anthropic.APIStatusError as exc:
+        print(json.dumps({"error": {"status": exc.status_code, "message": str(exc.message)}}))

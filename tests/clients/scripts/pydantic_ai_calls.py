@@ -1,8 +1,8 @@
 """pydantic-ai with its default settings against the gateway, one scenario per run.
 
-    python pydantic_ai_calls.py instructions|output_type|tool
+    python pydantic_ai_calls.py instructions|output_type|tool [...]
 
-Env: GATEWAY_URL, GATEWAY_KEY, MODEL. Prints one JSON line: {"value": ...} or
+Env: GATEWAY_URL, GATEWAY_KEY, MODEL. Prints one JSON line per scenario: {"value": ...} or
 {"error": {"status": ..., "message": ...}}.
 """
 
@@ -50,9 +50,10 @@ def run(scenario: str) -> object:
     raise SystemExit(f"unknown scenario {scenario}")
 
 
-try:
-    print(json.dumps({"value": run(sys.argv[1])}))
-except ModelHTTPError as exc:
-    body = exc.body if isinstance(exc.body, dict) else {}
-    message = (body.get("error") or {}).get("message") or str(exc)
-    print(json.dumps({"error": {"status": exc.status_code, "message": message}}))
+for name in sys.argv[1:]:
+    try:
+        print(json.dumps({"value": run(name)}))
+    except ModelHTTPError as exc:
+        body = exc.body if isinstance(exc.body, dict) else {}
+        message = (body.get("error") or {}).get("message") or str(exc)
+        print(json.dumps({"error": {"status": exc.status_code, "message": message}}))
