@@ -239,6 +239,32 @@ def _risk(key: str, old: Any, new: Any) -> str | None:
         return "system prompt changed: behaviour changes; recorded replays no longer match"
     if key == "output_schema_digest" or key == "output_format":
         return "output contract changed: downstream parsers must be checked"
-    if key.startswith("caller.") and (new is not None and (old is None or _raised(old, new))):
+    if key.startswith("caller."):
+        return _caller_risk(key, old, new)
+    return None
+
+
+# Whose system prompt is sent, from the policy's alone to the caller's alone.
+_SYSTEM_MODES = ("policy", "append", "own")
+
+
+def _caller_risk(key: str, old: Any, new: Any) -> str | None:
+    """A change of the caller contract that gives callers more freedom, said as such."""
+    if key == "caller.system.mode" and new in _SYSTEM_MODES:
+        before = _SYSTEM_MODES.index(old) if old in _SYSTEM_MODES else 0
+        if _SYSTEM_MODES.index(new) > before:
+            return "callers' own system prompt gains weight over the policy's"
+        return None
+    if key.endswith(".deny"):
+        lifted = set(old or ()) - set(new or ())
+        return f"callers get more freedom: {sorted(lifted)} no longer denied" if lifted else None
+    if key == "caller.output.json_schema" and old is True and new is not True:
+        return "callers' answers are no longer checked against their schema"
+    if isinstance(new, list):
+        added = set(new) - set(old or ())
+        return f"callers get more freedom: {sorted(added)} allowed" if added else None
+    if key == "caller.max_tokens.over" and new == "cap":
+        return "a max_tokens above the range is lowered to it instead of refused"
+    if new is not None and (old is None or _raised(old, new)):
         return "callers get more freedom"
     return None

@@ -125,7 +125,8 @@ def plan_request(
     _refuse_oversized(policy, model, checked.text_bytes, parts)
     body = _body(policy, model, generation, checked.messages, parts)
     if policy.caller.forward_user_id and user_id is not None:
-        body["metadata"] = {"user_id": user_id}
+        # Beside whatever else of metadata a caller may send (review keeps user_id apart).
+        body["metadata"] = {**(parts.metadata or {}), "user_id": user_id}
     scope = key_scope(policy, caller)
     schema, output_tool = parts.output_schema, None
     if schema is None and policy.caller.output is not None:

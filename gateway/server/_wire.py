@@ -82,6 +82,8 @@ def parse_messages(
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise _invalid("'stream' must be true or false.")
+    if "betas" in body:
+        raise _invalid("beta features are named in the anthropic-beta header, not the body.")
     overrides: dict[str, object] = {}
     for key, value in body.items():
         if key in _SELF:

@@ -68,3 +68,31 @@ def test_unchanged_added_removed_and_unloadable(
         "bad": "not-loadable",
     }
     assert diffs["same"].changes == ()
+
+
+def test_a_wider_caller_contract_carries_its_risk_notes(
+    write_folder: WriteFolder, catalog: Catalog
+) -> None:
+    contract = (
+        '\nsystem = { mode = "append", max_bytes = 1024 }\n'
+        'betas = { allowed = ["a-2025-01-01"] }\n'
+        "output = { json_schema = true, max_bytes = 1024 }\n"
+        '\n[caller.tools]\nallow = ["*"]\ndeny = ["computer*"]\nmax_count = 4\nmax_bytes = 4096\n'
+    )
+    old = VALID + contract
+    new = VALID.replace("max = 2048 }", 'max = 2048, over = "cap" }') + contract.replace(
+        '"append"', '"own"'
+    ).replace('["a-2025-01-01"]', '["a-2025-01-01", "b-2025-02-02"]').replace(
+        'deny = ["computer*"]\n', ""
+    ).replace("json_schema = true", "json_schema = false")
+    d = _diff(write_folder, catalog, {"task.toml": old}, {"task.toml": new, **PROMPT})["task"]
+    risks = {c.key: c.risk for c in d.changes}
+    assert (
+        risks["caller.system.mode"] == "callers' own system prompt gains weight over the policy's"
+    )
+    assert risks["caller.betas.allowed"] == "callers get more freedom: ['b-2025-02-02'] allowed"
+    assert risks["caller.tools.deny"] == "callers get more freedom: ['computer*'] no longer denied"
+    assert risks["caller.output.json_schema"] == (
+        "callers' answers are no longer checked against their schema"
+    )
+    assert risks["caller.max_tokens.over"] is not None
