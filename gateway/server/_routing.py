@@ -46,9 +46,9 @@ class ChosenTask:
 def choose_task(
     body: object, *, header_task: str | None, key: CallerKey, policies: PolicySet
 ) -> ChosenTask:
-    if header_task:
-        return ChosenTask(header_task)
     asked = body.get("model") if isinstance(body, dict) else None
+    if header_task:  # the model may still be one of the task's choices
+        return ChosenTask(header_task, model=asked if isinstance(asked, str) else None)
     if not isinstance(asked, str) or not asked:
         return ChosenTask(key.task)  # None: the body parser says what is missing
     if policies.entry(asked) is not None:

@@ -119,6 +119,16 @@ def test_a_callers_own_route_wins_and_its_model_choice_answers(
     assert message.model == "claude-opus-4-6"
     assert fake.requests[-1].json["model"] == "claude-opus-4-6"  # type: ignore[index]
     assert intent(routed, message.id).data["model_id"] == "claude-opus-4-6"  # as the model
+    # Named by the header, the task still lets the asked model answer when it is a choice.
+    other = client_for(routed, "payments-svc")
+    fake.script(Reply.ok(text="Findings."))
+    by_header = other.messages.create(
+        model="claude-opus-4-6",
+        max_tokens=512,
+        messages=PROMPT,
+        extra_headers={"x-gateway-task": "research"},
+    )
+    assert by_header.model == "claude-opus-4-6"
 
 
 def test_a_key_with_a_default_task_needs_no_task_name_and_the_header_still_wins(
