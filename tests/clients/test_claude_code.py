@@ -5,6 +5,7 @@ log verifies. The strict policy refuses Claude Code's request with a 400 naming 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,15 @@ def test_claude_code_completes_a_task_with_its_own_tool_and_every_turn_is_record
     # The second turn carries what Claude Code's own Bash tool printed.
     tool_result = turns[1]["messages"][-1]["content"][0]  # type: ignore[index]
     assert tool_result["type"] == "tool_result" and "hello-from-tool" in str(tool_result)
-    kinds = [str(e.kind) for e in requests_of(gateway, caller)]
-    assert kinds == ["request", "response", "request", "response"]
+    events = requests_of(gateway, caller)
+    assert [str(e.kind) for e in events] == ["request", "response", "request", "response"]
+    # The evidence says what the agent brought and under which contract it ran.
+    show = gateway.cli("audit", "show", str(events[0].request_id), "--format", "json")
+    shown = json.loads(show.stdout)
+    assert shown["coverage"]["contract"] == "opened"
+    assert {"system prompt", "tools", "thinking", "metadata", "betas"} <= set(
+        shown["coverage"]["caller_supplied"]
+    )
     assert gateway.verify().returncode == 0
 
 
