@@ -1,7 +1,7 @@
 """The official Python SDK (the project's own, from PyPI) and TypeScript SDK (from npm) through
 `gateway serve`, asking for a real Claude model id: the routing table picks the task by the
 caller key (any caller: general_assistant; the review desk: the strict compliance_review, which
-still refuses a caller's system prompt)."""
+still refuses a caller's system prompt), or the key's own default task (`keys create --task`)."""
 
 from __future__ import annotations
 
@@ -92,5 +92,21 @@ def test_a_caller_routed_to_the_strict_policy_is_served_by_it_and_refused_a_syst
         )
     message = refused.value.body["error"]["message"]  # type: ignore[index]
     assert_refused_by_policy({"error": {"status": 400, "message": message}})
+    assert_refused_by_policy(typescript(gateway, typescript_sdk, "system", key))
+    assert len(fake.requests) == before
+
+
+def test_a_keys_default_task_takes_its_real_model_ids_before_the_catch_all(
+    gateway: ServerProcess, fake: FakeMessagesAPI, typescript_sdk: NodeClient
+) -> None:
+    key = caller_key(gateway, "audit-desk", task="compliance_review")  # no route names it
+    fake.script(Reply.ok(text="No finding."))
+    plain = python_sdk(gateway, key).messages.create(
+        model=MODEL, max_tokens=1024, messages=[{"role": "user", "content": "7 CHF to Globex"}]
+    )
+    assert plain.content[0].text == "No finding."  # type: ignore[union-attr]
+    sent = fake.requests[-1].json
+    assert sent is not None and "compliance" in str(sent["system"]).lower()
+    before = len(fake.requests)
     assert_refused_by_policy(typescript(gateway, typescript_sdk, "system", key))
     assert len(fake.requests) == before
