@@ -883,6 +883,14 @@ class FakeMessagesAPI:
         with self._state.lock:
             return len(self._state.queue)
 
+    def unscript(self) -> int:
+        """Drop the scripted replies not used yet (a test that failed before its requests
+        must not leave them to the next test on a shared fake); how many there were."""
+        with self._state.lock:
+            left = len(self._state.queue)
+            self._state.queue.clear()
+            return left
+
     def start(self) -> FakeMessagesAPI:
         if not self._started:
             self._thread.start()
