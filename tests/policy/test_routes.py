@@ -171,7 +171,14 @@ def test_approvals_cover_the_routing_table_and_a_gateway_waits_for_them(
     AuditStore.open(db).close()
     files = {"task_a.toml": VALID, "prompts/system.md": "Answer briefly.\n"}
     folder = write_folder({**files, "routes.toml": HEAD + route("*", "*", "task_a")})
-    settings = Settings(policy_dir=folder, database_url=db, require_approvals=1, durability="os")
+    # Approver pins are test_approver_pins.py's subject; here one key signs for both names.
+    settings = Settings(
+        policy_dir=folder,
+        database_url=db,
+        require_approvals=1,
+        durability="os",
+        unsafe_unpinned_approvers=True,
+    )
 
     def run(*args: str) -> Result:
         env = {"GATEWAY_DATABASE_URL": db, "GATEWAY_APPROVER_KEY": secrets.token_hex(32),
