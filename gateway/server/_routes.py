@@ -250,7 +250,8 @@ async def count_tokens(request: Request) -> Response:
     chosen = choose_task(
         body, header_task=request.headers.get(TASK_HEADER), key=key, policies=state.policies
     )
-    task, given = parse_count_tokens(body, header_task=chosen.task)
+    counted = parse_count_tokens(body, header_task=chosen.task, policies=state.policies)
+    task = counted.task
     request.state.task = task
     try:
         policy = state.policies.get(task)
@@ -261,9 +262,9 @@ async def count_tokens(request: Request) -> Response:
     model_info = state.catalog.get(chosen.overrides(state.policies).get("model", policy.model.id))
     if model_info is None:
         raise UnknownTask(task, [p.task for p in state.policies.policies()])
-    if not isinstance(given, list):
-        raise ApiError(400, "invalid_request_error", "'messages' must be a list.")
-    plan = plan_request(policy, model_info, given)
+    # The caller's own parts count as they would be sent: within the policy's contract, or
+    # refused naming its key (nothing is recorded: nothing is sent).
+    plan = plan_request(policy, model_info, counted.messages, overrides=counted.overrides)
     return JSONResponse(
         {"input_tokens": _estimate(plan.body)}, headers={"x-gateway-estimate": "bytes/4"}
     )

@@ -115,19 +115,21 @@ def _beta_values(header: str) -> list[str]:
     return values
 
 
-def parse_count_tokens(body: object, *, header_task: str | None) -> tuple[str, object]:
-    """The task and messages of a count_tokens request (its other fields are not used)."""
+# The fields of a count_tokens request the model would read besides its messages.
+COUNTED = ("system", "tools", "tool_choice", "thinking")
+
+
+def parse_count_tokens(
+    body: object, *, header_task: str | None, policies: PolicySet
+) -> MessagesCall:
+    """A count_tokens request as the messages call it sizes: its task, its messages and the
+    caller parts the model would read (``system``, ``tools``, ``tool_choice``,
+    ``thinking``), checked against the policy's contract as a message's are. Its other
+    fields (none that the model reads) are not used."""
     if not isinstance(body, dict):
         raise _invalid("the request body must be a JSON object.")
-    task = header_task if header_task else body.get("model")
-    if not isinstance(task, str) or not task:
-        raise _invalid("'model' must name the gateway task, or send the x-gateway-task header.")
-    if "system" in body:
-        raise _invalid(
-            "'system' is not accepted: the system prompt is the policy's own "
-            "(its prompt.system_file), and the count includes it."
-        )
-    return task, body.get("messages")
+    read = {key: body[key] for key in ("model", "messages", *COUNTED) if key in body}
+    return parse_messages(read, header_task=header_task, policies=policies)
 
 
 def _ceiling_met(task: str, value: object, policies: PolicySet) -> bool:

@@ -191,3 +191,32 @@ def test_a_bound_that_does_not_hold_is_a_400_naming_the_key_and_nothing_is_sent(
     assert len(fake.requests) == before
     rejected = [e for e in server.audit_events() if str(e.kind) == "rejected"][-1]
     assert rejected.data["key"] == named
+
+
+def test_count_tokens_counts_the_callers_own_parts_within_the_contract(
+    client: anthropic.Anthropic,
+) -> None:
+    plain = client.messages.count_tokens(model="general_assistant", messages=PROMPT)  # type: ignore[arg-type]
+    system = "Sign every note as the FX desk bot. " * 40
+    brought = client.messages.count_tokens(
+        model="general_assistant",
+        system=system,
+        tools=[TOOL],  # type: ignore[list-item]
+        messages=PROMPT,  # type: ignore[arg-type]
+    )
+    assert brought.input_tokens >= plain.input_tokens + len(system) // 4
+    # A strict policy refuses the caller's system prompt here too, naming the key.
+    with pytest.raises(anthropic.BadRequestError, match="'system'"):
+        client.messages.count_tokens(
+            model="compliance_review",
+            system=system,
+            messages=PROMPT,  # type: ignore[arg-type]
+        )
+    # And an opened one its bound: a server tool, which general_assistant allows none of.
+    denied = {"type": "web_search_20250305", "name": "web_search"}
+    with pytest.raises(anthropic.BadRequestError, match="web_search"):
+        client.messages.count_tokens(
+            model="general_assistant",
+            tools=[denied],  # type: ignore[list-item]
+            messages=PROMPT,  # type: ignore[arg-type]
+        )
