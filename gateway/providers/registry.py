@@ -82,6 +82,49 @@ def _build_anthropic(settings: Settings) -> Provider:
     )
 
 
+def _build_bedrock(settings: Settings) -> Provider:
+    region = settings.bedrock_region
+    if not region:
+        raise ConfigurationError(
+            "no AWS region is set for Bedrock, so this task cannot reach Claude on Bedrock.",
+            hint="Set GATEWAY_BEDROCK_REGION (the policy's [model] region names the one it "
+            "needs); AWS credentials come from the standard chain.",
+        )
+    from gateway.providers.bedrock import BedrockProvider
+
+    return BedrockProvider(
+        region=region,
+        profile=settings.bedrock_profile,
+        base_url=settings.bedrock_base_url,
+        timeout_s=settings.request_timeout_s,
+        max_attempts=settings.max_attempts,
+        retry_after_cap_s=settings.retry_after_cap_s,
+        backoff_base_s=settings.retry_backoff_base_s,
+    )
+
+
+def _build_vertex(settings: Settings) -> Provider:
+    project, region = settings.vertex_project, settings.vertex_region
+    if not project or not region:
+        raise ConfigurationError(
+            "no Google Cloud project or region is set for Vertex AI, so this task cannot "
+            "reach Claude on Vertex.",
+            hint="Set GATEWAY_VERTEX_PROJECT and GATEWAY_VERTEX_REGION; Google credentials "
+            "come from Application Default Credentials.",
+        )
+    from gateway.providers.vertex import VertexProvider
+
+    return VertexProvider(
+        project=project,
+        region=region,
+        base_url=settings.vertex_base_url,
+        timeout_s=settings.request_timeout_s,
+        max_attempts=settings.max_attempts,
+        retry_after_cap_s=settings.retry_after_cap_s,
+        backoff_base_s=settings.retry_backoff_base_s,
+    )
+
+
 def _build_local(_settings: Settings) -> Provider:
     from gateway.providers.local import LocalProvider
 
@@ -91,6 +134,9 @@ def _build_local(_settings: Settings) -> Provider:
 PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
     {
         "anthropic": ProviderSpec("anthropic", _build_anthropic, Capabilities(inference_geo=True)),
+        # inference_geo is the first-party API's: on a cloud the region is the endpoint's.
+        "bedrock": ProviderSpec("bedrock", _build_bedrock),
+        "vertex": ProviderSpec("vertex", _build_vertex),
         "local": ProviderSpec(
             "local", _build_local, Capabilities(offline=True), versioned_models=True
         ),
