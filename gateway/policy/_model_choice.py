@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gateway.errors import PolicyViolation
+from gateway.catalog import ModelInfo
+from gateway.errors import PolicyError, PolicyViolation
 from gateway.policy._schema import Policy
 
 MODEL_KEY = "model"
@@ -34,3 +35,17 @@ def chosen_model(
             key="model.choices",
         )
     return asked, rest or None
+
+
+def transported(model: ModelInfo, policy: Policy) -> ModelInfo:
+    """``model`` as reached over the policy's ``[model] transport`` (its id there and that
+    transport's provider; itself when the policy names none). Review refuses a policy whose
+    transport does not offer the model; this guards a catalog edited since."""
+    try:
+        return model.on_transport(policy.model.transport, policy.model.transport_id)
+    except KeyError:
+        raise PolicyError(
+            f"model {model.id!r} is not offered under the id the policy names on the "
+            f"{policy.model.transport} transport (model catalog).",
+            hint="Review the policy again against the current catalog (gateway policy check).",
+        ) from None

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from gateway.errors import ConfigurationError
 from gateway.providers.base import Capabilities, Provider
@@ -61,6 +62,16 @@ class ProviderSpec:
     versioned_models: bool = False
 
 
+def _call_options(settings: Settings) -> dict[str, Any]:
+    """A Claude transport's timeout and retry options, the same for every transport."""
+    return {
+        "timeout_s": settings.request_timeout_s,
+        "max_attempts": settings.max_attempts,
+        "retry_after_cap_s": settings.retry_after_cap_s,
+        "backoff_base_s": settings.retry_backoff_base_s,
+    }
+
+
 def _build_anthropic(settings: Settings) -> Provider:
     key = settings.anthropic_api_key
     if key is None or not key.get_secret_value():
@@ -75,10 +86,7 @@ def _build_anthropic(settings: Settings) -> Provider:
     return AnthropicProvider(
         api_key=key.get_secret_value(),
         base_url=settings.anthropic_base_url,
-        timeout_s=settings.request_timeout_s,
-        max_attempts=settings.max_attempts,
-        retry_after_cap_s=settings.retry_after_cap_s,
-        backoff_base_s=settings.retry_backoff_base_s,
+        **_call_options(settings),
     )
 
 
@@ -96,10 +104,7 @@ def _build_bedrock(settings: Settings) -> Provider:
         region=region,
         profile=settings.bedrock_profile,
         base_url=settings.bedrock_base_url,
-        timeout_s=settings.request_timeout_s,
-        max_attempts=settings.max_attempts,
-        retry_after_cap_s=settings.retry_after_cap_s,
-        backoff_base_s=settings.retry_backoff_base_s,
+        **_call_options(settings),
     )
 
 
@@ -118,10 +123,7 @@ def _build_vertex(settings: Settings) -> Provider:
         project=project,
         region=region,
         base_url=settings.vertex_base_url,
-        timeout_s=settings.request_timeout_s,
-        max_attempts=settings.max_attempts,
-        retry_after_cap_s=settings.retry_after_cap_s,
-        backoff_base_s=settings.retry_backoff_base_s,
+        **_call_options(settings),
     )
 
 
