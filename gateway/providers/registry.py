@@ -60,6 +60,8 @@ class ProviderSpec:
     build: ProviderFactory
     capabilities: Capabilities = field(default_factory=Capabilities)
     versioned_models: bool = False
+    # The cloud region the provider is configured to send to (None: it has no region).
+    region: Callable[[Settings], str | None] = lambda _settings: None
 
 
 def _call_options(settings: Settings) -> dict[str, Any]:
@@ -137,8 +139,12 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
     {
         "anthropic": ProviderSpec("anthropic", _build_anthropic, Capabilities(inference_geo=True)),
         # inference_geo is the first-party API's: on a cloud the region is the endpoint's.
-        "bedrock": ProviderSpec("bedrock", _build_bedrock),
-        "vertex": ProviderSpec("vertex", _build_vertex),
+        "bedrock": ProviderSpec(
+            "bedrock", _build_bedrock, region=lambda settings: settings.bedrock_region
+        ),
+        "vertex": ProviderSpec(
+            "vertex", _build_vertex, region=lambda settings: settings.vertex_region
+        ),
         "local": ProviderSpec(
             "local", _build_local, Capabilities(offline=True), versioned_models=True
         ),
@@ -188,6 +194,11 @@ class Providers:
                 provider = self._factories[_known(name)](self._settings)
                 self._built[name] = provider
             return provider
+
+    def region(self, name: str) -> str | None:
+        """The cloud region the provider called ``name`` sends to, from the settings (asked
+        without building it; None for a provider without regions)."""
+        return PROVIDERS[_known(name)].region(self._settings)
 
     def versioned(self, name: str) -> bool:
         """Whether ``name``'s models have versions beyond their ids (finding one may build

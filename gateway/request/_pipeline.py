@@ -138,7 +138,7 @@ class RequestPipeline:
             model = self.catalog.get(model_id)
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {model_id!r} is not in the model catalog.")
-            model = transported(model, policy)  # the transport's provider and model id
+            model = transported(model, policy, self.providers.region)  # transport, id, region
             checked_caller = checked_caller or self.default_caller
             if checked_caller is None and not runs_offline(model.provider):
                 raise InputError(

@@ -14,6 +14,8 @@ import pytest
 from audit import AuditStore
 from audit.verify import verify_log
 from gateway import PolicyError
+from gateway.catalog import Catalog
+from gateway.policy import PolicySet, plan_request, transported
 from tests.fakes.cloud_apis import CloudReply, FakeBedrock, FakeVertex
 from tests.gateway.conftest import MakeGateway, events
 
@@ -167,3 +169,38 @@ def test_a_mandate_the_transport_cannot_honour_does_not_load(
     with pytest.raises(PolicyError) as caught:
         gw.complete("cloud_summary", PROMPT)
     assert rule in str(caught.value) or rule in repr(caught.value.__dict__)
+
+
+def test_a_region_the_gateway_does_not_send_to_is_refused_before_sending(
+    make_gateway: MakeGateway, policy_dir: Path, db_path: Path
+) -> None:
+    (policy_dir / "cloud_summary.toml").write_text(BEDROCK_POLICY)
+    with FakeBedrock(region="us-east-1") as fake:
+        gw = make_gateway(bedrock_region="us-east-1", bedrock_base_url=fake.base_url)
+        with pytest.raises(PolicyError, match="must run in region 'eu-central-1'"):
+            gw.complete("cloud_summary", PROMPT)
+        assert fake.requests == []
+    _verify(db_path)
+
+
+def test_the_request_key_holds_the_transport_and_region(
+    policy_dir: Path,
+) -> None:
+    """The same prompt to the same model keys differently on each transport and region, so
+    an answer recorded on one is never replayed as another's."""
+    (policy_dir / "cloud_summary.toml").write_text(BEDROCK_POLICY)
+    (policy_dir / "cloud_summary_paris.toml").write_text(
+        BEDROCK_POLICY.replace(REGION, "eu-west-3")
+    )
+    (policy_dir / "cloud_summary_vertex.toml").write_text(VERTEX_POLICY)
+    catalog = Catalog.load()
+    policies = PolicySet.load(policy_dir, catalog)
+    messages = [{"role": "user", "content": PROMPT}]
+    hashes = set()
+    for task in ("cloud_summary", "cloud_summary_paris", "cloud_summary_vertex"):
+        policy = policies.get(task)
+        sonnet = catalog.get("claude-sonnet-4-6")
+        assert sonnet is not None
+        model = transported(sonnet, policy, lambda _, p=policy: p.model.region)
+        hashes.add(plan_request(policy, model, messages).request_hash)
+    assert len(hashes) == 3
