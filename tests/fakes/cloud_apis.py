@@ -44,7 +44,7 @@ TEXT = "The fake cloud model answers."
 
 @dataclass(frozen=True)
 class CloudReply:
-    """One scripted answer: ``ok`` (the default) or ``throttled``."""
+    """One scripted answer: ``ok`` (the default), ``throttled`` or ``fails_mid_stream``."""
 
     kind: str = "ok"
 
@@ -55,6 +55,12 @@ class CloudReply:
     @classmethod
     def throttled(cls) -> CloudReply:
         return cls("throttled")
+
+    @classmethod
+    def fails_mid_stream(cls) -> CloudReply:
+        """A stream that breaks off after its first text delta: Bedrock's
+        ``modelStreamErrorException`` frame, Vertex's ``error`` event (overloaded)."""
+        return cls("fails_mid_stream")
 
 
 @dataclass(frozen=True)
@@ -251,7 +257,19 @@ class FakeBedrock(_CloudFake):
         message = _message(model, json.loads(request.body))
         if match["op"] == "invoke":
             return _json(200, message, rid)
-        frames = b"".join(_chunk_frame(event) for event in _stream_events(message))
+        stream = _stream_events(message)
+        frames = b"".join(_chunk_frame(event) for event in stream)
+        if reply.kind == "fails_mid_stream":
+            frames = b"".join(_chunk_frame(event) for event in stream[:3])
+            error = json.dumps({"message": "The model stopped unexpectedly."}).encode()
+            frames += event_stream_frame(
+                {
+                    ":exception-type": "modelStreamErrorException",
+                    ":content-type": "application/json",
+                    ":message-type": "exception",
+                },
+                error,
+            )
         return 200, {**rid, "content-type": "application/vnd.amazon.eventstream"}, frames
 
 
@@ -283,8 +301,9 @@ class FakeVertex(_CloudFake):
         message = _message(match["model"], json.loads(request.body))
         if match["op"] == "rawPredict":
             return _json(200, message, rid)
-        sse = b"".join(
-            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
-            for e in _stream_events(message)
-        )
+        events = _stream_events(message)
+        if reply.kind == "fails_mid_stream":
+            overloaded = {"type": "overloaded_error", "message": "Overloaded"}
+            events = [*events[:3], {"type": "error", "error": overloaded}]
+        sse = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
         return 200, {**rid, "content-type": "text/event-stream"}, sse

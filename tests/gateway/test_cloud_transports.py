@@ -13,7 +13,7 @@ import pytest
 
 from audit import AuditStore
 from audit.verify import verify_log
-from gateway import PolicyError
+from gateway import PolicyError, UpstreamError
 from gateway.catalog import Catalog
 from gateway.policy import PolicySet, plan_request, transported
 from tests.fakes.cloud_apis import CloudReply, FakeBedrock, FakeVertex
@@ -204,3 +204,27 @@ def test_the_request_key_holds_the_transport_and_region(
         model = transported(sonnet, policy, lambda _, p=policy: p.model.region)
         hashes.add(plan_request(policy, model, messages).request_hash)
     assert len(hashes) == 3
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["whole", "breaks-off"])
+def test_a_bedrock_stream_ends_in_a_terminal_record(
+    make_gateway: MakeGateway, policy_dir: Path, db_path: Path, fails: bool
+) -> None:
+    """Streamed over Bedrock (AWS event-stream framing): the whole answer is a RESPONSE; one that
+    breaks off mid-stream is a FAILED; either way the log verifies."""
+    (policy_dir / "cloud_summary.toml").write_text(BEDROCK_POLICY)
+    with FakeBedrock(region=REGION) as fake:
+        if fails:
+            fake.script(CloudReply.fails_mid_stream())
+        gw = make_gateway(bedrock_region=REGION, bedrock_base_url=fake.base_url)
+        seen: list[Any] = []
+        try:
+            with gw.stream("cloud_summary", PROMPT) as stream:
+                seen.extend(stream)
+            assert not fails and stream.result.text == "The fake cloud model answers."
+        except UpstreamError:
+            assert fails and seen
+        assert fake.requests[0].path.endswith("/invoke-with-response-stream")
+    kinds = [str(e.kind) for e in events(db_path)]
+    assert kinds[0] == "request" and kinds[-1] == ("failed" if fails else "response")
+    _verify(db_path)

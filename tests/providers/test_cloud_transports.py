@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from gateway.errors import UpstreamRejected
+from gateway.errors import UpstreamRejected, UpstreamUnavailable
 from gateway.providers.base import AttemptFailure, ProviderReply, RequestNotHonoured
 from gateway.providers.bedrock import BedrockProvider
 from gateway.providers.vertex import VertexProvider
@@ -127,6 +127,25 @@ def test_stream_assembles_from_the_transports_framing(transport: Transport) -> N
     assert "stream" in received.path.lower()  # the streamed operation's URL
     # Bedrock takes the stream flag out of the body; Vertex keeps it there as well.
     assert ("stream" in received.json) is (name == "vertex")
+
+
+def test_a_stream_that_breaks_off_is_not_sent_again(transport: Transport) -> None:
+    """An error inside the stream (Bedrock's exception frame, Vertex's error event) after part
+    of the answer was delivered ends the call with the typed error, without another attempt."""
+    name, fake, provider = transport
+    fake.script(CloudReply.fails_mid_stream())
+    delivered: list[Any] = []
+    with pytest.raises(UpstreamUnavailable, match="broke off") as caught:
+        for item in provider.stream(_body(name), api_version="2023-06-01", on_attempt_failed=list):
+            delivered.append(item)
+    assert [e["type"] for e in delivered] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+    ]
+    # Bedrock's modelStreamErrorException reads as an upstream fault; Vertex says overloaded.
+    assert caught.value.error_type == {"bedrock": "api_error", "vertex": "overloaded_error"}[name]
+    assert len(fake.requests) == 1
 
 
 def test_throttling_is_a_rate_limit_and_retried(transport: Transport) -> None:
