@@ -68,6 +68,15 @@ class Settings(BaseModel):
     audit_format: Literal[1, 2] = 1
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
+    # Claude on AWS Bedrock and Google Vertex AI (docs/transports.md): where the transport is
+    # reached; credentials come from each cloud's standard chain (boto3, google-auth), never
+    # from here. A base URL replaces the region's endpoint (a VPC endpoint, a test fake).
+    bedrock_region: str | None = None
+    bedrock_profile: str | None = None
+    bedrock_base_url: str | None = None
+    vertex_project: str | None = None
+    vertex_region: str | None = None
+    vertex_base_url: str | None = None
     checkpoint_key: SecretStr | None = None
     # The record key signs every audit event this gateway writes (Ed25519; 32 bytes as hex or
     # base64): ``record_key`` itself, or a file holding it. Neither set and a SQLite database:
@@ -216,6 +225,12 @@ class Settings(BaseModel):
             "GATEWAY_CATALOG_OVERRIDE": "catalog_override",
             "ANTHROPIC_API_KEY": "anthropic_api_key",
             "ANTHROPIC_BASE_URL": "anthropic_base_url",
+            "GATEWAY_BEDROCK_REGION": "bedrock_region",
+            "GATEWAY_BEDROCK_PROFILE": "bedrock_profile",
+            "GATEWAY_BEDROCK_BASE_URL": "bedrock_base_url",
+            "GATEWAY_VERTEX_PROJECT": "vertex_project",
+            "GATEWAY_VERTEX_REGION": "vertex_region",
+            "GATEWAY_VERTEX_BASE_URL": "vertex_base_url",
             "GATEWAY_SERVER_MAX_BODY_BYTES": "server_max_body_bytes",
             "GATEWAY_SERVER_REQUEST_TIMEOUT_S": "server_request_timeout_s",
             "GATEWAY_SERVER_SHUTDOWN_GRACE_S": "server_shutdown_grace_s",

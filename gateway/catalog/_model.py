@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gateway.providers.registry import PROVIDER_NAMES
 
+TransportIds = dict[str, tuple[str, ...]]  # transport name -> the model's ids there
 Sampling = Literal["none", "temperature-or-top-p", "all"]
 
 # Facts every entry must source (ModelInfo.sources keys); `alias_of` only matters for aliases.
@@ -35,6 +36,7 @@ SOURCED_FACTS = (
     "non_streaming_max_tokens",
     "strict_tools",
     "forced_tool_choice",
+    "transports",
 )
 
 # Prices, in US dollars per million tokens of each kind the API's usage reports. Optional: a
@@ -85,7 +87,38 @@ class ModelInfo(BaseModel):
     price_output: float | None = Field(default=None, ge=0)
     price_cache_write: float | None = Field(default=None, ge=0)
     price_cache_read: float | None = Field(default=None, ge=0)
+    # The model's ids on other Claude transports, per transport (a registry name): the first
+    # is the transport's base id, the rest its other names (Bedrock's cross-region inference
+    # profiles, such as "eu.anthropic.claude-sonnet-4-6"). A policy's [model] transport picks
+    # one (:meth:`on_transport`); none listed: the model is not offered there.
+    transports: TransportIds = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("transports")
+    @classmethod
+    def _transports_registered(
+        cls, value: dict[str, tuple[str, ...]]
+    ) -> dict[str, tuple[str, ...]]:
+        unknown = sorted(set(value) - PROVIDER_NAMES)
+        if unknown:
+            raise ValueError(f"transports {unknown} are not registered providers")
+        if any(not ids for ids in value.values()):
+            raise ValueError("a transport lists at least one model id")
+        return value
+
+    def on_transport(self, transport: str | None, transport_id: str | None = None) -> ModelInfo:
+        """This model as reached over ``transport`` (None, or its own provider: itself), under
+        ``transport_id`` (None: the transport's base id): the same capabilities, the
+        transport's provider and id (its ``transports`` kept, so review still sees which
+        transport it is reached over). KeyError when the model is not offered there or the id
+        is not one of its names on it (review refuses such a policy first)."""
+        if transport is None or transport == self.provider:
+            return self
+        ids = self.transports[transport]
+        chosen = ids[0] if transport_id is None else transport_id
+        if chosen not in ids:
+            raise KeyError(chosen)
+        return self.model_copy(update={"id": chosen, "provider": transport})
 
     @field_validator("provider")
     @classmethod

@@ -389,8 +389,12 @@ def _tidy(entry: dict[str, Any], sources: dict[str, str]) -> dict[str, Any]:
         for k in keys
         if entry.get(k) is not None
     }
-    if not out.get("deprecated_thinking_types"):
-        out.pop("deprecated_thinking_types", None)
+    for optional in ("deprecated_thinking_types", "transports"):
+        if not out.get(optional):
+            out.pop(optional, None)
+    transports = entry.get("transports")
+    if transports:
+        out["transports"] = {name: list(ids) for name, ids in transports.items()}
     order = [f for f in SOURCED_FACTS if f in sources] + sorted(set(sources) - set(SOURCED_FACTS))
     out["sources"] = {f: sources[f] for f in order}
     return out

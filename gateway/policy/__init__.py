@@ -17,7 +17,7 @@ from gateway.policy._field_table import (
     field_rows,
 )
 from gateway.policy._findings import Finding, Severity
-from gateway.policy._model_choice import chosen_model
+from gateway.policy._model_choice import chosen_model, transported
 from gateway.policy._plan import Plan, plan_request
 from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._review import ReviewReport, review_policies
@@ -59,4 +59,5 @@ __all__ = [
     "opened_keys",
     "plan_request",
     "review_policies",
+    "transported",
 ]

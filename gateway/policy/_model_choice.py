@@ -9,9 +9,10 @@ the model is recorded as the request's model, not as a generation parameter.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from gateway.errors import PolicyViolation
+from gateway.catalog import ModelInfo
+from gateway.errors import PolicyError, PolicyViolation
 from gateway.policy._schema import Policy
 
 MODEL_KEY = "model"
@@ -34,3 +35,33 @@ def chosen_model(
             key="model.choices",
         )
     return asked, rest or None
+
+
+def transported(
+    model: ModelInfo, policy: Policy, region_of: Callable[[str], str | None]
+) -> ModelInfo:
+    """``model`` as reached over the policy's ``[model] transport`` (its id there and that
+    transport's provider; itself when the policy names none). Review refuses a policy whose
+    transport does not offer the model; this guards a catalog edited since. The region the
+    policy mandates must be the one the transport is configured to send to (``region_of``:
+    the registry's), else nothing is sent."""
+    try:
+        reached = model.on_transport(policy.model.transport, policy.model.transport_id)
+    except KeyError:
+        raise PolicyError(
+            f"model {model.id!r} is not offered under the id the policy names on the "
+            f"{policy.model.transport} transport (model catalog).",
+            hint="Review the policy again against the current catalog (gateway policy check).",
+        ) from None
+    mandated = policy.model.region
+    if mandated is not None and reached is not model:
+        configured = region_of(reached.provider)
+        if configured != mandated:
+            raise PolicyError(
+                f"task {policy.task!r} must run in region {mandated!r} on the "
+                f"{reached.provider} transport, but the gateway is configured to send there "
+                f"in {configured!r}; nothing was sent.",
+                hint=f"Set the {reached.provider} region setting to {mandated!r} for the "
+                "gateway that serves this task.",
+            )
+    return reached

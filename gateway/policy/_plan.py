@@ -161,6 +161,8 @@ def key_scope(policy: Policy, caller: str | None) -> dict[str, str]:
         scope["caller"] = caller
     if policy.derived is not None:
         scope["derived"] = policy.derived.label
+    if policy.model.region is not None:  # a cloud transport's answers are kept per region
+        scope["region"] = policy.model.region
     return scope
 
 

@@ -32,6 +32,8 @@ ThinkingType = Literal["enabled", "adaptive", "disabled", "between_tools"]
 ThinkingDisplay = Literal["summarized", "omitted"]
 # Where the provider may run inference (the Messages API's ``inference_geo``).
 InferenceGeo = Literal["us", "global"]
+# Which Claude transport a task's requests go over (docs/transports.md); unset: Anthropic's API.
+Transport = Literal["anthropic", "bedrock", "vertex"]
 OutputFormat = Literal["text", "json"]
 # Whether a task's answers may be streamed (Gateway.stream), must be, or never are.
 StreamMode = Literal["may", "must", "never"]
@@ -237,6 +239,12 @@ class ModelTable(BaseModel):
     # Where inference must run; sent as ``inference_geo`` and checked against the answer's
     # ``usage.inference_geo``. None: wherever the workspace's default sends it.
     inference_geo: Annotated[InferenceGeo | None, UNSET] = None
+    # The transport the model is reached over, and there the model's id (a Bedrock
+    # cross-region inference profile such as "eu.anthropic.claude-sonnet-4-6"; None: the
+    # catalog's base id for the transport) and the cloud region the requests must go to.
+    transport: Annotated[Transport | None, UNSET] = None
+    transport_id: Annotated[str | None, UNSET] = None
+    region: Annotated[str | None, UNSET] = None
     # Other models a caller may choose by naming one as the request's model (each reviewed
     # as the pinned one is); any other request is answered by ``id``.
     choices: Annotated[

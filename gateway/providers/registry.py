@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from gateway.errors import ConfigurationError
 from gateway.providers.base import Capabilities, Provider
@@ -59,6 +60,18 @@ class ProviderSpec:
     build: ProviderFactory
     capabilities: Capabilities = field(default_factory=Capabilities)
     versioned_models: bool = False
+    # The cloud region the provider is configured to send to (None: it has no region).
+    region: Callable[[Settings], str | None] = lambda _settings: None
+
+
+def _call_options(settings: Settings) -> dict[str, Any]:
+    """A Claude transport's timeout and retry options, the same for every transport."""
+    return {
+        "timeout_s": settings.request_timeout_s,
+        "max_attempts": settings.max_attempts,
+        "retry_after_cap_s": settings.retry_after_cap_s,
+        "backoff_base_s": settings.retry_backoff_base_s,
+    }
 
 
 def _build_anthropic(settings: Settings) -> Provider:
@@ -75,10 +88,44 @@ def _build_anthropic(settings: Settings) -> Provider:
     return AnthropicProvider(
         api_key=key.get_secret_value(),
         base_url=settings.anthropic_base_url,
-        timeout_s=settings.request_timeout_s,
-        max_attempts=settings.max_attempts,
-        retry_after_cap_s=settings.retry_after_cap_s,
-        backoff_base_s=settings.retry_backoff_base_s,
+        **_call_options(settings),
+    )
+
+
+def _build_bedrock(settings: Settings) -> Provider:
+    region = settings.bedrock_region
+    if not region:
+        raise ConfigurationError(
+            "no AWS region is set for Bedrock, so this task cannot reach Claude on Bedrock.",
+            hint="Set GATEWAY_BEDROCK_REGION (the policy's [model] region names the one it "
+            "needs); AWS credentials come from the standard chain.",
+        )
+    from gateway.providers.bedrock import BedrockProvider
+
+    return BedrockProvider(
+        region=region,
+        profile=settings.bedrock_profile,
+        base_url=settings.bedrock_base_url,
+        **_call_options(settings),
+    )
+
+
+def _build_vertex(settings: Settings) -> Provider:
+    project, region = settings.vertex_project, settings.vertex_region
+    if not project or not region:
+        raise ConfigurationError(
+            "no Google Cloud project or region is set for Vertex AI, so this task cannot "
+            "reach Claude on Vertex.",
+            hint="Set GATEWAY_VERTEX_PROJECT and GATEWAY_VERTEX_REGION; Google credentials "
+            "come from Application Default Credentials.",
+        )
+    from gateway.providers.vertex import VertexProvider
+
+    return VertexProvider(
+        project=project,
+        region=region,
+        base_url=settings.vertex_base_url,
+        **_call_options(settings),
     )
 
 
@@ -91,6 +138,13 @@ def _build_local(_settings: Settings) -> Provider:
 PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
     {
         "anthropic": ProviderSpec("anthropic", _build_anthropic, Capabilities(inference_geo=True)),
+        # inference_geo is the first-party API's: on a cloud the region is the endpoint's.
+        "bedrock": ProviderSpec(
+            "bedrock", _build_bedrock, region=lambda settings: settings.bedrock_region
+        ),
+        "vertex": ProviderSpec(
+            "vertex", _build_vertex, region=lambda settings: settings.vertex_region
+        ),
         "local": ProviderSpec(
             "local", _build_local, Capabilities(offline=True), versioned_models=True
         ),
@@ -140,6 +194,11 @@ class Providers:
                 provider = self._factories[_known(name)](self._settings)
                 self._built[name] = provider
             return provider
+
+    def region(self, name: str) -> str | None:
+        """The cloud region the provider called ``name`` sends to, from the settings (asked
+        without building it; None for a provider without regions)."""
+        return PROVIDERS[_known(name)].region(self._settings)
 
     def versioned(self, name: str) -> bool:
         """Whether ``name``'s models have versions beyond their ids (finding one may build

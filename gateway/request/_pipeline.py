@@ -49,7 +49,7 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.keys import forwarded_user_id
-from gateway.policy import Plan, Policy, PolicySet, chosen_model, plan_request
+from gateway.policy import Plan, Policy, PolicySet, chosen_model, plan_request, transported
 from gateway.providers.registry import Providers, runs_offline
 from gateway.request._call_records import CallRecords
 from gateway.request._call_types import unannounced
@@ -138,6 +138,7 @@ class RequestPipeline:
             model = self.catalog.get(model_id)
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {model_id!r} is not in the model catalog.")
+            model = transported(model, policy, self.providers.region)  # transport, id, region
             checked_caller = checked_caller or self.default_caller
             if checked_caller is None and not runs_offline(model.provider):
                 raise InputError(

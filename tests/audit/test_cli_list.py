@@ -121,7 +121,7 @@ def _priced_catalog(tmp_path: Path) -> Path:
     shipped = Catalog.load().get("claude-sonnet-4-6")
     assert shipped is not None
     entry = shipped.model_dump(
-        mode="json", exclude={"id", "sources", "retires_at"}, exclude_none=True
+        mode="json", exclude={"id", "sources", "retires_at", "transports"}, exclude_none=True
     )
     lines = [f"{k} = {json.dumps(v)}" for k, v in {**entry, **PRICES}.items()]
     sources = ", ".join(f'{f} = "a price sheet read on 2026-12-01"' for f in PRICES)

@@ -143,6 +143,7 @@ def test_public_names_are_pinned() -> None:
         "opened_keys",
         "plan_request",
         "review_policies",
+        "transported",
         "broad_grant",
         "caller_grants",
         "contract_kind",

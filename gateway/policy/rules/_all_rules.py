@@ -12,11 +12,13 @@ from gateway.policy.rules import (
     thinking,
     tokens,
     tools,
+    transport,
 )
 from gateway.policy.rules._subject import Rule, Subject
 
 RULES: tuple[Rule, ...] = (
     *model.RULES,
+    *transport.RULES,
     *sampling.RULES,
     *thinking.RULES,
     *tokens.RULES,
