@@ -71,6 +71,7 @@ from gateway.evidence._audit_content import (
     recorded_content,
     selected_by_export,
 )
+from gateway.evidence._export_content import content_annotator
 from gateway.evidence._usage import GroupBy, UsageReport, covered, usage_report
 from gateway.keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.policy import PolicySet, contract_of
@@ -425,22 +426,18 @@ class Auditing:
             with translated():
                 store.append(draft)
 
-            def annotate(event: StoredEvent) -> dict[str, object] | None:
-                if event.kind != EventKind.REQUEST:
-                    return None
-                found = recorded_content(
-                    store, store.events_for_request(event.request_id), signature=check
-                )
-                if found.content is None:
-                    refused = found.problems or [found.nothing or "nothing was sent"]
-                    return {"content": {"refused": refused}}
-                shown = found.content.model_dump(
-                    mode="json", exclude={"seqs", "payloads", "access_seq", "request_id"}
-                )
-                return {"content": shown}
+            annotate = content_annotator(store, check)
 
         with translated():
-            return export_events(store, out, fmt, filters, reviewer=reviewer, annotate=annotate)
+            return export_events(
+                store,
+                out,
+                fmt,
+                filters,
+                reviewer=reviewer,
+                annotate=annotate,
+                with_content=annotate is not None,
+            )
 
     def checkpoint(self, *, unsigned: bool = False) -> Checkpoint:
         """Record a CHECKPOINT event and return the head it made, signed with
