@@ -81,10 +81,14 @@ def test_an_approval_under_another_approvers_name_does_not_count_when_keys_are_p
     with Gateway(_settings(folder, db, unsafe_unpinned_approvers=True), offline=True):
         pass  # unpinned: two names, two keys, "four eyes" - the attack works
 
-    with pytest.raises(PolicyLoadError) as refused:
-        Gateway(_settings(folder, db, trusted_approvers_file=pins), offline=True)
+    with (
+        Gateway(_settings(folder, db, trusted_approvers_file=pins), offline=True) as gw,
+        pytest.raises(PolicyLoadError) as refused,
+    ):
+        gw.complete("task_a", "The reviewer reads the")
     message = refused.value.message
-    assert "task_a" in message and "has 1 of 2: approved by alice" in message
+    assert "task 'task_a'" in message and "has 1 of the 2" in message
+    assert "approved by alice; 1 more needed" in message
     fake = Signer.from_text(MALLORY).key_id
     assert f"bob's approval is signed by key {fake}, not the key pinned for bob" in message
     assert Signer.from_text(BOB).key_id in message
