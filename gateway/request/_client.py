@@ -223,8 +223,8 @@ class _Client:
         raise NotImplementedError
 
     @property
-    def refused_tasks(self) -> list[str]:  # lacking approvals ("routes": the routing table)
-        return self._core.policies.withheld()
+    def policies(self) -> PolicySet:  # as served: withheld() lists those lacking approvals
+        return self._core.policies
 
     @classmethod
     def from_env(cls, *, offline: bool = False, **overrides: Any) -> Self:

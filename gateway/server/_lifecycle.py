@@ -63,7 +63,7 @@ class ServerState:
             ring = KeyRing(keys)
             active = await asyncio.to_thread(ring.refresh)
             catalog = Catalog.load(settings.catalog_override)
-            policies = PolicySet.load(Path(settings.policy_dir), catalog)
+            policies = gateway.policies  # as it serves them: unapproved ones withheld
         except BaseException:
             await gateway.aclose()
             raise

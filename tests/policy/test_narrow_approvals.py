@@ -71,7 +71,7 @@ def test_an_edited_task_is_refused_alone_and_each_refusal_is_recorded(
         trusted_approvers_file=pins,
     )
     with capture_logs() as logs, Gateway(settings, offline=True) as gw:
-        assert gw.refused_tasks == ["task_b"]
+        assert gw.policies.withheld() == ["task_b"]
         assert gw.complete("task_a", "The reviewer reads the", caller="desk-1").text is not None
         for _ in range(2):
             with pytest.raises(PolicyNotApproved) as refused:

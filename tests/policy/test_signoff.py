@@ -216,7 +216,7 @@ def test_the_gateway_refuses_the_task_until_it_has_its_approvals(
         unsafe_unpinned_approvers=True,  # any key counts: this test is about the count
     )
     with Gateway(settings, offline=True) as refusing:  # starts; the task alone is refused
-        assert refusing.refused_tasks == ["task_a"]
+        assert refusing.policies.withheld() == ["task_a"]
         with pytest.raises(PolicyLoadError, match="approved by nobody"):
             refusing.complete("task_a", "The reviewer reads the")
     approved = run(db, "policy", "approve", "task_a", "--approver", "alice", "--policy-dir",

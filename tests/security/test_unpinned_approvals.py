@@ -79,9 +79,9 @@ def test_pinned_approvers_or_the_unsafe_setting_start(env: dict[str, str]) -> No
     # Both get past the pins to the count itself: task_a has no approvals yet, so it is
     # refused (the gateway starts).
     with Gateway(Settings.from_env(pinned), offline=True) as gw:
-        assert gw.refused_tasks == ["task_a"]
+        assert gw.policies.withheld() == ["task_a"]
     unsafe = {**env, "GATEWAY_UNSAFE_UNPINNED_APPROVERS": "1"}
     with capture_logs() as logs, Gateway(Settings.from_env(unsafe), offline=True) as gw:
-        assert gw.refused_tasks == ["task_a"]
+        assert gw.policies.withheld() == ["task_a"]
     warned = [e["event"] for e in logs if e["log_level"] == "warning"]
     assert warned == ["approvals_unpinned", "task_refused_unapproved"]
