@@ -49,7 +49,7 @@ from audit.verify.authenticity import SignatureCheck, check_event
 from gateway._audit_errors import translated
 from gateway._inputs import check_name
 from gateway._log import log
-from gateway.errors import ConfigurationError, PolicyLoadError, PolicyNotApproved
+from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyNotApproved
 from gateway.policy import Policy, PolicySet
 from gateway.settings import Settings
 
@@ -60,6 +60,7 @@ __all__ = [
     "approval_status",
     "check_approvals",
     "pinned_for_start",
+    "refuse_unsound",
     "sign_approval",
     "trusted_approvers",
     "unapproved",
@@ -134,6 +135,38 @@ def sign_approval(key_text: str, *, task: str, fingerprint: str, approver: str) 
     public = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     signature = private.sign(_message(task, fingerprint, approver))
     return Approval(task, fingerprint, approver, public.hex(), base64.b64encode(signature).decode())
+
+
+def refuse_unsound(
+    approval: Approval, trusted_approvers: Mapping[str, str] | None, reviewed: str | None
+) -> None:
+    """Refuse (:class:`InputError`), before anything is recorded, an approval of another
+    version than the ``reviewed`` fingerprint, or signed by a key other than the one pinned
+    for its approver: it would never count, and must never read as an approval."""
+    what = f"{approval.task!r} as {approval.approver!r}"
+    if reviewed is not None and reviewed != approval.fingerprint:
+        raise InputError(
+            f"not approved {what}: the folder's version is {approval.fingerprint}, not the "
+            f"reviewed {reviewed}; nothing was signed or recorded.",
+            hint="Review the folder's version ('gateway policy show TASK') and approve that.",
+        )
+    if trusted_approvers is None:
+        return
+    pinned = trusted_approvers.get(approval.approver)
+    if pinned is None:
+        why = f"{approval.approver!r} is not a pinned approver"
+    elif pinned != approval.public_key:
+        why = (
+            f"the key {approval.key_id} is not the key pinned for {approval.approver!r} "
+            f"({key_id(bytes.fromhex(pinned))})"
+        )
+    else:
+        return
+    raise InputError(
+        f"not approved {what}: {why}; nothing was recorded.",
+        hint="Approve under your own name with your own key (GATEWAY_APPROVER_KEY), or ask "
+        "for your public key to be pinned (GATEWAY_TRUSTED_APPROVERS_FILE).",
+    )
 
 
 def approval_draft(approval: Approval, policy: Policy | Mapping[str, Any]) -> EventDraft:
