@@ -29,6 +29,7 @@ from audit import AuditStore, EventKind, StoredEvent
 from audit.canonical import digest
 from audit.reports.export import Annotate
 from audit.verify.authenticity import SignatureCheck
+from audit.verify.lifecycle import TERMINAL
 from gateway._attachment_payloads import stored_payloads
 from gateway.evidence._audit_content import (
     ContentRead,
@@ -42,6 +43,7 @@ CONTENT_KEY = "content"
 # The payloads a content item shows (an evidence event naming one must have it carried).
 SHOWN_PAYLOADS = ("request_body", "response_body", "partial_response")
 ANSWERS = ("response_body", "partial_response")
+OUTCOMES = frozenset({*TERMINAL, "cache_hit"})  # the events a content item's answer comes from
 
 Report = Callable[[int, int | None, str, str], None]  # line, seq, kind, detail
 # Check one signed record (line, record, what): its parsed body, {} if unreadable.
@@ -93,6 +95,10 @@ class ContentChecks:
         self.expected = 0  # REQUEST records that must carry content
         self.checked = 0  # content items that check out
         self._request = ""  # the request whose record is being checked, named in its defects
+        # Request id -> (line, seq) of: each checked item shown without an outcome event, and
+        # the last outcome the export holds; an item may not leave out an answer it holds.
+        self._unanswered: dict[str, tuple[int, int | None]] = {}
+        self._outcomes: dict[str, int | None] = {}
 
     def _bad(self, line: int, seq: int | None, kind: str, detail: str) -> None:
         self._defect(line, seq, kind, f"request {self._request}: {detail}")
@@ -102,6 +108,8 @@ class ContentChecks:
         kind = record.get("kind")
         content = record.get(CONTENT_KEY)
         self._request = str(record.get("request_id"))
+        if kind in OUTCOMES:
+            self._outcomes[self._request] = seq
         if kind == "request" and self.declared:
             self.expected += 1
             if content is None:
@@ -164,7 +172,22 @@ class ContentChecks:
         data = self._payloads(line, seq, bodies, carried)
         if data is None:
             return False
+        if not any(r.get("kind") in OUTCOMES for r, _ in bodies):
+            self._unanswered[str(rid)] = (line, seq)
         return self._shown(line, seq, record, content, bodies, data)
+
+    def finish(self) -> None:
+        """After the last record: an item shown without an answer whose request has an
+        outcome in the export left that answer out."""
+        for rid, (line, seq) in self._unanswered.items():
+            if rid in self._outcomes:
+                self._request = rid
+                self.checked -= 1
+                self._bad(
+                    line, seq, "content_missing",
+                    f"its content leaves out the outcome the export holds (seq "
+                    f"{self._outcomes[rid]})",
+                )  # fmt: skip
 
     def _payloads(
         self,

@@ -245,6 +245,7 @@ def verify_records(
             walk.row(number, record)
         if found is not None:
             head, head_line = (found if isinstance(found, dict) else {}), number
+    walk.content.finish()
     export = _check_head(walk, head, head_line)
     return ExportVerifyReport(
         ok=not walk.defects,

@@ -206,6 +206,25 @@ def test_items_swapped_between_requests_fail(exported: tuple[Rows, Path], tmp_pa
     }
 
 
+def test_an_answer_left_out_of_its_content_fails(
+    exported: tuple[Rows, Path], tmp_path: Path
+) -> None:
+    """The answer and the event it came from dropped from r-1's content, as if unanswered."""
+    rows, key = exported
+    row = request_row(rows, "r-1")
+    content = row["content"]
+    content["evidence"]["events"] = [
+        e for e in content["evidence"]["events"] if e["kind"] == "request"
+    ]
+    del content["evidence"]["payloads"]["response_body"]
+    content.update(answer=None, answer_blocks=[], outcome="request", model="claude-sonnet-4-6")
+    code, found = report(write(tmp_path / "t.jsonl", rows), key)
+    assert code == 1
+    [(seq, kind, detail)] = defects(found)
+    assert (seq, kind) == (row["seq"], "content_missing") and "leaves out the outcome" in detail
+    assert found["content_checked"] == 2
+
+
 def test_content_without_its_evidence_is_not_taken_on_trust(
     exported: tuple[Rows, Path], tmp_path: Path
 ) -> None:
