@@ -43,8 +43,8 @@ class ServerState:
     gateway: AsyncGateway
     keys: CallerKeys
     auth: Authenticator
-    # The policies the server lists and plans count_tokens with: the same folder and
-    # catalog the gateway loaded, loaded once more (the gateway keeps its own private).
+    # The policies the server routes, lists and plans count_tokens with: the gateway's own,
+    # so a task or routing table it withholds (lacking approvals) is withheld here too.
     policies: PolicySet
     catalog: Catalog
     started_at: datetime
