@@ -8,6 +8,7 @@ front end's own table (the CLI's is ``gateway/cli/_boundary.py``), not an attrib
     ├── ConfigurationError        settings missing or unusable (no API key, bad durability, ...)
     ├── PolicyError
     │   ├── PolicyLoadError       a policy folder or file does not load (carries the findings)
+    │   ├── PolicyNotApproved     (a PolicyLoadError) a version lacking its approvals
     │   ├── UnknownTask           no policy for the task name (lists the known ones)
     │   └── PolicyViolation       a caller asked for something the policy does not allow
     ├── InputError                the prompt or messages are unusable (empty, wrong type, too big)
@@ -56,6 +57,37 @@ class PolicyLoadError(PolicyError):
     def __init__(self, message: str, *, findings: tuple[Any, ...] = (), hint: str | None = None):
         self.findings = findings
         super().__init__(message, hint=hint)
+
+
+class PolicyNotApproved(PolicyLoadError):
+    """A task (or the routing table, ``task`` "routes") whose exact version lacks the approvals
+    ``GATEWAY_REQUIRE_APPROVALS`` asks for: refused, while the approved tasks serve."""
+
+    def __init__(
+        self,
+        task: str,
+        fingerprint: str,
+        *,
+        approvers: tuple[str, ...],
+        required: int,
+        not_counted: tuple[str, ...] = (),
+    ) -> None:
+        self.task = task
+        self.fingerprint = fingerprint
+        self.approvers = approvers
+        self.required = required
+        self.missing = max(required - len(approvers), 0)
+        what = "the routing table (routes.toml)" if task == "routes" else f"task {task!r}"
+        by = f"approved by {', '.join(approvers)}" if approvers else "approved by nobody"
+        super().__init__(
+            f"{what} is refused: its version {fingerprint} has {len(approvers)} of the "
+            f"{required} approvals by distinct approvers that GATEWAY_REQUIRE_APPROVALS asks "
+            f"for ({by}; {self.missing} more needed)"
+            + (f"; not counted: {'; '.join(not_counted)}" if not_counted else "")
+            + ".",
+            hint=f"Have approvers sign this version: 'gateway policy approve {task} "
+            "--approver NAME' (each with their own GATEWAY_APPROVER_KEY); the other tasks serve.",
+        )
 
 
 class UnknownTask(PolicyError):

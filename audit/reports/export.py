@@ -87,12 +87,15 @@ def export_events(
     *,
     reviewer: str | None = None,
     annotate: Annotate | None = None,
+    with_content: bool = False,
 ) -> ExportSummary:
     """Write the matching events up to the current head; recorded first as an EXPORT event.
 
     The slice is read twice, streamed both times: once to count and digest it for the
     EXPORT event, then to write it (events at or below the head never change, so both reads
-    see the same events). ``annotate`` adds keys to an event's record (never to its body).
+    see the same events). ``annotate`` adds keys to an event's record (never to its body);
+    ``with_content`` records in the EXPORT event that it adds each REQUEST's content, so an
+    offline verify knows which records must carry it.
     """
     filters = filters or EventFilter()
     where = filters.model_dump()
@@ -125,6 +128,7 @@ def export_events(
                 "events": count,
                 "rows_digest": digest,
                 **sequenced,
+                **({"with_content": True} if with_content else {}),
             },
         )
     )

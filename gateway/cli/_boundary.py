@@ -47,6 +47,7 @@ EXIT_CODES: Mapping[type[errors.GatewayError], ExitCode] = MappingProxyType(
         errors.ConfigurationError: ExitCode.BAD_INPUT,
         errors.PolicyError: ExitCode.BAD_INPUT,
         errors.PolicyLoadError: ExitCode.BAD_INPUT,
+        errors.PolicyNotApproved: ExitCode.BAD_INPUT,
         errors.UnknownTask: ExitCode.BAD_INPUT,
         errors.PolicyViolation: ExitCode.BAD_INPUT,
         errors.InputError: ExitCode.BAD_INPUT,

@@ -92,8 +92,9 @@ def audit_list(
     **filters: Any,
 ) -> None:
     """One row per request: status (completed, flagged, failed, cancelled, rejected, cache
-    hit, integrity alert, incomplete, ...), model, tokens, latency and estimated cost
-    (priced from the model catalog; "-" where no usage was recorded or no price is sourced).
+    hit, integrity alert, incomplete, ...), model, tokens, latency, estimated cost (priced
+    from the model catalog; "-" where no usage was recorded or no price is sourced) and the
+    policy version (its fingerprint's first 12 hex digits).
     On a format-2 log, * marks a request with an event not yet linked by the integrator
     ("pending_integration" in JSON)."""
     # Experiment samples are not production records: left out unless asked for.
@@ -114,7 +115,7 @@ def audit_list(
         click.echo(
             f"{'seq':>13}  {'started (UTC)':19}  {'status':15}  {'task':22}  {'label':22}  "
             f"{'caller':18}  {'contract':8}  {'model':20}  {'tokens in/out':>13}  {'latency':>9}  "
-            f"{'cost (USD)':>10}  id"
+            f"{'cost (USD)':>10}  {'policy':12}  id"
         )
         for r in rows:
             seqs = str(r.first_seq) if r.first_seq == r.last_seq else f"{r.first_seq}-{r.last_seq}"
@@ -125,7 +126,7 @@ def audit_list(
                 f"{_cell(r.contract, 8)}  {_cell(r.model, 20)}  "
                 f"{_tokens(r.input_tokens, r.output_tokens):>13}  "
                 f"{_latency(r.latency_ms):>9}  {_request_cost(r.cost_usd):>10}  "
-                f"{shown(r.request_id)}"
+                f"{_cell(_short_fingerprint(r.policy_fingerprint), 12)}  {shown(r.request_id)}"
             )
         if any(r.pending_integration for r in rows):
             click.echo(PENDING_LEGEND)
@@ -136,6 +137,12 @@ def audit_list(
             click.echo(known_tasks_line(settings_of(ctx)), err=True)
         if left_out:
             click.echo(experiments_left_out_line(left_out))
+
+
+def _short_fingerprint(fingerprint: str | None) -> str | None:
+    """The first 12 hex digits of a policy fingerprint: enough to tell versions apart in a
+    listing (`policy show`, `audit show` and JSON give it whole)."""
+    return fingerprint.removeprefix("sha256:")[:12] if fingerprint else None
 
 
 # Format 2: a request with an event committed and signed but not yet linked by the integrator.

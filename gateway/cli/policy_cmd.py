@@ -363,19 +363,30 @@ def diff_command(ctx: click.Context, old_dir: Path, new_dir: Path, fmt: str) -> 
 @click.argument("task")
 @click.option("--approver", required=True, help="Your name, recorded with the approval.")
 @click.option(
+    "--fingerprint",
+    help="The fingerprint you reviewed (sha256:...): refused if the folder's version differs.",
+)
+@click.option(
     "--policy-dir", type=DIR, default=None, help="Default: GATEWAY_POLICY_DIR or ./policies."
 )
 @FORMAT
 @click.pass_context
 def approve_command(
-    ctx: click.Context, task: str, approver: str, policy_dir: Path | None, fmt: str
+    ctx: click.Context,
+    task: str,
+    approver: str,
+    fingerprint: str | None,
+    policy_dir: Path | None,
+    fmt: str,
 ) -> None:
     """Sign TASK's current fingerprint with your approver key (GATEWAY_APPROVER_KEY); the
-    approval is recorded in the audit log as an APPROVAL event."""
+    approval is recorded in the audit log as an APPROVAL event. With --fingerprint, only if
+    it is the version you reviewed; with approver keys pinned, only with the key pinned for
+    your name (else nothing is recorded)."""
     settings = settings_of(ctx)
     policies = PolicySet.load(_policy_dir(policy_dir, settings), _catalog(settings))
     with Auditing.open(settings) as auditing:
-        status, recorded = auditing.approve(policies, task, approver=approver)
+        status, recorded = auditing.approve(policies, task, approver=approver, reviewed=fingerprint)
     required = settings.require_approvals
     # Recorded is not counted: under pinned keys, an approver without a pin (or signing with
     # another key than theirs) has written an approval that no check will count.

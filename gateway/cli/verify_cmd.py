@@ -291,6 +291,17 @@ def _verify(
         raise CheckFailed()
 
 
+def _export_checked(report: ExportVerifyReport) -> str:
+    """What an export's verify checked, content included or not."""
+    checked = "hashes, links and record signatures of every event"
+    if not report.content_included:
+        return f"{checked}; content not included (not checked)"
+    return (
+        f"{checked}; content of {report.content_checked} of {report.content_expected} "
+        "request(s) against the digests their signed events carry"
+    )
+
+
 def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
     if fmt == "json":
         echo_json(report.model_dump(mode="json"))
@@ -305,12 +316,14 @@ def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
     filters = ", ".join(f"{k}={shown(v)}" for k, v in report.filters.items()) or "none"
     if report.ok:
         click.echo(f"intact: {report.events_checked} events ({span}), {export}")
+        click.echo(f"checked: {_export_checked(report)}")
     else:
         click.echo(f"DEFECTS: {len(report.defects)} found in {report.events_checked} events")
         for d in report.defects[:50]:
             seq = d.seq if d.seq is not None else "-"
             click.echo(f"  line {d.line} seq {seq}: {shown(d.kind)}: {shown(d.detail)}")
         click.echo(export)
+        click.echo(f"checked: {_export_checked(report)}")
     click.echo(f"filters: {filters}")
     click.echo(
         "record signatures checked against "

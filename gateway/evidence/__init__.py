@@ -18,6 +18,7 @@ from gateway.evidence._approvals import (
     pinned_for_start,
     sign_approval,
     trusted_approvers,
+    withhold_unapproved,
 )
 from gateway.evidence._audit_content import RecordedContent
 from gateway.evidence._auditing import (
@@ -92,5 +93,6 @@ __all__ = [
     "trusted_approvers",
     "upgrade_schema",
     "verify_export",
+    "withhold_unapproved",
     "witness",
 ]

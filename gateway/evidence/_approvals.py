@@ -4,6 +4,7 @@ that requires N approvals refuses a task whose current fingerprint has fewer.
     approval = sign_approval(key_text, task="compliance_review", fingerprint=fp, approver="a.b")
     store.append(approval_draft(approval, policy))               # an APPROVAL event
     check_approvals(store, policies, required=2)                 # PolicyLoadError if short
+    withhold_unapproved(store, policies, required=2)             # a gateway: refuse those only
 
 An approval is an Ed25519 signature by the approver's key (``GATEWAY_APPROVER_KEY``) over a
 domain tag and the canonical JSON of ``{task, fingerprint, approver}``, recorded in the audit
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import tomllib
 import uuid
@@ -47,7 +49,7 @@ from audit.verify.authenticity import SignatureCheck, check_event
 from gateway._audit_errors import translated
 from gateway._inputs import check_name
 from gateway._log import log
-from gateway.errors import ConfigurationError, PolicyLoadError
+from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyNotApproved
 from gateway.policy import Policy, PolicySet
 from gateway.settings import Settings
 
@@ -58,8 +60,11 @@ __all__ = [
     "approval_status",
     "check_approvals",
     "pinned_for_start",
+    "refuse_unsound",
     "sign_approval",
     "trusted_approvers",
+    "unapproved",
+    "withhold_unapproved",
 ]
 
 DOMAIN = b"compliance-gateway policy approval v1\n"
@@ -130,6 +135,38 @@ def sign_approval(key_text: str, *, task: str, fingerprint: str, approver: str) 
     public = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     signature = private.sign(_message(task, fingerprint, approver))
     return Approval(task, fingerprint, approver, public.hex(), base64.b64encode(signature).decode())
+
+
+def refuse_unsound(
+    approval: Approval, trusted_approvers: Mapping[str, str] | None, reviewed: str | None
+) -> None:
+    """Refuse (:class:`InputError`), before anything is recorded, an approval of another
+    version than the ``reviewed`` fingerprint, or signed by a key other than the one pinned
+    for its approver: it would never count, and must never read as an approval."""
+    what = f"{approval.task!r} as {approval.approver!r}"
+    if reviewed is not None and reviewed != approval.fingerprint:
+        raise InputError(
+            f"not approved {what}: the folder's version is {approval.fingerprint}, not the "
+            f"reviewed {reviewed}; nothing was signed or recorded.",
+            hint="Review the folder's version ('gateway policy show TASK') and approve that.",
+        )
+    if trusted_approvers is None:
+        return
+    pinned = trusted_approvers.get(approval.approver)
+    if pinned is None:
+        why = f"{approval.approver!r} is not a pinned approver"
+    elif pinned != approval.public_key:
+        why = (
+            f"the key {approval.key_id} is not the key pinned for {approval.approver!r} "
+            f"({key_id(bytes.fromhex(pinned))})"
+        )
+    else:
+        return
+    raise InputError(
+        f"not approved {what}: {why}; nothing was recorded.",
+        hint="Approve under your own name with your own key (GATEWAY_APPROVER_KEY), or ask "
+        "for your public key to be pinned (GATEWAY_TRUSTED_APPROVERS_FILE).",
+    )
 
 
 def approval_draft(approval: Approval, policy: Policy | Mapping[str, Any]) -> EventDraft:
@@ -251,6 +288,61 @@ def on_record(store: AuditStore, approval: Approval, signature: SignatureCheck |
     return False
 
 
+def unapproved(
+    store: AuditStore,
+    policies: PolicySet,
+    required: int,
+    *,
+    trusted_approvers: Mapping[str, str] | None = None,
+    signature: SignatureCheck | None = None,
+) -> list[ApprovalStatus]:
+    """The loaded tasks (and the routing table) whose exact fingerprint has fewer than
+    ``required`` approvals by distinct approvers; ``required`` 0 finds none."""
+    if required <= 0:
+        return []
+    status = approval_status(
+        store, policies, trusted_approvers=trusted_approvers, signature=signature
+    )
+    return [s for s in status.values() if not s.enough(required)]
+
+
+def refusal(status: ApprovalStatus, required: int) -> PolicyNotApproved:
+    """The typed refusal of a task whose version lacks approvals."""
+    return PolicyNotApproved(
+        status.task,
+        status.fingerprint,
+        approvers=status.approvers,
+        required=required,
+        not_counted=status.rejected,
+    )
+
+
+def withhold_unapproved(
+    store: AuditStore,
+    policies: PolicySet,
+    required: int,
+    trusted_approvers: Mapping[str, str] | None = None,
+    signature: SignatureCheck | None = None,
+) -> list[ApprovalStatus]:
+    """Withhold each task whose version lacks approvals (:meth:`PolicySet.withhold`): its
+    requests are refused with :class:`PolicyNotApproved` (the pipeline records each as
+    REJECTED) while the approved tasks serve; an unapproved routing table routes nothing.
+    Logs each refused task; returns their statuses."""
+    short = unapproved(
+        store, policies, required, trusted_approvers=trusted_approvers, signature=signature
+    )
+    for status in short:
+        policies.withhold(status.task, functools.partial(refusal, status, required))
+        log.warning(
+            "task_refused_unapproved",
+            task=status.task,
+            fingerprint=status.fingerprint,
+            approvals=len(status.approvers),
+            required=required,
+        )
+    return short
+
+
 def check_approvals(
     store: AuditStore,
     policies: PolicySet,
@@ -261,13 +353,11 @@ def check_approvals(
 ) -> None:
     """Refuse (:class:`PolicyLoadError`) when a loaded task's exact fingerprint has fewer than
     ``required`` approvals by distinct approvers; the error names every such task and who
-    has approved it so far. ``required`` 0 checks nothing."""
-    if required <= 0:
-        return
-    status = approval_status(
-        store, policies, trusted_approvers=trusted_approvers, signature=signature
+    has approved it so far. ``required`` 0 checks nothing. (A gateway withholds such tasks
+    instead: :func:`withhold_unapproved`.)"""
+    short = unapproved(
+        store, policies, required, trusted_approvers=trusted_approvers, signature=signature
     )
-    short = [s for s in status.values() if not s.enough(required)]
     if not short:
         return
     parts = [

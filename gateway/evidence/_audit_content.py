@@ -28,7 +28,14 @@ from audit.verify.authenticity import SignatureCheck, check_event, check_outcome
 from audit.verify.lifecycle import TERMINAL
 from gateway._attachment_payloads import restored
 
-__all__ = ["ContentRead", "RecordedContent", "recorded_content", "selected_by_export"]
+__all__ = [
+    "ContentRead",
+    "RecordedContent",
+    "parsed_payload",
+    "recorded_content",
+    "selected_by_export",
+    "shown_parts",
+]
 
 # What a content read shows, named in its ACCESS event.
 PARTS = ("system_prompt", "messages", "answer")
@@ -63,6 +70,10 @@ class ContentRead:
     problems: list[str] = field(default_factory=list)
     seqs: tuple[int, ...] = ()
     nothing: str | None = None  # why there is no content to read (not a defect)
+    # name -> the bytes each payload read held (the request body restored to its wire form),
+    # and the events it was read through: what an export with content carries as evidence.
+    raw: dict[str, bytes] = field(default_factory=dict)
+    events: tuple[StoredEvent, ...] = ()
 
 
 def recorded_content(
@@ -103,7 +114,8 @@ def recorded_content(
     if problems or intent is None:
         return ContentRead(None, problems, seqs)
     payloads: dict[str, str] = {}
-    sent = _payload(store, intent, "request_body", payloads, problems)
+    raw: dict[str, bytes] = {}
+    sent = _payload(store, intent, "request_body", payloads, raw, problems)
     answer: Any = None
     if outcome is not None:
         name = next(
@@ -111,9 +123,28 @@ def recorded_content(
             None,
         )
         if name is not None:
-            answer = _payload(store, outcome, name, payloads, problems)
+            answer = _payload(store, outcome, name, payloads, raw, problems)
     if problems:
         return ContentRead(None, problems, seqs)
+    content = RecordedContent(
+        request_id=first.request_id,
+        task=first.task,
+        caller=first.caller,
+        policy_fingerprint=intent.policy_fingerprint,
+        outcome=(hit or outcome or intent).kind.value,
+        served_from=served_from,
+        seqs=seqs,
+        payloads=payloads,
+        **shown_parts(sent, answer),
+    )
+    used = tuple(e for e in (intent, outcome, hit) if e is not None)
+    return ContentRead(content, [], seqs, raw=raw, events=used)
+
+
+def shown_parts(sent: Any, answer: Any) -> dict[str, Any]:
+    """What a reader is shown of a request body and an answer (each parsed JSON, text that
+    is not JSON, or None): model, system, messages, answer text and blocks. An export's
+    verify derives these again from the payloads it carries and compares."""
     body = sent if isinstance(sent, dict) else {}
     blocks = answer.get("content") if isinstance(answer, dict) else None
     blocks = blocks if isinstance(blocks, list) else []
@@ -121,22 +152,13 @@ def recorded_content(
     if isinstance(answer, str):
         texts = [answer]
     model = answer.get("model") if isinstance(answer, dict) else None
-    content = RecordedContent(
-        request_id=first.request_id,
-        task=first.task,
-        caller=first.caller,
-        policy_fingerprint=intent.policy_fingerprint,
-        outcome=(hit or outcome or intent).kind.value,
-        model=model if isinstance(model, str) else _str(body.get("model")),
-        system=body.get("system"),
-        messages=list(body.get("messages") or []),
-        answer="".join(texts) if texts or answer is not None else None,
-        answer_blocks=blocks,
-        served_from=served_from,
-        seqs=seqs,
-        payloads=payloads,
-    )
-    return ContentRead(content, [], seqs)
+    return {
+        "model": model if isinstance(model, str) else _str(body.get("model")),
+        "system": body.get("system"),
+        "messages": list(body.get("messages") or []),
+        "answer": "".join(texts) if texts or answer is not None else None,
+        "answer_blocks": blocks,
+    }
 
 
 def _served(store: AuditStore, hit: StoredEvent) -> tuple[StoredEvent | None, list[str]]:
@@ -160,6 +182,7 @@ def _payload(
     event: StoredEvent,
     name: str,
     read: dict[str, str],
+    raw: dict[str, bytes],
     problems: list[str],
 ) -> Any:
     ref = event.payload_digests.get(name)
@@ -171,10 +194,16 @@ def _payload(
         problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
         return None
     read[name] = ref
+    raw[name] = data
+    return parsed_payload(data)
+
+
+def parsed_payload(data: bytes) -> Any:
+    """A payload as a reader is shown it: its JSON, or (not JSON: a raw stream, say) the
+    text it is, never parsed further."""
     try:
         return bounded_loads(data)
     except UnreadableJSON:
-        # Not JSON (a raw stream, say): shown as the text it is, never parsed further.
         return data.decode("utf-8", errors="replace")
 
 

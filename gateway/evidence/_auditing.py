@@ -62,6 +62,7 @@ from gateway.evidence._approvals import (
     approval_draft,
     approval_status,
     on_record,
+    refuse_unsound,
     sign_approval,
     trusted_approvers,
 )
@@ -71,6 +72,7 @@ from gateway.evidence._audit_content import (
     recorded_content,
     selected_by_export,
 )
+from gateway.evidence._export_content import content_annotator
 from gateway.evidence._usage import GroupBy, UsageReport, covered, usage_report
 from gateway.keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.policy import PolicySet, contract_of
@@ -259,12 +261,12 @@ class Auditing:
         return found.content.model_copy(update={"access_seq": appended.seq})
 
     def approve(
-        self, policies: PolicySet, task: str, *, approver: str
+        self, policies: PolicySet, task: str, *, approver: str, reviewed: str | None = None
     ) -> tuple[ApprovalStatus, bool]:
-        """Sign ``task``'s current fingerprint with the approver's key (``approver_key``)
-        and record it as an APPROVAL event (the approved policy stored with it); returns the
-        task's approvals after it and whether this approval was recorded (an approver whose key
-        already signed this fingerprint in the log is not recorded twice, counted or not)."""
+        """Sign ``task``'s current fingerprint (``reviewed``, if given; else refused, as a key
+        not pinned for the approver is) and record it as an APPROVAL event with the policy;
+        returns the task's approvals after it and whether this approval was recorded (one
+        already in the log is not recorded twice)."""
         key = self._settings.approver_key
         if key is None:
             raise ConfigurationError("no approver key is configured.", hint=APPROVER_KEY_HINT)
@@ -272,6 +274,7 @@ class Auditing:
         approval = sign_approval(
             key.get_secret_value(), task=task, fingerprint=fingerprint, approver=approver
         )
+        refuse_unsound(approval, trusted_approvers(self._settings), reviewed)  # nothing written
         check = signature_check(
             trusted_record_keys(self._settings, self._store.signer), self._store.store_id
         )
@@ -425,22 +428,18 @@ class Auditing:
             with translated():
                 store.append(draft)
 
-            def annotate(event: StoredEvent) -> dict[str, object] | None:
-                if event.kind != EventKind.REQUEST:
-                    return None
-                found = recorded_content(
-                    store, store.events_for_request(event.request_id), signature=check
-                )
-                if found.content is None:
-                    refused = found.problems or [found.nothing or "nothing was sent"]
-                    return {"content": {"refused": refused}}
-                shown = found.content.model_dump(
-                    mode="json", exclude={"seqs", "payloads", "access_seq", "request_id"}
-                )
-                return {"content": shown}
+            annotate = content_annotator(store, check)
 
         with translated():
-            return export_events(store, out, fmt, filters, reviewer=reviewer, annotate=annotate)
+            return export_events(
+                store,
+                out,
+                fmt,
+                filters,
+                reviewer=reviewer,
+                annotate=annotate,
+                with_content=annotate is not None,
+            )
 
     def checkpoint(self, *, unsigned: bool = False) -> Checkpoint:
         """Record a CHECKPOINT event and return the head it made, signed with

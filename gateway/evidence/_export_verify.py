@@ -22,8 +22,10 @@ has its format-2 part checked as gateway.evidence says: each record on its own
 (``hash = sha256(body)``, a signature naming the store id), its link, and the integrator
 checkpoints it carries, against the integrator's public keys.
 
-A content annotation (``--with-content``) is not part of any hashed body; it is checked by
-the exporting gateway's read path before it is written, not here.
+Content (``--with-content``) is not part of any hashed body: each item carries the signed
+events and payloads it was read from, and is checked against the digests those events sign
+(gateway/evidence/_export_content.py); the signed EXPORT event says whether the export holds
+content, so an item removed or added is a defect too.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from audit.store.models import SIGNED_EXPORT_COLUMNS, EventKind
 from audit.store.signing import TrustedKeys, UnusableKey
 from audit.verify.body import parse_body
 from gateway.errors import InputError
+from gateway.evidence._export_content import ContentChecks
 from gateway.evidence._export_sequenced import Era, SequencedChecks, link_of
 
 __all__ = ["ExportDefect", "ExportVerifyReport", "verify_export", "verify_records"]
@@ -83,17 +86,33 @@ class ExportVerifyReport(BaseModel):
     checkpoint_roots_checked: int = 0
     voids_checked: int = 0
     pending_integration: int = 0
+    # Content (--with-content): whether the signed EXPORT event says the export holds it, how
+    # many REQUEST records must carry it and how many items were checked against their
+    # signed digests.
+    content_included: bool = False
+    content_expected: int = 0
+    content_checked: int = 0
 
 
 class _Walk:
     def __init__(
-        self, keys: TrustedKeys, integrators: TrustedKeys, era: Era, *, unfiltered: bool
+        self,
+        keys: TrustedKeys,
+        integrators: TrustedKeys,
+        era: Era,
+        *,
+        unfiltered: bool,
+        with_content: bool,
     ) -> None:
         self.keys = keys
         self.sequenced = SequencedChecks(
             era, keys, integrators, unfiltered=unfiltered, defect=self.defect
         )
+        self.content = ContentChecks(
+            with_content, event=self.event, defect=self.defect, reported=lambda: self.reported
+        )
         self.defects: list[ExportDefect] = []
+        self.reported = 0
         self.digest = hashlib.sha256()  # audit.reports.export.rows_digest, kept as the walk goes
         self.count = 0
         self.first: int | None = None
@@ -102,10 +121,11 @@ class _Walk:
         self.gaps = 0
 
     def defect(self, line: int, seq: int | None, kind: str, detail: str) -> None:
+        self.reported += 1
         if len(self.defects) < MAX_DEFECTS:
             self.defects.append(ExportDefect(line=line, seq=seq, kind=kind, detail=detail))
 
-    def event(self, line: int, record: dict[str, Any], *, what: str = "") -> dict[str, Any]:
+    def event(self, line: int, record: dict[str, Any], what: str = "") -> dict[str, Any]:
         """Check one event record on its own; returns its parsed body ({} if unreadable)."""
         missing = [c for c in SIGNED_EXPORT_COLUMNS if c not in record]
         seq = record.get("seq") if isinstance(record.get("seq"), int) else None
@@ -133,6 +153,7 @@ class _Walk:
 
     def row(self, line: int, record: dict[str, Any]) -> None:
         self.event(line, record)
+        self.content.row(line, record)
         seq = record.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool):
             return
@@ -204,7 +225,13 @@ def verify_records(
     integrators = integrators or TrustedKeys()
     data = _last_head(path)
     era = Era.of_data(data)
-    walk = _Walk(keys, integrators, era, unfiltered=not data.get("filters"))
+    walk = _Walk(
+        keys,
+        integrators,
+        era,
+        unfiltered=not data.get("filters"),
+        with_content=data.get("with_content") is True,
+    )
     head: dict[str, Any] | None = None
     head_line = 0
     for number, record in _records(path):
@@ -218,6 +245,7 @@ def verify_records(
             walk.row(number, record)
         if found is not None:
             head, head_line = (found if isinstance(found, dict) else {}), number
+    walk.content.finish()
     export = _check_head(walk, head, head_line)
     return ExportVerifyReport(
         ok=not walk.defects,
@@ -237,6 +265,9 @@ def verify_records(
         checkpoint_roots_checked=walk.sequenced.roots,
         voids_checked=walk.sequenced.voids,
         pending_integration=walk.sequenced.pending,
+        content_included=walk.content.declared,
+        content_expected=walk.content.expected,
+        content_checked=walk.content.checked,
     )
 
 

@@ -7,6 +7,10 @@
 Every file is read and checked even when others fail, so a review lists every problem at once.
 Only policies without error findings load (DESIGN invariant 5).
 
+A running gateway may withhold a task that loads (:meth:`PolicySet.withhold`: its version
+lacks the approvals required): ``get`` raises that refusal for it alone, and a withheld
+routing table routes nothing (``routes`` is None, ``routes_refused`` says why).
+
 A policy with an ``effective_date`` loads (so it can be reviewed and approved ahead of time)
 but serves no request before that day. "Today" is the set's clock: the day it was loaded
 with (``today=``, how tests and reviews pin a date), else the current UTC date, read at each
@@ -16,13 +20,14 @@ check so that a running gateway starts serving a policy on its effective date.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from gateway.catalog import Catalog
-from gateway.errors import PolicyLoadError, PolicyViolation, UnknownTask
+from gateway.errors import PolicyError, PolicyLoadError, PolicyViolation, UnknownTask
 from gateway.policy._files import (
     read_output_schema,
     read_policy_file,
@@ -72,6 +77,10 @@ class PolicySet:
         # the table has an error finding (then no route answers).
         self.routes = routes
         self.route_findings = route_findings
+        # Withheld tasks (see withhold): each refusal made fresh per request, since a
+        # refusal carries the request id of its REJECTED record.
+        self._withheld: dict[str, Callable[[], PolicyError]] = {}
+        self.routes_refused: Callable[[], PolicyError] | None = None
 
     @classmethod
     def load(cls, policy_dir: Path, catalog: Catalog, *, today: date | None = None) -> PolicySet:
@@ -126,7 +135,22 @@ class PolicySet:
                 findings=entry.findings,
                 hint=f"Run 'gateway policy review' on {str(self.policy_dir)!r} for every finding.",
             )
+        refusal = self._withheld.get(task)
+        if refusal is not None:
+            raise refusal()
         return entry.policy
+
+    def withhold(self, task: str, refusal: Callable[[], PolicyError]) -> None:
+        """Refuse ``task`` (each request gets ``refusal()``) while the other tasks serve;
+        :data:`ROUTES_TASK` withholds the routing table, so no route answers."""
+        if task == ROUTES_TASK:
+            self.routes, self.routes_refused = None, refusal
+        else:
+            self._withheld[task] = refusal
+
+    def withheld(self) -> list[str]:
+        """The withheld tasks, the routing table as :data:`ROUTES_TASK`."""
+        return sorted(self._withheld) + ([ROUTES_TASK] if self.routes_refused else [])
 
     def entry(self, task: str) -> PolicyEntry | None:
         return self._entries.get(task)

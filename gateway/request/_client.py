@@ -35,7 +35,7 @@ from typing import Any, Self, TypeVar
 
 from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
-from gateway.evidence import check_approvals, pinned_for_start
+from gateway.evidence import pinned_for_start, withhold_unapproved
 from gateway.policy import Policy, PolicySet
 from gateway.providers.base import Provider
 from gateway.providers.registry import Providers
@@ -72,14 +72,9 @@ class _Core:
         approvers = pinned_for_start(settings)  # before the store: a refusal creates nothing
         self.recorder = Recorder.open(settings)
         self.store = self.recorder.store
-        try:  # four eyes: with require_approvals = N, an unapproved policy never serves
-            check_approvals(
-                self.store,
-                self.policies,
-                settings.require_approvals,
-                trusted_approvers=approvers,
-                signature=self.recorder.signature,
-            )
+        try:  # four eyes: with require_approvals = N, an unapproved task is refused, alone
+            required, signature = settings.require_approvals, self.recorder.signature
+            withhold_unapproved(self.store, self.policies, required, approvers, signature)
         except BaseException:
             self.store.close()
             raise
@@ -226,6 +221,10 @@ class _Client:
 
     def _init_locks(self) -> None:
         raise NotImplementedError
+
+    @property
+    def policies(self) -> PolicySet:  # as served: withheld() lists those lacking approvals
+        return self._core.policies
 
     @classmethod
     def from_env(cls, *, offline: bool = False, **overrides: Any) -> Self:

@@ -39,6 +39,8 @@ ANSWERS: Mapping[type[errors.GatewayError], Row] = MappingProxyType(
         errors.ConfigurationError: Row(500, "api_error", retry=False),
         errors.PolicyError: Row(500, "api_error", retry=False),
         errors.PolicyLoadError: Row(500, "api_error", retry=False),
+        # A version lacking its approvals: not this caller's to fix, and no retry helps.
+        errors.PolicyNotApproved: Row(403, "permission_error", retry=False),
         errors.UnknownTask: Row(404, "not_found_error", retry=False),
         errors.PolicyViolation: Row(400, "invalid_request_error", retry=False),
         errors.InputError: Row(400, "invalid_request_error", retry=False),

@@ -43,8 +43,8 @@ class ServerState:
     gateway: AsyncGateway
     keys: CallerKeys
     auth: Authenticator
-    # The policies the server lists and plans count_tokens with: the same folder and
-    # catalog the gateway loaded, loaded once more (the gateway keeps its own private).
+    # The policies the server routes, lists and plans count_tokens with: the gateway's own,
+    # so a task or routing table it withholds (lacking approvals) is withheld here too.
     policies: PolicySet
     catalog: Catalog
     started_at: datetime
@@ -63,7 +63,7 @@ class ServerState:
             ring = KeyRing(keys)
             active = await asyncio.to_thread(ring.refresh)
             catalog = Catalog.load(settings.catalog_override)
-            policies = PolicySet.load(Path(settings.policy_dir), catalog)
+            policies = gateway.policies  # as it serves them: unapproved ones withheld
         except BaseException:
             await gateway.aclose()
             raise

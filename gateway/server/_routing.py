@@ -76,6 +76,10 @@ def unrouted(
         for r in routes
     ]
     tasks = ", ".join(p.task for p in policies.policies()) or "none"
+    if policies.routes_refused is not None:  # the table lacks its approvals: no route answers
+        message = f"{policies.routes_refused()} Name a task as the model or in the {TASK_HEADER} "
+        return ApiError(403, "permission_error", message + f"header (tasks: {tasks}).",
+                        request_id=error.request_id)  # fmt: skip
     message = (
         f"model {chosen.task!r} is neither a task nor a model id routed for caller "
         f"{key.caller!r}. This caller may ask for: "

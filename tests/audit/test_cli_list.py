@@ -197,3 +197,21 @@ def test_an_unpriced_model_shows_no_cost_never_zero(cost_url: str) -> None:
     start = table[0].index("cost (USD)")
     line = next(x for x in table if "r-claude1" in x)
     assert line[start : start + len("cost (USD)")].strip() == "-"
+
+
+def test_the_table_shows_each_requests_policy_version(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fp.db'}"
+    versions = {"r-old1": "sha256:" + "ab" * 32, "r-new2": "sha256:" + "cd" * 32}
+    with AuditStore.open(url) as store:
+        for rid, fingerprint in versions.items():
+            store.append(
+                EventDraft(
+                    kind=EventKind.REQUEST, request_id=rid, task="kyc", caller="svc",
+                    policy_fingerprint=fingerprint,
+                )
+            )  # fmt: skip
+    table = run(url, "audit", "list").stdout.splitlines()
+    start = table[0].index("policy")
+    for rid, fingerprint in versions.items():
+        line = next(x for x in table if rid in x)
+        assert line[start : start + 12] == fingerprint.removeprefix("sha256:")[:12]

@@ -81,10 +81,14 @@ def test_an_approval_under_another_approvers_name_does_not_count_when_keys_are_p
     with Gateway(_settings(folder, db, unsafe_unpinned_approvers=True), offline=True):
         pass  # unpinned: two names, two keys, "four eyes" - the attack works
 
-    with pytest.raises(PolicyLoadError) as refused:
-        Gateway(_settings(folder, db, trusted_approvers_file=pins), offline=True)
+    with (
+        Gateway(_settings(folder, db, trusted_approvers_file=pins), offline=True) as gw,
+        pytest.raises(PolicyLoadError) as refused,
+    ):
+        gw.complete("task_a", "The reviewer reads the")
     message = refused.value.message
-    assert "task_a" in message and "has 1 of 2: approved by alice" in message
+    assert "task 'task_a'" in message and "has 1 of the 2" in message
+    assert "approved by alice; 1 more needed" in message
     fake = Signer.from_text(MALLORY).key_id
     assert f"bob's approval is signed by key {fake}, not the key pinned for bob" in message
     assert Signer.from_text(BOB).key_id in message
@@ -170,29 +174,58 @@ def test_a_name_pinned_to_two_keys_is_refused(tmp_path: Path) -> None:
         trusted_approvers(settings)
 
 
-def test_approve_says_when_the_approval_it_recorded_does_not_count(
+def test_an_approval_under_another_name_is_refused_before_it_is_said_approved(
     folder: Path, db: str, pins: Path
 ) -> None:
+    """With keys pinned, Mallory approving as Bob is refused in one line, nothing printed as
+    approved and nothing recorded (it was recorded, printed "approved ... as bob", then said
+    not to count)."""
     args = ["policy", "approve", "task_a", "--approver", "bob", "--policy-dir", str(folder)]
     env = {"GATEWAY_TRUSTED_APPROVERS_FILE": str(pins), "GATEWAY_APPROVER_KEY": MALLORY}
-    result = run(db, *args, **env)
-    assert result.exit_code == 1
-    assert "this approval does not count: seq 1: bob's approval is signed by key" in result.output
-    as_json = json.loads(run(db, *args, "--format", "json", **env).stdout)
-    assert as_json["counted"] is False and as_json["approvers"] == []
+    for fmt in ("text", "json"):
+        result = run(db, *args, "--format", fmt, **env)
+        assert result.exit_code == 2, result.output
+        assert not any(line.startswith("approved") for line in result.output.splitlines())
+        fake = Signer.from_text(MALLORY).key_id
+        assert f"not approved 'task_a' as 'bob': the key {fake} is not the key pinned" in (
+            result.output
+        )
+    with AuditStore.open(db) as store:
+        assert list(store.iter_events(kind=EventKind.APPROVAL)) == []
+    review = run(db, "policy", "review", str(folder), GATEWAY_TRUSTED_APPROVERS_FILE=str(pins))
+    assert "not counted" not in review.output  # never listed, not even as not counted
     result = run(db, *args, GATEWAY_TRUSTED_APPROVERS_FILE=str(pins), GATEWAY_APPROVER_KEY=BOB)
     assert result.exit_code == 0, result.output
-    assert "does not count" not in result.output
+    assert "approved task_a" in result.output and "does not count" not in result.output
 
 
-def test_an_approval_that_does_not_count_is_not_written_again_on_every_run(
+def test_an_approver_who_is_not_pinned_is_refused_and_nothing_is_written(
     folder: Path, db: str, pins: Path
 ) -> None:
     args = ["policy", "approve", "task_a", "--approver", "carol", "--policy-dir", str(folder)]
     env = {"GATEWAY_TRUSTED_APPROVERS_FILE": str(pins), "GATEWAY_APPROVER_KEY": MALLORY}
-    for _ in range(3):
-        assert run(db, *args, **env).exit_code == 1  # carol is not pinned: it never counts
-    again = json.loads(run(db, *args, "--format", "json", **env).stdout)
-    assert again["recorded"] is False and again["counted"] is False
+    for _ in range(2):
+        result = run(db, *args, **env)
+        assert result.exit_code == 2 and "'carol' is not a pinned approver" in result.output
     with AuditStore.open(db) as store:
-        assert len(list(store.iter_events(kind=EventKind.APPROVAL))) == 1
+        assert list(store.iter_events(kind=EventKind.APPROVAL)) == []
+
+
+def test_approve_with_the_reviewed_fingerprint_refuses_another_version(
+    folder: Path, db: str
+) -> None:
+    shown = run(db, "policy", "show", "task_a", "--policy-dir", str(folder), "--format", "json")
+    reviewed = json.loads(shown.output)["fingerprint"]
+    (folder / "prompts" / "system.md").write_text("Answer at length.")  # changed after review
+    args = ["policy", "approve", "task_a", "--approver", "alice", "--policy-dir", str(folder)]
+    refused = run(db, *args, "--fingerprint", reviewed, GATEWAY_APPROVER_KEY=ALICE)
+    assert refused.exit_code == 2, refused.output
+    assert f"not the reviewed {reviewed}; nothing was signed or recorded" in refused.output
+    with AuditStore.open(db) as store:
+        assert list(store.iter_events(kind=EventKind.APPROVAL)) == []
+    current = json.loads(
+        run(db, "policy", "show", "task_a", "--policy-dir", str(folder), "--format", "json").output
+    )["fingerprint"]
+    done = run(db, *args, "--fingerprint", current, GATEWAY_APPROVER_KEY=ALICE)
+    assert done.exit_code == 0, done.output
+    assert f"approved task_a {current} as alice" in done.output

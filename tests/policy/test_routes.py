@@ -14,7 +14,7 @@ from audit import AuditStore
 from gateway import Gateway, Settings
 from gateway.catalog import Catalog
 from gateway.cli import main
-from gateway.errors import PolicyLoadError, PolicyViolation
+from gateway.errors import PolicyViolation
 from gateway.policy import ROUTES_TASK, PolicySet, chosen_model
 from tests.policy.conftest import SHIPPED, TODAY, VALID, WriteFolder
 
@@ -187,21 +187,22 @@ def test_approvals_cover_the_routing_table_and_a_gateway_waits_for_them(
 
     first = run("policy", "approve", "task_a", "--approver", "alice", "--policy-dir", str(folder))
     assert first.exit_code == 0, first.output
-    with pytest.raises(PolicyLoadError, match=r"routes \(sha256:[0-9a-f]+\) has 0 of 1"):
-        Gateway(settings, offline=True)
+    with Gateway(settings, offline=True) as gw:  # the unapproved table refuses routing only
+        assert gw.policies.withheld() == ["routes"]
+        assert gw.complete("task_a", "The reviewer reads the", caller="t").text is not None
     review = run("policy", "review", str(folder))
     assert "Routes (routes.toml, sha256:" in review.output
     assert "Not approved: routes" in review.output
     approved = run("policy", "approve", "routes", "--approver", "bob", "--policy-dir", str(folder))
     assert approved.exit_code == 0, approved.output
-    with Gateway(settings, offline=True):  # the table's exact fingerprint is approved now
-        pass
+    with Gateway(settings, offline=True) as gw:  # the table's exact fingerprint is approved now
+        assert gw.policies.withheld() == []
     reviewed = json.loads(run("policy", "review", str(folder), "--format", "json").output)
     assert reviewed["routes"]["approvals"]["approvers"] == ["bob"]
     # A changed table is another fingerprint: its approval is needed again.
     (folder / "routes.toml").write_text(HEAD + route("ops", "*", "task_a"))
-    with pytest.raises(PolicyLoadError, match="routes"):
-        Gateway(settings, offline=True)
+    with Gateway(settings, offline=True) as gw:
+        assert gw.policies.withheld() == ["routes"]
 
 
 def test_offline_no_caller_can_choose_a_model_that_leaves_the_machine(

@@ -204,7 +204,7 @@ def test_the_shipped_policies_keep_their_fingerprints_without_signoff(catalog: C
         assert "risk_tier" not in policy.content()
 
 
-def test_the_gateway_refuses_to_start_until_the_task_has_its_approvals(
+def test_the_gateway_refuses_the_task_until_it_has_its_approvals(
     write_folder: WriteFolder, db: str
 ) -> None:
     folder = _folder(write_folder)
@@ -215,8 +215,10 @@ def test_the_gateway_refuses_to_start_until_the_task_has_its_approvals(
         durability="os",
         unsafe_unpinned_approvers=True,  # any key counts: this test is about the count
     )
-    with pytest.raises(PolicyLoadError, match="approved by nobody"):
-        Gateway(settings, offline=True)
+    with Gateway(settings, offline=True) as refusing:  # starts; the task alone is refused
+        assert refusing.policies.withheld() == ["task_a"]
+        with pytest.raises(PolicyLoadError, match="approved by nobody"):
+            refusing.complete("task_a", "The reviewer reads the")
     approved = run(db, "policy", "approve", "task_a", "--approver", "alice", "--policy-dir",
                    str(folder), GATEWAY_APPROVER_KEY=secrets.token_hex(32))  # fmt: skip
     assert approved.exit_code == 0, approved.output
