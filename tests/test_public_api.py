@@ -22,6 +22,7 @@ def test_gateway_exports_are_pinned() -> None:
         "OutputValidationError",
         "PolicyError",
         "PolicyLoadError",
+        "PolicyNotApproved",
         "PolicyViolation",
         "Result",
         "Settings",
