@@ -40,31 +40,48 @@ class _Unsure(Exception):
     """The value may have another RFC 8785 form than the one json writes."""
 
 
-def fast_canonical(value: Any) -> bytes | None:
+def fast_canonical(value: Any, max_depth: int | None = None) -> bytes | None:
+    """``max_depth``: also None when ``value`` nests arrays and objects deeper than that
+    (an empty one counts as a level), so a caller that must bound the depth needs no walk
+    of its own."""
     try:
-        return _ENCODE(_plain(value)).encode("utf-8")
+        limit = _UNBOUNDED if max_depth is None else max_depth
+        return _ENCODE(_plain(value, limit)).encode("utf-8")
     except (_Unsure, UnicodeEncodeError, ValueError, TypeError, RecursionError):
         return None
 
 
-def _plain(value: Any) -> Any:
-    """``value`` with integral floats as ints; ``_Unsure`` where json could differ."""
+_UNBOUNDED = 1 << 30
+_LEAVES = (str, bool, type(None))
+
+
+def _plain(value: Any, room: int) -> Any:
+    """``value`` with integral floats as ints; ``_Unsure`` where json could differ, or where
+    a container sits deeper than ``room`` more levels allow. Strings, flags and nulls inside
+    a container are taken as they are, without a call each (most of a request is strings)."""
     kind = type(value)
-    if kind is str or kind is bool or value is None:
+    if kind in _LEAVES:
         return value
     if kind is int:
         if -_INT_MAX <= value <= _INT_MAX:
             return value
         raise _Unsure
     if kind is dict:
+        if room < 1:
+            raise _Unsure
+        inner = room - 1
         out = {}
         for key, item in value.items():
-            if type(key) is not str or (key and max(key) >= _HIGH):
+            # isascii is a flag read for most keys; max() scans only the others.
+            if type(key) is not str or not (key.isascii() or max(key) < _HIGH):
                 raise _Unsure
-            out[key] = _plain(item)
+            out[key] = item if type(item) in _LEAVES else _plain(item, inner)
         return out
     if kind is list or kind is tuple:
-        return [_plain(item) for item in value]
+        if room < 1:
+            raise _Unsure
+        inner = room - 1
+        return [item if type(item) in _LEAVES else _plain(item, inner) for item in value]
     if kind is float:
         # NaN and the infinities are not integral and fail the range: left to rfc8785.
         if value.is_integer():

@@ -3,6 +3,7 @@
 
     $ .venv/bin/python bench/clients_bench.py                  # about two minutes
     $ .venv/bin/python bench/clients_bench.py --calls 600
+    $ .venv/bin/python bench/clients_bench.py --baseline /tmp/base   # another tree, same run
 
 In one run, on the loopback fake (its own process), one `gateway serve` worker and a fresh
 SQLite file (durability os), with the official Python SDK as the client, c=1, four kinds
@@ -15,6 +16,10 @@ interleaved call by call (each round in a shuffled order, so a change of load hi
   own system prompt and 20 tools (``general_assistant``, which opens both; record mode, so
   every call goes upstream) to the fake and through `gateway serve`.
 
+With ``--baseline TREE`` (a checkout of another commit, e.g. ``git archive main | tar -x -C
+/tmp/base``) a second `gateway serve` runs that tree's code on its own database, and its two
+served kinds join the same interleaved rounds: a before/after comparison under one load.
+
 The figure is each served kind's added p50 over its own direct kind, and the ratio of the two
 (issue 23's target: at most 1.2); plus the server process's CPU time per call of each kind
 (load-independent; measured in separate blocks, one kind at a time).
@@ -23,6 +28,7 @@ The figure is each served kind's added p50 over its own direct kind, and the rat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -32,6 +38,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=300, help="timed calls per kind at c=1")
     parser.add_argument("--cpu-calls", type=int, default=200, help="calls per CPU block")
+    parser.add_argument("--baseline", type=Path, help="another source tree, served beside")
     args = parser.parse_args()
 
     tools = caller_tools()
@@ -117,23 +125,39 @@ def main() -> None:
         from gateway import Settings
         from gateway.callers import CallerKeys
 
-        with CallerKeys.open(Settings.from_env()) as keys:
-            key = keys.create("bench").key
-        with gateway_server(env, 1) as served_url:
-            direct = anthropic.Anthropic(base_url=fake_url, api_key="sk-bench", max_retries=0)
-            served = anthropic.Anthropic(base_url=served_url, api_key=key, max_retries=0)
-            kinds: dict[str, Callable[[], Any]] = {
-                "plain direct": lambda: direct.messages.create(model=PLAIN_MODEL, **plain),
-                "plain served": lambda: served.messages.create(model=PLAIN_TASK, **plain),
-                "caller parts direct": lambda: direct.messages.create(model=OPEN_MODEL, **big),
-                "caller parts served": lambda: served.messages.create(model=OPEN_TASK, **big),
-            }
-            report(args, kinds, served_url, big_bytes)
+        trees = {"": (ROOT, env)}
+        if args.baseline is not None:
+            base_db = f"sqlite:///{home / 'baseline.db'}"
+            trees[" (baseline)"] = (args.baseline, {**env, "GATEWAY_DATABASE_URL": base_db})
+        direct = anthropic.Anthropic(base_url=fake_url, api_key="sk-bench", max_retries=0)
+        kinds: dict[str, Callable[[], Any]] = {
+            "plain direct": lambda: direct.messages.create(model=PLAIN_MODEL, **plain),
+            "caller parts direct": lambda: direct.messages.create(model=OPEN_MODEL, **big),
+        }
+        servers: dict[str, str] = {}
+        with contextlib.ExitStack() as stack:
+            for label, (tree, tree_env) in trees.items():
+                os.environ.update(tree_env)
+                with CallerKeys.open(Settings.from_env()) as keys:
+                    key = keys.create("bench").key
+                url = stack.enter_context(gateway_server(tree_env, 1, tree))
+                servers[label] = url
+                served = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0)
+                kinds[f"plain served{label}"] = partial(
+                    served.messages.create, model=PLAIN_TASK, **plain
+                )
+                kinds[f"caller parts served{label}"] = partial(
+                    served.messages.create, model=OPEN_TASK, **big
+                )
+            report(args, kinds, servers, big_bytes)
     shutil.rmtree(home, ignore_errors=True)
 
 
 def report(
-    args: argparse.Namespace, kinds: dict[str, Callable[[], Any]], served_url: str, size: int
+    args: argparse.Namespace,
+    kinds: dict[str, Callable[[], Any]],
+    servers: dict[str, str],
+    size: int,
 ) -> None:
     for call in kinds.values():  # warm-up: connections, the SDK's first-call costs
         for _ in range(30):
@@ -145,17 +169,17 @@ def report(
         shuffler.shuffle(order)
         for name, call in order:
             ms[name].append(timed(call))
-    pid = SERVER_PIDS[served_url]
     cpu: dict[str, float] = {}
-    for name in ("plain served", "caller parts served"):
-        before = cpu_seconds(pid)
-        for _ in range(args.cpu_calls):
-            kinds[name]()
-        cpu[name] = (cpu_seconds(pid) - before) * 1000 / args.cpu_calls
+    for label, url in servers.items():
+        pid = SERVER_PIDS[url]
+        for kind in ("plain served", "caller parts served"):
+            name = kind + label
+            before = cpu_seconds(pid)
+            for _ in range(args.cpu_calls):
+                kinds[name]()
+            cpu[name] = (cpu_seconds(pid) - before) * 1000 / args.cpu_calls
 
     p50 = {name: statistics.median(values) for name, values in ms.items()}
-    added_plain = p50["plain served"] - p50["plain direct"]
-    added_big = p50["caller parts served"] - p50["caller parts direct"]
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, anthropic {anthropic.__version__}, "
@@ -165,14 +189,15 @@ def report(
     print("|---|---|---|---|")
     for name, values in ms.items():
         print(f"| {name} | {len(values)} | {p50[name]:.2f} | {pct(values, 0.99):.2f} |")
-    print(
-        f"\nadded p50: plain +{added_plain:.2f} ms, caller parts +{added_big:.2f} ms, "
-        f"ratio {added_big / added_plain:.2f} (target <= 1.2)"
-    )
-    print(
-        f"server CPU per call: plain {cpu['plain served']:.2f} ms, "
-        f"caller parts {cpu['caller parts served']:.2f} ms"
-    )
+    for label in servers:
+        added_plain = p50[f"plain served{label}"] - p50["plain direct"]
+        added_big = p50[f"caller parts served{label}"] - p50["caller parts direct"]
+        print(
+            f"\n{label.strip() or 'this tree'}: added p50 plain +{added_plain:.2f} ms, "
+            f"caller parts +{added_big:.2f} ms, ratio {added_big / added_plain:.2f} "
+            f"(target <= 1.2); server CPU per call: plain {cpu[f'plain served{label}']:.2f} ms, "
+            f"caller parts {cpu[f'caller parts served{label}']:.2f} ms"
+        )
 
 
 if __name__ == "__main__":

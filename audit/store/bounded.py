@@ -105,7 +105,8 @@ def _check_value(value: Any, what: str, max_depth: int) -> None:
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, str):
+        kind = type(item)  # the exact types first: they spare the ABC check of Mapping
+        if kind is str or isinstance(item, str):
             if "\x00" in item:
                 raise InvalidEvent(
                     f"the event {what} contains a NUL character, which the audit database "
@@ -113,9 +114,9 @@ def _check_value(value: Any, what: str, max_depth: int) -> None:
                     hint="Remove or escape NUL characters before recording.",
                 )
             continue
-        if isinstance(item, Mapping):
+        if kind is dict or isinstance(item, Mapping):
             children: list[Any] = [*item.keys(), *item.values()]
-        elif isinstance(item, list | tuple):
+        elif kind is list or isinstance(item, list | tuple):
             children = list(item)
         else:
             continue

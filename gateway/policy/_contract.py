@@ -19,6 +19,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 import jsonschema
+import orjson
 from pydantic import ValidationError
 
 from gateway.catalog import ModelInfo
@@ -148,16 +149,30 @@ def _owned(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
     if not brought:
         return {}, 0
     try:
-        text = json.dumps(brought, ensure_ascii=False, allow_nan=False)
-        size = len(text.encode())
+        data = json.dumps(brought, ensure_ascii=False, allow_nan=False).encode()
     except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
         raise InputError(
             "the request's parts are not JSON in valid Unicode (an unpaired surrogate, NaN, "
             "Infinity or a value JSON cannot hold).",
             hint="Send the system prompt, tools and schema as plain JSON text.",
         ) from None
-    owned: dict[str, Any] = json.loads(text)
-    return owned, size
+    # orjson reads json's own output back as json would (floats round-trip exactly), about
+    # twice as fast, but an integer of 64 bits or more as a float: text with a run of 19
+    # digits (anywhere, strings included) is read by json.
+    owned: dict[str, Any]
+    try:
+        long_number = _LONG_RUN in data.translate(_DIGITS)
+        owned = json.loads(data) if long_number else orjson.loads(data)
+    except orjson.JSONDecodeError:  # past orjson's own nesting limit: json decides
+        owned = json.loads(data)
+    return owned, len(data)
+
+
+# Every digit as "0", every other byte as " ": a run of 19 digits is then a plain substring
+# search (a regular expression would step through the text in Python's engine, slower than
+# the parse it guards).
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
 
 
 def _outside(policy: Policy, key: str, what: str) -> PolicyViolation:

@@ -55,20 +55,19 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
-    pending: list[tuple[Any, int]] = [(value, 1)]
+    # Only containers are pushed, tested inline: a request's many strings cost no call each.
+    pending: list[tuple[Any, int]] = [(value, 1)] if type(value) in _CONTAINERS else []
     while pending:
         current, depth = pending.pop()
         if depth > limit:
             return True
-        if isinstance(current, dict):
-            pending.extend((item, depth + 1) for item in current.values() if _nests(item))
-        elif isinstance(current, list):
-            pending.extend((item, depth + 1) for item in current if _nests(item))
+        inner = depth + 1
+        items = current.values() if type(current) is dict else current
+        pending.extend([(item, inner) for item in items if type(item) in _CONTAINERS])
     return False
 
 
-def _nests(value: Any) -> bool:
-    return isinstance(value, dict | list)
+_CONTAINERS = (dict, list)  # what json.loads (with the hook below) makes of objects and arrays
 
 
 def _has_lone_surrogate(value: Any) -> bool:

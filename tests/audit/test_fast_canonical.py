@@ -108,3 +108,13 @@ def test_it_declines_what_json_would_write_differently() -> None:
         "\ue000": 1,
         "\U0001f600": 2,
     }
+
+
+def test_a_depth_bound_gives_none_only_past_it() -> None:
+    # Wide but shallow (a request's 20 tools write more brackets than the bound): kept.
+    wide = {"tools": [{"input_schema": {"properties": {"a": {"type": "string"}}}}] * 60}
+    assert fast_canonical(wide, 6) == fast_canonical(wide)
+    assert fast_canonical(wide, 5) is None
+    assert fast_canonical([], 1) == b"[]"
+    assert fast_canonical([], 0) is None
+    assert fast_canonical("text", 0) == b'"text"'
