@@ -11,7 +11,8 @@ finish, for up to ``server_shutdown_grace_s`` seconds; then the lifespan waits (
 again) for gateway calls still recording, closes the gateway and exits.
 
 Each connection is uvicorn's httptools protocol with read time-outs and connection caps
-(:mod:`gateway.server._protocol`).
+(:mod:`gateway.server._protocol`), over TLS when ``server_tls_cert`` and ``server_tls_key``
+are set.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import uvicorn
 
 from gateway.server._app import SWITCH_INTERVAL_S, create_app
 from gateway.server._protocol import ConnectionLimits, guarded_protocol
+from gateway.server._tls import tls_options
 from gateway.settings import Settings
 
 __all__ = ["serve"]
@@ -47,6 +49,7 @@ def _options(settings: Settings) -> dict[str, Any]:
         # httptools' parser, with header and body time-outs and connection caps.
         "http": guarded_protocol(ConnectionLimits.from_settings(settings)),
         "loop": "uvloop",
+        **tls_options(settings),
     }
 
 
