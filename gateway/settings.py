@@ -138,6 +138,9 @@ class Settings(BaseModel):
     # files). Both or neither; unset, it serves plain HTTP (behind a TLS-terminating proxy).
     server_tls_cert: Path | None = None
     server_tls_key: Path | None = None
+    # `gateway serve`: the bearer token a Prometheus scrape of /metrics sends. Unset, there
+    # is no /metrics. Not a caller key: callers never see other callers' traffic.
+    server_metrics_token: SecretStr | None = None
 
     @property
     def database_url_masked(self) -> str:
@@ -241,6 +244,7 @@ class Settings(BaseModel):
             "GATEWAY_OTEL": "server_otel",
             "GATEWAY_SERVER_TLS_CERT": "server_tls_cert",
             "GATEWAY_SERVER_TLS_KEY": "server_tls_key",
+            "GATEWAY_SERVER_METRICS_TOKEN": "server_metrics_token",
         }
         for var, field in mapping.items():
             if env.get(var):

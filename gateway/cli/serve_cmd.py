@@ -76,7 +76,8 @@ def serve_command(
             }
         )
         settings = Settings.from_env()  # both or neither: a ConfigurationError otherwise
-    from gateway.server import check_tls, serve  # the ASGI stack loads for this command only
+    # The ASGI stack loads for this command only.
+    from gateway.server import check_address, check_tls, serve
 
     scheme = "https" if check_tls(settings) else "http"
     if otel and not settings.server_otel:
@@ -102,5 +103,6 @@ def serve_command(
             "issue one with 'gateway keys create --caller NAME'.",
             err=True,
         )
+    check_address(host, port)  # a busy port is one line and exit 2, nothing said as serving
     click.echo(f"gateway serving on {scheme}://{host}:{port} ({workers} worker(s))", err=True)
     serve(settings, host=host, port=port, workers=workers)

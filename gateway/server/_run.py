@@ -17,20 +17,27 @@ are set.
 
 from __future__ import annotations
 
+import errno
 import math
+import os
+import socket
 import sys
+import tempfile
 from typing import Any
 
 import uvicorn
 
+from gateway.errors import ConfigurationError
 from gateway.server._app import SWITCH_INTERVAL_S, create_app
 from gateway.server._protocol import ConnectionLimits, guarded_protocol
 from gateway.server._tls import tls_options
 from gateway.settings import Settings
 
-__all__ = ["serve"]
+__all__ = ["check_address", "serve"]
 
 APP_FROM_ENV = "gateway.server._app:app_from_env"
+# prometheus_client's multiprocess mode: named here so that this module need not import it.
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def _options(settings: Settings) -> dict[str, Any]:
@@ -53,7 +60,49 @@ def _options(settings: Settings) -> dict[str, Any]:
     }
 
 
+def check_address(host: str, port: int) -> None:
+    """Bind ``host:port`` as uvicorn will (SO_REUSEADDR) and let it go: a port in use or an
+    address this machine does not have is a :class:`ConfigurationError` before the server
+    says it is serving, not uvicorn's startup failure after it."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigurationError(
+            f"cannot listen on {host}:{port}: {exc.strerror}.", hint="Check --host."
+        ) from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            in_use = exc.errno == errno.EADDRINUSE
+            raise ConfigurationError(
+                f"cannot listen on {host}:{port}: "
+                + ("another process is listening there." if in_use else f"{exc.strerror}."),
+                hint="Choose another --port, or stop the other server first."
+                if in_use
+                else "Check --host and --port.",
+            ) from None
+
+
 def serve(settings: Settings, *, host: str, port: int, workers: int = 1) -> None:
+    if settings.server_metrics_token is None:
+        _serve(settings, host=host, port=port, workers=workers)
+        return
+    # The run's metrics directory: every worker writes its values there and a scrape adds
+    # them up. Fresh for each run (a previous run's counts are not this one's), set before
+    # prometheus_client is first imported (here or in a worker, which inherits it), and
+    # removed when the server stops.
+    with tempfile.TemporaryDirectory(prefix="gateway-metrics-") as directory:
+        os.environ[MULTIPROCESS_DIR_ENV] = directory
+        try:
+            _serve(settings, host=host, port=port, workers=workers)
+        finally:
+            del os.environ[MULTIPROCESS_DIR_ENV]
+
+
+def _serve(settings: Settings, *, host: str, port: int, workers: int) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     if workers > 1:
         uvicorn.run(
