@@ -36,6 +36,11 @@ from gateway.settings import Settings
 __all__ = ["check_address", "serve"]
 
 APP_FROM_ENV = "gateway.server._app:app_from_env"
+# How long uvicorn's supervisor waits for a worker's answer to its health check before it
+# kills and restarts the worker. A worker answers only once it has imported the gateway (the
+# SDK, the ASGI stack): several seconds on a busy host, where uvicorn's 5 s default killed
+# every worker before it started, again and again, and the server never became ready.
+WORKER_HEALTHCHECK_S = 60
 # prometheus_client's multiprocess mode: named here so that this module need not import it.
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -106,7 +111,13 @@ def _serve(settings: Settings, *, host: str, port: int, workers: int) -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     if workers > 1:
         uvicorn.run(
-            APP_FROM_ENV, factory=True, host=host, port=port, workers=workers, **_options(settings)
+            APP_FROM_ENV,
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+            **_options(settings),
         )
         return
     config = uvicorn.Config(create_app(settings), host=host, port=port, **_options(settings))

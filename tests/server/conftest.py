@@ -82,7 +82,7 @@ class ServerProcess:
     def create_key(self, caller: str) -> str:
         return self.cli("keys", "create", "--caller", caller).stdout.strip()
 
-    def start(self, *extra: str) -> None:
+    def start(self, *extra: str, ready_within: float = 30) -> None:
         self.port = free_port()
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
@@ -92,7 +92,7 @@ class ServerProcess:
             stderr=log,
             cwd=self.home,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + ready_within
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"gateway serve exited: {self.log_path.read_text()}")
