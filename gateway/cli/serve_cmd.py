@@ -19,11 +19,10 @@ import click
 from gateway.callers import CallerKeys
 from gateway.catalog import Catalog
 from gateway.cli._context import settings_of
-from gateway.errors import PolicyLoadError
+from gateway.errors import ConfigurationError, PolicyLoadError
 from gateway.evidence import pinned_for_start
 from gateway.logging import configure_logging
 from gateway.policy import PolicySet
-from gateway.settings import Settings
 
 
 @click.command("serve")
@@ -68,14 +67,18 @@ def serve_command(
     configure_logging(level=log_level)
     settings = settings_of(ctx)
     if tls_cert is not None or tls_key is not None:
+        cert = tls_cert or settings.server_tls_cert
+        key = tls_key or settings.server_tls_key
+        if cert is None or key is None:
+            raise ConfigurationError(
+                "TLS needs both a certificate and its key, or neither.",
+                hint="Give --tls-cert and --tls-key (GATEWAY_SERVER_TLS_CERT and _KEY) together.",
+            )
         # Workers build their settings from the environment: the flags go there too.
         os.environ.update(
-            {
-                "GATEWAY_SERVER_TLS_CERT": str(tls_cert or ""),
-                "GATEWAY_SERVER_TLS_KEY": str(tls_key or ""),
-            }
+            {"GATEWAY_SERVER_TLS_CERT": str(cert), "GATEWAY_SERVER_TLS_KEY": str(key)}
         )
-        settings = Settings.from_env()  # both or neither: a ConfigurationError otherwise
+        settings = settings.model_copy(update={"server_tls_cert": cert, "server_tls_key": key})
     # The ASGI stack loads for this command only.
     from gateway.server import check_address, check_tls, serve
 

@@ -18,11 +18,14 @@ are set.
 from __future__ import annotations
 
 import errno
+import getpass
 import math
 import os
+import shutil
 import socket
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -43,6 +46,7 @@ APP_FROM_ENV = "gateway.server._app:app_from_env"
 WORKER_HEALTHCHECK_S = 60
 # prometheus_client's multiprocess mode: named here so that this module need not import it.
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+_METRICS_PREFIX = "gateway-metrics-"  # then the serving process's pid
 
 
 def _options(settings: Settings) -> dict[str, Any]:
@@ -98,13 +102,28 @@ def serve(settings: Settings, *, host: str, port: int, workers: int = 1) -> None
     # The run's metrics directory: every worker writes its values there and a scrape adds
     # them up. Fresh for each run (a previous run's counts are not this one's), set before
     # prometheus_client is first imported (here or in a worker, which inherits it), and
-    # removed when the server stops.
-    with tempfile.TemporaryDirectory(prefix="gateway-metrics-") as directory:
+    # removed when the server stops; uvicorn ends a process stopped by a signal with that
+    # signal, past any cleanup, so a run also removes the directories of runs that are gone.
+    _remove_stale_metrics_directories()
+    with tempfile.TemporaryDirectory(prefix=f"{_METRICS_PREFIX}{os.getpid()}-") as directory:
         os.environ[MULTIPROCESS_DIR_ENV] = directory
         try:
             _serve(settings, host=host, port=port, workers=workers)
         finally:
             del os.environ[MULTIPROCESS_DIR_ENV]
+
+
+def _remove_stale_metrics_directories() -> None:
+    for folder in Path(tempfile.gettempdir()).glob(f"{_METRICS_PREFIX}*-*"):
+        pid = folder.name.removeprefix(_METRICS_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or folder.owner() != getpass.getuser():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            continue  # alive, another user's
 
 
 def _serve(settings: Settings, *, host: str, port: int, workers: int) -> None:
