@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -25,7 +26,25 @@ _stdlib = logging.getLogger("gateway")
 _stdlib.addHandler(logging.NullHandler())
 
 
+Observer = Callable[[str, dict[str, Any]], None]
+
+
 class _Log:
+    """The one log. Observers (``gateway serve``'s metrics) see every event with its fields,
+    whatever the log level, before it is filtered and rendered."""
+
+    def __init__(self) -> None:
+        self._observers: tuple[Observer, ...] = ()
+
+    def observe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer(event, fields)`` for each event from now on; returns its undo."""
+        self._observers = (*self._observers, observer)
+
+        def stop() -> None:
+            self._observers = tuple(o for o in self._observers if o is not observer)
+
+        return stop
+
     def info(self, event: str, **fields: Any) -> None:
         self._emit(logging.INFO, "info", event, fields)
 
@@ -35,8 +54,9 @@ class _Log:
     def error(self, event: str, **fields: Any) -> None:
         self._emit(logging.ERROR, "error", event, fields)
 
-    @staticmethod
-    def _emit(level: int, method: str, event: str, fields: dict[str, Any]) -> None:
+    def _emit(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
+        for observer in self._observers:
+            observer(event, fields)
         if structlog.is_configured():
             getattr(structlog.get_logger("gateway"), method)(event, **fields)
         elif _stdlib.isEnabledFor(level):

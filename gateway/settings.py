@@ -143,6 +143,13 @@ class Settings(BaseModel):
     # conventions, never content); needs the ``otel`` extra. Exporters are OpenTelemetry's
     # own OTEL_* variables (docs/server.md).
     server_otel: bool = False
+    # `gateway serve` over TLS: the server's certificate chain and its private key (PEM
+    # files). Both or neither; unset, it serves plain HTTP (behind a TLS-terminating proxy).
+    server_tls_cert: Path | None = None
+    server_tls_key: Path | None = None
+    # `gateway serve`: the bearer token a Prometheus scrape of /metrics sends. Unset, there
+    # is no /metrics. Not a caller key: callers never see other callers' traffic.
+    server_metrics_token: SecretStr | None = None
 
     @property
     def database_url_masked(self) -> str:
@@ -164,6 +171,15 @@ class Settings(BaseModel):
         if isinstance(value, str) and value.strip() in ("1", "2"):  # GATEWAY_AUDIT_FORMAT
             return int(value)
         return value
+
+    @model_validator(mode="after")
+    def _tls_needs_both(self) -> Settings:
+        if (self.server_tls_cert is None) != (self.server_tls_key is None):
+            raise ValueError(
+                "TLS needs both GATEWAY_SERVER_TLS_CERT and GATEWAY_SERVER_TLS_KEY "
+                "(--tls-cert and --tls-key), or neither"
+            )
+        return self
 
     @model_validator(mode="after")
     def _format_needs_postgres(self) -> Settings:
@@ -241,6 +257,9 @@ class Settings(BaseModel):
             "GATEWAY_SERVER_MAX_CONNECTIONS_PER_PEER": "server_max_connections_per_peer",
             "GATEWAY_SERVER_SEQ_HEADER": "server_seq_header",
             "GATEWAY_OTEL": "server_otel",
+            "GATEWAY_SERVER_TLS_CERT": "server_tls_cert",
+            "GATEWAY_SERVER_TLS_KEY": "server_tls_key",
+            "GATEWAY_SERVER_METRICS_TOKEN": "server_metrics_token",
         }
         for var, field in mapping.items():
             if env.get(var):
@@ -276,7 +295,10 @@ def _rendered(url: str) -> str | None:
 def _unusable(exc: ValidationError) -> ConfigurationError:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
     return ConfigurationError(
-        f"setting {where!r} is not usable: {first['msg']}.",
+        f"setting {where!r} is not usable: {message}."
+        if where
+        else f"the settings are not usable: {message}.",
         hint="Check the matching GATEWAY_* environment variable or keyword argument.",
     )

@@ -44,7 +44,7 @@ from audit.store.signing import TrustedKeys
 
 KEY_HINT = (
     "GATEWAY_CHECKPOINT_KEY must be 64 hex characters (32 random bytes); make one with "
-    "`python -c 'import secrets; print(secrets.token_hex(32))'` and keep it secret."
+    "`gateway keys new checkpoint --out FILE` and keep it secret."
 )
 
 

@@ -53,7 +53,7 @@ SEQUENCED_DOMAIN = b"compliance-gateway audit event v2 (sequenced)\n"
 SEQUENCED_PREV = ""
 KEY_HINT = (
     "A record key is 32 random bytes as 64 hex characters (or base64); make one with "
-    "`python -c 'import secrets; print(secrets.token_hex(32))'` and keep it out of the database."
+    "`gateway keys new record --out FILE` and keep it out of the database."
 )
 
 # Given an event, None when its signature checks out under a trusted key, else why not.

@@ -13,6 +13,7 @@ from gateway.cli.ask_cmd import ask_command
 from gateway.cli.audit_cmd import audit_group
 from gateway.cli.db_cmd import db_group
 from gateway.cli.experiment_cmd import experiment_command
+from gateway.cli.init_cmd import init_command
 from gateway.cli.keys_cmd import keys_group
 from gateway.cli.models_cmd import models_group
 from gateway.cli.policy_cmd import policy_group
@@ -42,6 +43,7 @@ for command in (
     experiment_command,
     keys_group,
     serve_command,
+    init_command,
 ):
     main.add_command(command)
 attach_receipt_commands(audit_group)  # prove, tree-head, check-receipt, verify --from/--to

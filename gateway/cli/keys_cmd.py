@@ -4,6 +4,7 @@
     $ gateway keys create --caller desk-7 --task general_assistant   # with a default task
     $ gateway keys list [--format json]               # ids, callers, dates; never a key
     $ gateway keys revoke key_0123456789abcdef
+    $ gateway keys new record --out keys/record.key   # and keys/record.key.pub
     $ gateway keys rotate-record --retire ed25519:0123456789abcdef   # with the new key set
 
 Each create and revoke is an audit event (caller_key, caller_key_revoked), signed like the
@@ -13,12 +14,15 @@ GATEWAY_SERVER_KEY_REFRESH_S seconds (10 by default).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from gateway.callers import CallerKey, CallerKeys
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, shown, text_table
 from gateway.evidence import rotate_record_key
+from gateway.keys import KEY_USES, KeyKind, new_key_file
 
 
 @click.group("keys")
@@ -132,4 +136,46 @@ def rotate_record_command(ctx: click.Context, retire: str, fmt: str) -> None:
         f"key {rotation.retired_key_id} retired from seq {rotation.seq} "
         f"(rotation signed by {rotation.key_id}); keep its public key trusted for its "
         "earlier events."
+    )
+
+
+@keys_group.command("new")
+@click.argument("kind", type=click.Choice([k.value for k in KeyKind]))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The private key file to write (mode 0600); never overwritten.",
+)
+@click.option(
+    "--public-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where its public key goes (default: OUT.pub).",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def new_command(kind: str, out: Path, public_out: Path | None, fmt: str) -> None:
+    """Make a new Ed25519 KIND key in OUT (mode 0600) and its public key in OUT.pub.
+
+    KIND: record (signs audit events), checkpoint (checkpoints and receipts), integrator
+    (format 2), witness (cosignatures), approver (one person's policy approvals)."""
+    made = new_key_file(KeyKind(kind), out, public_out)
+    if fmt == "json":
+        echo_json(
+            {
+                "kind": made.kind.value,
+                "key_file": str(made.path),
+                "public_key_file": str(made.public_path),
+                "public_key": made.public_key,
+                "key_id": made.key_id,
+            }
+        )
+        return
+    use = KEY_USES[made.kind]
+    click.echo(made.public_key)
+    click.echo(
+        f"[{made.kind.value} key {made.key_id} written to {str(made.path)!r} (mode 0600), "
+        f"its public key to {str(made.public_path)!r}]\n"
+        f"  private: {use.private.format(key=made.path)}; keep it in a secret store\n"
+        f"  public:  {use.public}",
+        err=True,
     )

@@ -2,6 +2,7 @@
 
     $ gateway keys create --caller payments-svc
     $ gateway serve --port 8080 --workers 2
+    $ gateway serve --port 8443 --tls-cert server.pem --tls-key server.key
     $ ANTHROPIC_BASE_URL=http://127.0.0.1:8080 ANTHROPIC_API_KEY=gwk_... python app.py
 
 Before anything listens, the policies are loaded and the audit database opened once, so a
@@ -18,7 +19,7 @@ import click
 from gateway.callers import CallerKeys
 from gateway.catalog import Catalog
 from gateway.cli._context import settings_of
-from gateway.errors import PolicyLoadError
+from gateway.errors import ConfigurationError, PolicyLoadError
 from gateway.evidence import pinned_for_start
 from gateway.logging import configure_logging
 from gateway.policy import PolicySet
@@ -41,13 +42,47 @@ from gateway.policy import PolicySet
     help="One OpenTelemetry span per request (GenAI conventions, no content); needs the "
     "otel extra. Same as GATEWAY_OTEL=1.",
 )
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Serve HTTPS with this certificate chain (PEM). Same as GATEWAY_SERVER_TLS_CERT.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The certificate's private key (PEM). Same as GATEWAY_SERVER_TLS_KEY.",
+)
 @click.pass_context
 def serve_command(
-    ctx: click.Context, host: str, port: int, workers: int, log_level: str, otel: bool
+    ctx: click.Context,
+    host: str,
+    port: int,
+    workers: int,
+    log_level: str,
+    otel: bool,
+    tls_cert: Path | None,
+    tls_key: Path | None,
 ) -> None:
     """Serve the Messages API on HOST:PORT; callers authenticate with caller keys."""
     configure_logging(level=log_level)
     settings = settings_of(ctx)
+    if tls_cert is not None or tls_key is not None:
+        cert = tls_cert or settings.server_tls_cert
+        key = tls_key or settings.server_tls_key
+        if cert is None or key is None:
+            raise ConfigurationError(
+                "TLS needs both a certificate and its key, or neither.",
+                hint="Give --tls-cert and --tls-key (GATEWAY_SERVER_TLS_CERT and _KEY) together.",
+            )
+        # Workers build their settings from the environment: the flags go there too.
+        os.environ.update(
+            {"GATEWAY_SERVER_TLS_CERT": str(cert), "GATEWAY_SERVER_TLS_KEY": str(key)}
+        )
+        settings = settings.model_copy(update={"server_tls_cert": cert, "server_tls_key": key})
+    # The ASGI stack loads for this command only.
+    from gateway.server import check_address, check_tls, serve
+
+    scheme = "https" if check_tls(settings) else "http"
     if otel and not settings.server_otel:
         # Workers build their settings from the environment: the flag goes there too.
         os.environ["GATEWAY_OTEL"] = "1"
@@ -71,7 +106,6 @@ def serve_command(
             "issue one with 'gateway keys create --caller NAME'.",
             err=True,
         )
-    click.echo(f"gateway serving on http://{host}:{port} ({workers} worker(s))", err=True)
-    from gateway.server import serve  # the ASGI stack loads for this command only
-
+    check_address(host, port)  # a busy port is one line and exit 2, nothing said as serving
+    click.echo(f"gateway serving on {scheme}://{host}:{port} ({workers} worker(s))", err=True)
     serve(settings, host=host, port=port, workers=workers)

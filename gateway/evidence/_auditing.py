@@ -94,8 +94,8 @@ __all__ = [
 Progress = Callable[[int, int], None]
 
 APPROVER_KEY_HINT = (
-    "Set GATEWAY_APPROVER_KEY to your own Ed25519 approver key (32 bytes as 64 hex "
-    "characters), kept by you and never in the database."
+    "Set GATEWAY_APPROVER_KEY to your own Ed25519 approver key, kept by you and never in "
+    "the database; make one with `gateway keys new approver --out FILE`."
 )
 
 

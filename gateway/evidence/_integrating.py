@@ -24,7 +24,7 @@ from gateway.settings import Settings
 __all__ = ["Step", "integrate", "integrator_seed"]
 
 KEY_HINT = (
-    "Make one with `python -c 'import secrets; print(secrets.token_hex(32))'`, keep it apart "
+    "Make one with `gateway keys new integrator --out FILE`, keep it apart "
     "from the record keys, and pass it as --key or GATEWAY_INTEGRATOR_KEY."
 )
 

@@ -59,7 +59,7 @@ def _seed(text: str) -> bytes:
     return key_seed(
         text,
         "the witness key",
-        hint="Make one with `python -c 'import secrets; print(secrets.token_hex(32))'`, "
+        hint="Make one with `gateway keys new witness --out FILE`, "
         "keep it apart from GATEWAY_CHECKPOINT_KEY, and pass it as --key or "
         "GATEWAY_WITNESS_KEY.",
     )

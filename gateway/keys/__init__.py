@@ -4,9 +4,12 @@
     trusted = trusted_record_keys(settings, signer)    # its own key, plus configured ones
     user_id = forwarded_user_id("payments-svc", salt=settings.user_id_salt)
 
+    made = new_key_file(KeyKind.RECORD, Path("record.key"))   # 0600, and record.key.pub
+
 Callers' own keys for `gateway serve` are issued on the record: ``gateway.callers``.
 """
 
+from gateway.keys._new_keys import KEY_USES, KeyKind, NewKey, new_key_file, new_key_hint
 from gateway.keys._record_keys import (
     RECORD_KEY_FILE,
     integrator_keys,
@@ -19,10 +22,15 @@ from gateway.keys._record_keys import (
 from gateway.keys._user_id import USER_ID_PREFIX, forwarded_user_id
 
 __all__ = [
+    "KEY_USES",
     "RECORD_KEY_FILE",
     "USER_ID_PREFIX",
+    "KeyKind",
+    "NewKey",
     "forwarded_user_id",
     "integrator_keys",
+    "new_key_file",
+    "new_key_hint",
     "public_keys_given",
     "read_public_keys",
     "record_key_path",

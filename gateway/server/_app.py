@@ -8,10 +8,11 @@ closes it after the last request; routes find it in ``request.state.server``.
 
 from __future__ import annotations
 
+import hmac
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -29,6 +30,9 @@ from gateway.server._drain import DrainCancel, quiet_uvicorn_cancel_line
 from gateway.server._errors import ApiError, ErrorAnswer, answer_for, error_body
 from gateway.server._lifecycle import ServerState
 from gateway.settings import Settings
+
+if TYPE_CHECKING:
+    from gateway.server._metrics import Metrics
 
 __all__ = ["SWITCH_INTERVAL_S", "app_from_env", "create_app"]
 
@@ -60,6 +64,7 @@ def _respond(request: Request, answer: ErrorAnswer) -> Response:
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
+    request.state.gateway_error = type(exc).__name__  # a class of gateway.errors: bounded
     return _respond(request, answer_for(exc))
 
 
@@ -91,10 +96,39 @@ ROUTES = [
 ]
 
 
+def _metrics_route(token: str, metrics: Metrics) -> Route:
+    """GET /metrics for a scrape that sends the metrics token (never a caller key)."""
+    expected = f"Bearer {token}".encode()
+
+    async def scrape(request: Request) -> Response:
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            raise ApiError(
+                401,
+                "authentication_error",
+                "the metrics need the metrics token as a bearer token "
+                "(GATEWAY_SERVER_METRICS_TOKEN), not a caller key.",
+            )
+        return Response(metrics.exposition(), media_type=metrics.content_type)
+
+    return Route("/metrics", scrape, methods=["GET"])
+
+
 def create_app(settings: Settings) -> Starlette:
     # DrainCancel inside the access log: a request cancelled at the drain deadline is
     # answered, and logged with that answer, instead of its CancelledError reaching uvicorn.
     middleware = [Middleware(AccessLog), Middleware(DrainCancel)]
+    routes = list(ROUTES)
+    counted = None
+    if settings.server_metrics_token is not None:
+        # Imported only here: prometheus_client must be imported after the run's metrics
+        # directory is set (gateway.server._run.serve).
+        from gateway.server import _metrics
+
+        counted = _metrics.Metrics()
+        middleware.insert(0, Middleware(_metrics.CountRequests, metrics=counted))
+        token = settings.server_metrics_token.get_secret_value()
+        routes.append(_metrics_route(token, counted))
     tracing = None
     if settings.server_otel:
         from gateway.server._otel import TraceMessages, Tracing
@@ -106,17 +140,23 @@ def create_app(settings: Settings) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         state = await ServerState.open(settings)
         quiet_uvicorn_cancel_line()  # the state says it, once, when it closes
+        unobserve = None
+        if counted is not None:
+            counted.know_tasks(state.policies.tasks())
+            unobserve = log.observe(counted.on_log_event)
         try:
             yield {"server": state}
         finally:
             try:
                 await state.close()
             finally:
+                if unobserve is not None:
+                    unobserve()
                 if tracing is not None:
                     tracing.shutdown()  # flushes the spans still queued
 
     return Starlette(
-        routes=ROUTES,
+        routes=routes,
         middleware=middleware,
         exception_handlers={
             GatewayError: _gateway_error,

@@ -53,6 +53,7 @@ class ConnectionLimits:
     body_timeout_s: float
     max_connections: int
     max_connections_per_peer: int  # 0: no per-peer cap (all callers behind one proxy)
+    count_connections: bool = False  # into the metrics' gateway_open_connections
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConnectionLimits:
@@ -61,6 +62,7 @@ class ConnectionLimits:
             body_timeout_s=settings.server_body_timeout_s,
             max_connections=within_descriptors(settings.server_max_connections),
             max_connections_per_peer=settings.server_max_connections_per_peer,
+            count_connections=settings.server_metrics_token is not None,
         )
 
 
@@ -88,6 +90,14 @@ def guarded_protocol(limits: ConnectionLimits) -> Any:
     return partial(GuardedHttpProtocol, limits=limits)
 
 
+def _connections_gauge() -> Any:
+    # Imported here: prometheus_client must first be imported after the run's metrics
+    # directory is set (gateway.server._metrics), which is after this module is.
+    from gateway.server._metrics import open_connections
+
+    return open_connections()
+
+
 def _answer(status: int, reason: str, error_type: str, message: str) -> bytes:
     body = json.dumps(
         {"type": "error", "error": {"type": error_type, "message": message}, "request_id": None}
@@ -107,11 +117,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self.limits = limits
         self.peer: str | None = None
         self._deadline: asyncio.TimerHandle | None = None
+        self._gauge = _connections_gauge() if limits.count_connections else None
 
     # -- caps ------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if self._gauge is not None:
+            self._gauge.inc()
         self.peer = self.client[0] if self.client else None
         over = self._over_cap()
         if over is not None:
@@ -176,4 +189,6 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._gauge is not None:
+            self._gauge.dec()
         super().connection_lost(exc)

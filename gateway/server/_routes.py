@@ -207,6 +207,7 @@ async def _stream(
         except GatewayError as exc:  # recorded by the gateway (FAILED); told in the stream
             answer = answer_for(exc)
             request.state.error_type = answer.error_type
+            request.state.gateway_error = type(exc).__name__
             yield error_frame(replace(answer, request_id=stream.request_id))
         except TimeoutError:  # the gateway records CANCELLED as the stream is closed
             exc_info = sys.exc_info()

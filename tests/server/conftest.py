@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -48,6 +49,9 @@ class ServerProcess:
     proc: subprocess.Popen[bytes] | None = None
     # Where the server's stdout goes when not into its log (stderr): spans, for one.
     stdout_path: Path | None = None
+    # A server started with --tls-cert: the CA that signed its certificate, which every
+    # client here (the readiness check included) trusts; the URLs are https.
+    tls_ca: Path | None = None
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -55,7 +59,8 @@ class ServerProcess:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.tls_ca is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     @property
     def db_path(self) -> Path:
@@ -77,7 +82,7 @@ class ServerProcess:
     def create_key(self, caller: str) -> str:
         return self.cli("keys", "create", "--caller", caller).stdout.strip()
 
-    def start(self, *extra: str) -> None:
+    def start(self, *extra: str, ready_within: float = 30) -> None:
         self.port = free_port()
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
@@ -87,12 +92,16 @@ class ServerProcess:
             stderr=log,
             cwd=self.home,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + ready_within
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"gateway serve exited: {self.log_path.read_text()}")
             try:
-                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
+                verify: ssl.SSLContext | bool = True
+                if self.tls_ca is not None:
+                    verify = ssl.create_default_context(cafile=str(self.tls_ca))
+                ready = httpx.get(f"{self.base_url}/readyz", timeout=1, verify=verify)
+                if ready.status_code == 200:
                     return
             except httpx.TransportError:
                 pass
