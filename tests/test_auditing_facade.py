@@ -244,6 +244,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "trusted_approvers",
         "upgrade_schema",
         "verify_export",
+        "withhold_unapproved",
         "witness",
     ]
     for name in gateway.evidence.__all__:
