@@ -38,8 +38,8 @@ from gateway.policy._findings import Finding, Severity
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy, TokenRange
 from gateway.policy.rules import Subject, check
 from gateway.policy.rules.caller import INTEGER_KEYS
+from gateway.providers.base import BETAS_FIELD
 from gateway.providers.registry import capabilities
-from gateway.providers.wire import BETAS_FIELD
 
 BYTES_PER_TOKEN = 4  # a deliberately rough estimate, only to refuse obviously oversized input
 

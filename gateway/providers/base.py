@@ -19,7 +19,13 @@ from pydantic import BaseModel, ConfigDict
 
 from gateway.errors import InputError
 
+# A planned body's anthropic-beta values (the field Bedrock and Vertex read in the body): the
+# first-party API takes them as the anthropic-beta header, so they leave the body there.
+# Here, not in the wire layer, so planning names it without importing the SDK.
+BETAS_FIELD = "anthropic_beta"
+
 __all__ = [
+    "BETAS_FIELD",
     "AsyncOnAttemptFailed",
     "AsyncOnWire",
     "AttemptFailure",

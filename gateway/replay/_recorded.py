@@ -24,7 +24,7 @@ from gateway._attachment_payloads import restored
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway.errors import InputError
 from gateway.policy import Policy
-from gateway.providers.wire import BETAS_FIELD
+from gateway.providers.base import BETAS_FIELD
 from gateway.request import outside_world
 
 DEFAULT_LIMIT = 50

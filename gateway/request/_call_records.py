@@ -25,9 +25,8 @@ from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway.errors import GatewayError, InputError, OutputValidationError, UpstreamError
 from gateway.policy import Plan, Policy
-from gateway.providers.base import ProviderReply
+from gateway.providers.base import BETAS_FIELD, ProviderReply
 from gateway.providers.stream import MessageAssembler
-from gateway.providers.wire import BETAS_FIELD
 from gateway.request._answer_checks import answer_alerts, answer_facts
 from gateway.request._call_types import CallLabels, Intent
 from gateway.request._prepared import Prepared

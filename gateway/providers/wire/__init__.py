@@ -10,7 +10,7 @@ record of the exact bytes sent (:class:`WireCapture` and the on-wire hook) and t
 (:class:`RetryPolicy`) are shared by all.
 """
 
-from gateway.providers.wire._body import BETAS_FIELD
+from gateway.providers.base import BETAS_FIELD
 from gateway.providers.wire._call import MessagesCall
 from gateway.providers.wire._capture import WireCapture
 from gateway.providers.wire._failures import UPSTREAM_FAILURES, Failure, classify, describe

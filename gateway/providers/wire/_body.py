@@ -23,10 +23,10 @@ from anthropic.lib.streaming import MessageStream
 from anthropic.resources.messages import Messages
 from anthropic.types import RawMessageStreamEvent
 
+from gateway.providers.base import BETAS_FIELD
 from gateway.providers.wire._transport import cause_name
 
 __all__ = [
-    "BETAS_FIELD",
     "COUNT_BODY_FIELDS",
     "TYPED_BODY_FIELDS",
     "MalformedResponse",
@@ -84,11 +84,6 @@ class TruncatedResponse(Exception):
         self.response = response
         self.cause = cause_name(cause)
         super().__init__(f"the upstream's {response.status_code} body broke off ({self.cause})")
-
-
-# A planned body's anthropic-beta values (the field Bedrock and Vertex read in the body): the
-# first-party API takes them as the anthropic-beta header, so they leave the body there.
-BETAS_FIELD = "anthropic_beta"
 
 
 def split_body(body: Mapping[str, Any]) -> dict[str, Any]:
