@@ -492,7 +492,7 @@ class Auditing:
                 hint="Pass the file written by `gateway audit checkpoint`.",
             ) from exc
         with translated():
-            return checkpoints.loads(text)
+            return checkpoints.load_any(text)
 
 
 def _filter_json(filters: EventFilter) -> dict[str, object]:
