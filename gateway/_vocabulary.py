@@ -48,6 +48,7 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
         # Format 2: a seq whose writer never committed; a request of its own.
         EventKind.VOID: "void",
         EventKind.KEY_ROTATION: "key rotation",
+        EventKind.EVIDENCE_PACK: "evidence pack",
     }
 )
 
