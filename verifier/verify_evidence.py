@@ -309,9 +309,11 @@ class Walk:
         if link is None:
             if seq <= self.linked:
                 self.bad(line, seq, "broken_link", "linked when exported, but carries no link")
+            if "integrator_checkpoint" in rec:
+                self.bad(line, seq, "checkpoint", "an integrator checkpoint on an unlinked seq")
             self.link = None
             return
-        if not isinstance(prev, str) or not isinstance(link, str) or not prev.isascii():
+        if not isinstance(prev, str) or not isinstance(link, str):
             self.bad(line, seq, "bad_record", "link_prev and link must be text")
             self.link = None
             return
