@@ -30,33 +30,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 GENESIS = "sha256:" + "0" * 64
 DOMAIN_1 = b"compliance-gateway audit event v1\n"
 DOMAIN_2 = b"compliance-gateway audit event v2 (sequenced)\n"
-COLUMNS = (
-    "seq",
-    "event_id",
-    "request_id",
-    "kind",
-    "recorded_at",
-    "task",
-    "caller",
-    "policy_fingerprint",
-    "request_hash",
-    "prev_hash",
-    "hash",
-    "signature",
-    "key_id",
-    "body",
-)
-MIRRORED = (
-    "event_id",
-    "request_id",
-    "kind",
-    "task",
-    "caller",
-    "policy_fingerprint",
-    "request_hash",
-    "seq",
-    "recorded_at",
-)
+# An exported record's keys, and those that must equal the same field of the hashed body.
+COLUMNS = ("seq event_id request_id kind recorded_at task caller policy_fingerprint "  # noqa: SIM905
+           "request_hash prev_hash hash signature key_id body").split()  # fmt: skip
+MIRRORED = [*COLUMNS[1:9], "seq"]
+# The fields an integrator checkpoint's JSON signature covers (JCS: sorted keys, no spaces).
+SIGNED = "version store_id seq hash created_at public_key tree_size root note verified".split()  # noqa: SIM905
 OUTCOMES = {"response", "failed", "cancelled", "cache_hit"}
 SHOWN = ("request_body", "response_body", "partial_response")
 ORIGIN = "compliance-gateway.audit/"
@@ -327,47 +306,25 @@ class Walk:
 
     def integrator_checkpoint(self, line: int, seq: int, link: str, carried: Any) -> None:
         cp = json.loads(carried) if isinstance(carried, str) else carried
-        signed = {
-            k: cp.get(k)
-            for k in (
-                "version",
-                "store_id",
-                "seq",
-                "hash",
-                "created_at",
-                "public_key",
-                "tree_size",
-                "root",
-                "note",
-                "verified",
-            )
-        }
-        text = json.dumps(signed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps({k: cp.get(k) for k in SIGNED}, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)  # fmt: skip
         raw = key_bytes(str(cp.get("public_key")))
-        good = raw is not None and raw.hex() in self.integrators.hexes()
-        sig = cp.get("signature")
         try:
-            sig_ok = (
-                good
-                and raw is not None
-                and ed25519_ok(
-                    raw, base64.b64encode(bytes.fromhex(str(sig))).decode(), text.encode("utf-8")
-                )
-            )
+            sig = base64.b64encode(bytes.fromhex(str(cp.get("signature")))).decode()
         except ValueError:
-            sig_ok = False
+            sig = ""
+        trusted = raw is not None and raw.hex() in self.integrators.hexes()
+        sig_ok = trusted and raw is not None and ed25519_ok(raw, sig, text.encode("utf-8"))
         if cp.get("store_id") != self.store_id or (cp.get("seq"), cp.get("hash")) != (seq, link):
             self.bad(line, seq, "checkpoint", "the integrator's checkpoint names another head")
         elif not sig_ok:
-            self.bad(
-                line,
-                seq,
-                "checkpoint",
-                "the integrator's checkpoint is not signed by a trusted integrator key",
-            )
-        elif self.frontier is not None and self.frontier.size == seq:
-            if cp.get("root") != base64.b64encode(self.frontier.root()).decode():
-                self.bad(line, seq, "checkpoint", f"its root is not that of events 1..{seq}")
+            self.bad(line, seq, "checkpoint", "the integrator checkpoint's signer is not trusted")
+        elif (
+            self.frontier is not None
+            and self.frontier.size == seq
+            and cp.get("root") != (base64.b64encode(self.frontier.root()).decode())
+        ):
+            self.bad(line, seq, "checkpoint", f"its root is not that of events 1..{seq}")
 
     def content_row(self, line: int, rec: dict[str, Any]) -> None:
         rid, kind, item = str(rec.get("request_id")), rec.get("kind"), rec.get("content")
@@ -414,11 +371,8 @@ class Walk:
         for name in sorted(set(named) | set(carried)):
             raw = payload_bytes(carried.get(name))
             if name not in named or raw is None or not matches(name, raw, named[name]):
-                kind = (
-                    "content_extra"
-                    if name not in named
-                    else ("content_missing" if raw is None else "content_mismatch")
-                )
+                kind = "content_" + ("extra" if name not in named else
+                                     "missing" if raw is None else "mismatch")  # fmt: skip
                 self.bad(line, seq, kind, f"request {rid}: payload {name} is not as signed")
                 return False
             data[name] = raw
@@ -436,12 +390,8 @@ class Walk:
         if item.get("outcome") not in {e.get("kind") for e, _ in bodies}:
             wrong.append("outcome")
         if wrong:
-            self.bad(
-                line,
-                seq,
-                "content_mismatch",
-                f"request {rid}: shown {', '.join(wrong)} differ(s) from the signed record",
-            )
+            self.bad(line, seq, "content_mismatch", f"request {rid}: shown {', '.join(wrong)} "
+                     "differ(s) from the signed record")  # fmt: skip
             return False
         return True
 
@@ -555,13 +505,9 @@ def shown(sent: Any, answer: Any) -> dict[str, Any]:
     texts = [answer] if isinstance(answer, str) else texts
     model = answer.get("model") if isinstance(answer, dict) else None
     sent_model = body.get("model") if isinstance(body.get("model"), str) else None
-    return {
-        "model": model if isinstance(model, str) else sent_model,
-        "system": body.get("system"),
-        "messages": list(body.get("messages") or []),
-        "answer": "".join(texts) if texts or answer is not None else None,
-        "answer_blocks": blocks,
-    }
+    return {"model": model if isinstance(model, str) else sent_model, "system": body.get("system"),
+            "messages": list(body.get("messages") or []), "answer_blocks": blocks,
+            "answer": "".join(texts) if texts or answer is not None else None}  # fmt: skip
 
 
 def verify_export(path: Path, keys: Keys, integrators: Keys) -> dict[str, Any]:
@@ -593,13 +539,8 @@ def verify_export(path: Path, keys: Keys, integrators: Keys) -> dict[str, Any]:
         if this is not None:
             found, at = this, number
     walk.finish(at, found)
-    return {
-        "ok": not walk.defects,
-        "events_checked": walk.count,
-        "defects": walk.defects,
-        "content_checked": walk.content_checked,
-        "content": walk.content,
-    }
+    return {"ok": not walk.defects, "events_checked": walk.count, "defects": walk.defects,
+            "content_checked": walk.content_checked, "content": walk.content}  # fmt: skip
 
 
 def verify_receipt(path: Path, keys: Keys, record: Keys) -> dict[str, Any]:
@@ -613,22 +554,16 @@ def verify_receipt(path: Path, keys: Keys, record: Keys) -> dict[str, Any]:
         problems.append("the receipt proves no event")
     for e in events:
         seq, body = e.get("seq"), str(e.get("body")).encode("utf-8")
-        parsed_body = parsed(body)
+        fields = parsed(body) if isinstance(parsed(body), dict) else {}
         if sha(str(e.get("prev_hash")).encode() + body) != e.get("hash"):
             problems.append(f"seq {seq}: hash is not sha256(prev_hash || body)")
-        elif not isinstance(parsed_body, dict) or (
-            parsed_body.get("seq"),
-            parsed_body.get("request_id"),
-            parsed_body.get("kind"),
-        ) != (seq, receipt.get("request_id"), e.get("kind")):
+        elif [fields.get(k) for k in ("seq", "request_id", "kind")] != [
+            seq, receipt.get("request_id"), e.get("kind")]:  # fmt: skip
             problems.append(f"seq {seq}: its body is not this request's event at this seq")
         if record.raw:
             store = head[0].removeprefix(ORIGIN) if not isinstance(head, str) else ""
-            message = (
-                DOMAIN_2 + f"store {store}\n{e.get('hash')}".encode()
-                if e.get("prev_hash") == ""
-                else DOMAIN_1 + str(e.get("hash")).encode()
-            )
+            message = (DOMAIN_2 + f"store {store}\n{e.get('hash')}".encode() if e.get("prev_hash")
+                       == "" else DOMAIN_1 + str(e.get("hash")).encode())  # fmt: skip
             if (why := record.check(e.get("key_id"), e.get("signature"), message)) is not None:
                 problems.append(f"seq {seq}: record signature: {why}")
         if not isinstance(head, str):
@@ -662,10 +597,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         given = json.loads(args.keys.read_text(encoding="utf-8")) if args.keys else {}
-        keys = {
-            k: Keys(list(given.get(k) or []) + key_texts(getattr(args, f"{k}_key")))
-            for k in ("record", "checkpoint", "integrator")
-        }
+        keys = {k: Keys(list(given.get(k) or []) + key_texts(getattr(args, f"{k}_key")))
+                for k in ("record", "checkpoint", "integrator")}  # fmt: skip
         if args.what == "export":
             report = verify_export(args.file, keys["record"], keys["integrator"])
         elif args.what == "receipt":
@@ -674,11 +607,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cp_keys = Keys([*keys["checkpoint"].hexes(), *keys["integrator"].hexes()])
             head = checkpoint_problem(json.loads(args.file.read_text(encoding="utf-8")), cp_keys)
-            report = {
-                "ok": not isinstance(head, str),
-                "problems": [head] if isinstance(head, str) else [],
-                "tree_size": None if isinstance(head, str) else head[1],
-            }
+            report = {"ok": not isinstance(head, str), "problems": [head] if isinstance(head, str)
+                      else [], "tree_size": None if isinstance(head, str) else head[1]}  # fmt: skip
     except (OSError, ValueError, AttributeError) as exc:
         print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
         return 2
