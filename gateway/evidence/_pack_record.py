@@ -13,8 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, NamedTuple
 
-from audit import EventDraft, EventKind
-from gateway._audit_errors import translated
+from audit import AuditStore, EventDraft, EventKind
 from gateway.evidence._auditing import Auditing
 
 __all__ = ["RecordedPack", "record_pack"]
@@ -27,14 +26,12 @@ class RecordedPack(NamedTuple):
 
 def record_pack(auditing: Auditing, *, reviewer: str, data: dict[str, Any]) -> RecordedPack:
     """Append the EVIDENCE_PACK event."""
-    store = auditing._writing()
-    with translated():
-        appended = store.append(
-            EventDraft(
-                kind=EventKind.EVIDENCE_PACK,
-                request_id=f"evidence-{uuid.uuid4().hex}",
-                caller=reviewer,
-                data=data,
-            )
-        )
-    return RecordedPack(appended.seq, store.store_id)
+    log = auditing._writing()  # the facade's own writer: this module is its package's
+    draft = EventDraft(
+        kind=EventKind.EVIDENCE_PACK,
+        request_id=f"evidence-{uuid.uuid4().hex}",
+        caller=reviewer,
+        data=data,
+    )
+    appended = log.run(AuditStore.append, draft)
+    return RecordedPack(appended.seq, log.store.store_id)
