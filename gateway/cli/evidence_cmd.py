@@ -36,6 +36,12 @@ def _day(value: str | None, flag: str) -> date:
 @click.option("--to", "last", metavar="DATE", help="Last day of the period (UTC, included).")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--reviewer", help="Who builds the pack (recorded with it).")
+@click.option(
+    "--with-content",
+    is_flag=True,
+    help="Put each request's prompt and answer in the export, with the signed evidence that "
+    "checks them (recorded as a content read by --reviewer).",
+)
 @click.option("--list", "show_list", is_flag=True, help="List the regimes and exit.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
@@ -46,6 +52,7 @@ def evidence_command(
     last: str | None,
     output: Path | None,
     reviewer: str | None,
+    with_content: bool,
     show_list: bool,
     fmt: str,
 ) -> None:
@@ -73,6 +80,7 @@ def evidence_command(
         _day(last, "--to"),
         output,
         reviewer=reviewer,
+        with_content=with_content,
     )
     items = result.summary["items"]
     if fmt == "json":

@@ -87,9 +87,12 @@ def build_pack(
     out: Path,
     *,
     reviewer: str,
+    with_content: bool = False,
 ) -> PackResult:
     """Build the pack of ``regime_key`` for the days ``first_day``..``last_day`` (UTC, both
-    included) in ``out`` (new or empty), recorded on the log as built by ``reviewer``."""
+    included) in ``out`` (new or empty), recorded on the log as built by ``reviewer``;
+    ``with_content``: the export carries each request's prompt and answer with the evidence
+    that checks them (a content read, recorded as such)."""
     regime = _regime(regime_key)
     name = check_name(reviewer, "reviewer", example="j.smith")
     if not name:
@@ -103,8 +106,11 @@ def build_pack(
     with Auditing.open(settings) as auditing:
         verified = auditing.verify()
         with (folder / "export.jsonl").open("w", encoding="utf-8", newline="") as handle:
-            auditing.export(handle, "jsonl", EventFilter(since=since, until=until), reviewer=name)
-        described["export.jsonl"] = "the period's events, signed, with the EXPORT record"
+            period = EventFilter(since=since, until=until)
+            auditing.export(handle, "jsonl", period, reviewer=name, with_content=with_content)
+        described["export.jsonl"] = "the period's events, signed, with the EXPORT record" + (
+            " and each request's content" if with_content else ""
+        )
         keys = public_keys(settings)
         (folder / "public-keys.json").write_text(public_keys_text(keys), encoding="utf-8")
         described["public-keys.json"] = "record, checkpoint and integrator public keys"

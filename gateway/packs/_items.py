@@ -86,14 +86,24 @@ def clock_source(facts: Facts) -> Verdict:
 
 def re_creatable(facts: Facts) -> Verdict:
     e = facts.export
-    if e.ok:
+    if not e.ok:
+        return Verdict("fail", f"the period's export has {len(e.defects)} defect(s).")
+    held = (
+        f"export.jsonl holds the period's {e.events_checked} events with their signed bodies "
+        f"(seq {e.first_seq}-{e.last_seq}) and verifies offline with verify_evidence.py and "
+        "public-keys.json, without the gateway"
+    )
+    if e.content_included:
         return Verdict(
             "pass",
-            f"export.jsonl holds the period's {e.events_checked} events with their signed "
-            f"bodies (seq {e.first_seq}-{e.last_seq}); it verifies offline with "
-            "verify_evidence.py and public-keys.json, without the gateway.",
+            f"{held}; it carries the prompts and answers of {e.content_checked} request(s), "
+            "each checked against the digests its signed events name.",
         )
-    return Verdict("fail", f"the period's export has {len(e.defects)} defect(s).")
+    return Verdict(
+        "manual",
+        f"{held}; the prompts and answers themselves are not in this pack (they stay in the "
+        "audit database): build it with --with-content to include them.",
+    )
 
 
 def third_party(facts: Facts) -> Verdict:

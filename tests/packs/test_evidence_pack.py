@@ -126,7 +126,7 @@ def test_the_pack_opens_in_a_browser_and_its_export_verifies_alone(
     url: str, tmp_path: Path, regime: str
 ) -> None:
     out = tmp_path / "pack"
-    assert build(url, regime, out).exit_code == 0
+    assert build(url, regime, out, "--with-content").exit_code == 0
     dom = rendered_dom(out / "index.html")
     for section in SECTIONS:
         assert f'id="{section}"' in dom
@@ -134,7 +134,7 @@ def test_the_pack_opens_in_a_browser_and_its_export_verifies_alone(
     screenshot(out / "index.html", tmp_path / f"evidence-pack-{regime}.png", "1000,1600")
     keys = out / "public-keys.json"
     code, report = run_standalone(tmp_path, "export", out / "export.jsonl", "--keys", keys)
-    assert code == 0 and report["events_checked"] == 10, report
+    assert code == 0 and report["events_checked"] == 10 and report["content_checked"] == 5, report
     for receipt in (out / "receipts").iterdir():
         code, report = run_standalone(tmp_path, "receipt", receipt, "--keys", keys)
         assert code == 0, report
