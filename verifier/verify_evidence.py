@@ -64,7 +64,7 @@ class Keys:
         for text in texts:
             raw = key_bytes(text)
             if raw is None:
-                raise SystemExit(f"error: {text[:12]}... is not an Ed25519 public key (hex)")
+                raise ValueError(f"{text[:12]}... is not an Ed25519 public key (hex)")
             self.raw["ed25519:" + hashlib.sha256(raw).hexdigest()[:16]] = raw
 
     def hexes(self) -> set[str]:
@@ -610,7 +610,9 @@ def main(argv: list[str] | None = None) -> int:
             report = {"ok": not isinstance(head, str), "problems": [head] if isinstance(head, str)
                       else [], "tree_size": None if isinstance(head, str) else head[1]}  # fmt: skip
     except (OSError, ValueError, AttributeError) as exc:
-        print(f"error: cannot read {args.file}: {exc}", file=sys.stderr)
+        print(
+            f"error: {exc} (checking {args.file}; the file or a key is unusable)", file=sys.stderr
+        )
         return 2
     if args.format == "json":
         print(json.dumps(report, indent=2))
