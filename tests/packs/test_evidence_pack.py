@@ -134,7 +134,8 @@ def test_the_pack_opens_in_a_browser_and_its_export_verifies_alone(
     screenshot(out / "index.html", tmp_path / f"evidence-pack-{regime}.png", "1000,1600")
     keys = out / "public-keys.json"
     code, report = run_standalone(tmp_path, "export", out / "export.jsonl", "--keys", keys)
-    assert code == 0 and report["events_checked"] == 10 and report["content_checked"] == 5, report
+    # 5 requests of 2 events, and the ACCESS event that records the content read
+    assert code == 0 and report["events_checked"] == 11 and report["content_checked"] == 5, report
     for receipt in (out / "receipts").iterdir():
         code, report = run_standalone(tmp_path, "receipt", receipt, "--keys", keys)
         assert code == 0, report
