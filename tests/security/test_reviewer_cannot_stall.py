@@ -111,9 +111,11 @@ def test_a_reviewer_cannot_hold_a_pending_row_at_the_head(
 def test_a_reviewer_cannot_call_the_privileged_insert_except_through_the_procedure(
     postgres_server: PostgresServer, roles_db: str
 ) -> None:
-    with psycopg.connect(postgres_server.dsn(roles_db, "auditor")) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="only"):
-            conn.execute(f"SELECT audit_review_insert({ROW_SQL})", ROW)
+    with (
+        psycopg.connect(postgres_server.dsn(roles_db, "auditor")) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="only"),
+    ):
+        conn.execute(f"SELECT audit_review_insert({ROW_SQL})", ROW)
     # A look-alike procedure in a schema of the reviewer's own, which does not commit.
     with psycopg.connect(postgres_server.dsn(roles_db), autocommit=True) as admin:
         admin.execute("CREATE SCHEMA mine AUTHORIZATION auditor")
