@@ -66,7 +66,7 @@ def _owned_database(server: PostgresServer, owner: str) -> str:
 
 
 # What a reviewer's store hears for any other kind (migration 0012).
-REVIEW_KINDS_ONLY = "records export, checkpoint and access events only"
+REVIEW_KINDS_ONLY = "records export, checkpoint, access and evidence_pack events only"
 REVIEWER_FORBIDDEN = (
     "UPDATE events SET caller = 'x'",
     "DELETE FROM events",

@@ -48,7 +48,7 @@ FORGED_EVENT = (
     "VALUES (99, 'e99', 'forged', 'response', now(), 'x', 'p', 'h')"
 )
 # What a reviewer's store hears for any other kind (migration 0012).
-REVIEW_KINDS_ONLY = "records export, checkpoint and access events only"
+REVIEW_KINDS_ONLY = "records export, checkpoint, access and evidence_pack events only"
 REVIEWER_FORBIDDEN = (
     "INSERT INTO payloads (digest, size, content) VALUES ('sha256:x', 1, 'x')",
     "INSERT INTO policies (fingerprint, content) VALUES ('sha256:x', 'x')",
