@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -11,6 +12,7 @@ from gateway.cli._boundary import GatewayGroup
 from gateway.cli._context import CliState
 from gateway.cli.ask_cmd import ask_command
 from gateway.cli.audit_cmd import audit_group
+from gateway.cli.config_cmd import config_group
 from gateway.cli.db_cmd import db_group
 from gateway.cli.experiment_cmd import experiment_command
 from gateway.cli.init_cmd import init_command
@@ -26,11 +28,17 @@ __all__ = ["main"]
 
 @click.group(cls=GatewayGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The TOML config file (default: $GATEWAY_CONFIG); environment variables override it.",
+)
 @click.version_option(package_name="compliance-gateway")
 @click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
+def main(ctx: click.Context, debug: bool, config: Path | None) -> None:
     """Policy-enforced, audited Claude calls."""
-    ctx.obj = CliState(debug=debug)
+    ctx.obj = CliState(debug=debug, config=config)
 
 
 for command in (
@@ -44,6 +52,7 @@ for command in (
     keys_group,
     serve_command,
     init_command,
+    config_group,
 ):
     main.add_command(command)
 attach_receipt_commands(audit_group)  # prove, tree-head, check-receipt, verify --from/--to
