@@ -42,6 +42,7 @@ from pydantic import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from gateway._config_file import CONFIG_ENV as CONFIG_ENV  # for the CLI: `serve` passes --config on
 from gateway._config_file import FieldSpec, read_sources
 from gateway.errors import ConfigurationError
 
