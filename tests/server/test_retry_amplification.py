@@ -13,7 +13,7 @@ import anthropic
 import pytest
 
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.server.conftest import ServerProcess, running_server
+from tests.server.conftest import ServerProcess, server_env
 
 ATTEMPTS = 3
 
@@ -22,13 +22,17 @@ ATTEMPTS = 3
 def storm_server(
     tmp_path_factory: pytest.TempPathFactory, fake: FakeMessagesAPI
 ) -> Iterator[ServerProcess]:
-    with running_server(
-        tmp_path_factory.mktemp("storm"),
-        fake,
-        GATEWAY_MAX_ATTEMPTS=str(ATTEMPTS),
-        GATEWAY_RETRY_BACKOFF_BASE_S="0",
-    ) as running:
-        yield running
+    home = tmp_path_factory.mktemp("storm")
+    env = server_env(
+        home, fake.base_url, GATEWAY_MAX_ATTEMPTS=str(ATTEMPTS), GATEWAY_RETRY_BACKOFF_BASE_S="0"
+    )
+    server = ServerProcess(home, env)
+    server.cli("db", "upgrade")
+    server.start(ready_within=120)  # a busy host takes its time to import the ASGI stack
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def test_a_529_storm_costs_one_sdk_call_the_gateways_attempts_only(
