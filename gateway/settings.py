@@ -39,8 +39,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from gateway._config_file import CONFIG_ENV as CONFIG_ENV  # for the CLI: `serve` passes --config on
 from gateway._config_file import FieldSpec, read_sources
@@ -327,6 +325,10 @@ def mask_database_url(url: str) -> str:
 
 
 def _rendered(url: str) -> str | None:
+    # SQLAlchemy loads here, when a URL is shown: a command that shows none starts without it.
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from gateway.settings import Settings
+if TYPE_CHECKING:
+    from gateway.settings import Settings
 
 __all__ = ["CliState", "settings_of", "state_of"]
 
@@ -29,6 +31,9 @@ class CliState:
 
     def settings(self) -> Settings:
         if self._settings is None:
+            # Loaded here: `gateway --help` and commands that need no settings skip pydantic.
+            from gateway.settings import Settings
+
             self._settings = Settings.from_env(config=self.config)
         return self._settings
 
