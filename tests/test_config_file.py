@@ -24,6 +24,13 @@ def cli(env: dict[str, str], *args: str) -> Result:
 def test_every_setting_has_an_environment_variable_and_a_config_key() -> None:
     assert set(FIELDS) == set(Settings.model_fields)
     assert len({spec.env for spec in FIELDS.values()}) == len(FIELDS)
+    # docs/configuration.md's naming rule, and its three exceptions.
+    odd = {n: s.env for n, s in FIELDS.items() if s.env != "GATEWAY_" + n.upper()}
+    assert odd == {
+        "anthropic_api_key": "ANTHROPIC_API_KEY",
+        "anthropic_base_url": "ANTHROPIC_BASE_URL",
+        "server_otel": "GATEWAY_OTEL",
+    }
 
 
 def test_the_file_sets_values_and_the_environment_overrides_it(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ class LazyGroup(GatewayGroup):
         if cmd_name not in self.commands:
             module_name, attribute, _help = COMMANDS[cmd_name]
             command: click.Command = getattr(importlib.import_module(module_name), attribute)
-            if cmd_name == "audit":
+            if isinstance(command, click.Group) and cmd_name == "audit":
                 from gateway.cli.receipt_cmd import attach
 
                 attach(command)  # prove, tree-head, check-receipt, verify --from/--to
