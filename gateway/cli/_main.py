@@ -31,6 +31,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "config": ("gateway.cli.config_cmd", "config_group", "The gateway's configuration."),
     "db": ("gateway.cli.db_cmd", "db_group", "Create and upgrade the audit database schema."),
+    "evidence": (
+        "gateway.cli.evidence_cmd",
+        "evidence_command",
+        "Build REGIME's evidence pack for a period: an HTML...",
+    ),
     "experiment": (
         "gateway.cli.experiment_cmd",
         "experiment_command",

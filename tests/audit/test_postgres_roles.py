@@ -152,6 +152,11 @@ def test_reviewer_records_its_content_reads_and_nothing_with_content(
             EventDraft(kind=EventKind.ACCESS, request_id="access-1", caller="auditor", data=read)
         )
         assert access.seq == 2
+        pack = {"regime": "dora", "items": {"tamper-protection": "pass"}}  # 0012
+        packed = store.append(
+            EventDraft(kind=EventKind.EVIDENCE_PACK, request_id="evidence-1", data=pack)
+        )
+        assert packed.seq == 3
         with pytest.raises(AppendFailed, match="permission denied for table payloads"):
             store.append(
                 EventDraft(kind=EventKind.ACCESS, request_id="access-2", payloads={"b": b"y"})
@@ -161,7 +166,7 @@ def test_reviewer_records_its_content_reads_and_nothing_with_content(
                 store.append(EventDraft(kind=kind, request_id="forged"))
     with AuditStore.open(owner_url) as owner:
         report = verify_log(owner)
-    assert report.ok and report.head_seq == 2
+    assert report.ok and report.head_seq == 3
 
 
 def _rls(dsn: str) -> tuple[bool, bool, set[str]]:
