@@ -14,9 +14,20 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# `make run` has a lean environment of its own: the package and its runtime dependencies,
+# none of the dev extras (pytest, mypy, scipy, matplotlib) that `make setup` adds for tests.
+RUN_VENV := .venv-run
+RUN_STAMP := $(RUN_VENV)/.installed
+
+$(RUN_STAMP): pyproject.toml
+	$(PY) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/pip install --quiet --upgrade pip
+	$(RUN_VENV)/bin/pip install --quiet -e .
+	touch $(RUN_STAMP)
+
 # The main job on embedded defaults, offline: see scripts/run.sh.
-run: $(STAMP)
-	scripts/run.sh
+run: $(RUN_STAMP)
+	GATEWAY_BIN=$(RUN_VENV)/bin scripts/run.sh
 
 # Lint, type-check and the whole test suite (PostgreSQL is started by the tests themselves).
 test: $(STAMP)
@@ -39,4 +50,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/sampling_bench.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RUN_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -7,8 +7,13 @@
             for event in s: ...                # Messages API stream events
         s.result                               # the same Result
 
-The public API is exactly ``__all__``; everything else is internal.
+The public API is exactly ``__all__``; everything else is internal. The clients, the Result
+and the Settings load on first use, so that ``import gateway.cli`` (every CLI start) pays
+only for what its command needs.
 """
+
+import importlib as _importlib
+import typing as _typing
 
 from gateway.errors import (
     AuditError,
@@ -28,9 +33,22 @@ from gateway.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
-from gateway.request import AsyncGateway, AsyncStream, Gateway, Stream
-from gateway.result import Result
-from gateway.settings import Durability, Settings
+
+if _typing.TYPE_CHECKING:
+    from gateway.request import AsyncGateway, AsyncStream, Gateway, Stream
+    from gateway.result import Result
+    from gateway.settings import Durability, Settings
+
+# Where each name that loads on first use lives.
+_LAZY = {
+    "AsyncGateway": "gateway.request",
+    "AsyncStream": "gateway.request",
+    "Gateway": "gateway.request",
+    "Stream": "gateway.request",
+    "Result": "gateway.result",
+    "Durability": "gateway.settings",
+    "Settings": "gateway.settings",
+}
 
 __all__ = [
     "AsyncGateway",
@@ -57,3 +75,12 @@ __all__ = [
     "UpstreamRejected",
     "UpstreamUnavailable",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gateway' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value

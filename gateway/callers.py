@@ -38,13 +38,16 @@ from gateway._inputs import check_caller, check_name
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._store_adapter import audit_call
-from gateway.errors import InputError
+from gateway.errors import ConfigurationError, InputError
+from gateway.keys import record_signer
 from gateway.request import Recorder
 from gateway.settings import Settings
 
 __all__ = ["CallerKey", "CallerKeys", "IssuedKey", "KeyRing", "hash_key"]
 
 KEY_PREFIX = "gwk_"
+# How far back `keys create` looks for the record keys the servers sign their requests with.
+_SIGNER_LOOKBACK = 1000
 _KINDS = (EventKind.CALLER_KEY, EventKind.CALLER_KEY_REVOKED)
 
 
@@ -90,12 +93,15 @@ class IssuedKey:
 class CallerKeys:
     """Issue, list and revoke caller keys on the audit database ``settings`` names."""
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, *, signer_key_id: str | None = None) -> None:
         self._recorder = recorder
+        self._signer_key_id = signer_key_id  # the record key this process signs with
 
     @classmethod
     def open(cls, settings: Settings, *, create: bool = True) -> CallerKeys:
-        return cls(Recorder.open(settings, create=create))
+        recorder = Recorder.open(settings, create=create)
+        signer = record_signer(settings, create=False) if create else None
+        return cls(recorder, signer_key_id=signer.key_id if signer is not None else None)
 
     def close(self) -> None:
         self._recorder.store.close()
@@ -111,13 +117,19 @@ class CallerKeys:
     ) -> None:
         self.close()
 
-    def create(self, caller: str, *, task: str | None = None) -> IssuedKey:
+    def create(
+        self, caller: str, *, task: str | None = None, signer_trusted: bool = False
+    ) -> IssuedKey:
         """Issue a key for ``caller`` (with a default ``task``, if given); the CALLER_KEY
-        event is committed before it is shown."""
+        event is committed before it is shown. Refused when the servers writing this log
+        sign with other record keys than this process's, unless ``signer_trusted`` says
+        they list its public key (see :meth:`_check_signer`)."""
         name = check_caller(caller)
         if name is None:
             raise InputError("a caller key needs a caller name.", hint="Pass --caller NAME.")
         task = check_name(task, "task", example="general_assistant")
+        if not signer_trusted:
+            self._check_signer()
         key_id = "key_" + secrets.token_hex(8)
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         appended = self._recorder.append(
@@ -136,6 +148,34 @@ class CallerKeys:
         )
         log.info("caller_key_created", key_id=key_id, caller=name, seq=appended.seq)
         return IssuedKey(key_id=key_id, caller=name, key=key, seq=appended.seq, task=task)
+
+    def _check_signer(self) -> None:
+        """A server accepts a caller key only when it trusts the record key that signed its
+        CALLER_KEY event; one signed by a key it does not trust is a 401 for every request
+        (the cause only in the server's log). The servers' keys are the ones that signed the
+        log's recent requests: a key outside them is refused here, with the fix. A log with
+        no requests yet says nothing about the servers, and is not checked."""
+        reads = self._recorder.reads
+        head = reads.run(AuditStore.head)[0]
+        serving = {
+            event.key_id
+            for event in reads.each(
+                AuditStore.iter_events,
+                kind=EventKind.REQUEST,
+                after_seq=max(0, head - _SIGNER_LOOKBACK),
+            )
+            if event.key_id
+        }
+        if not serving or self._signer_key_id is None or self._signer_key_id in serving:
+            return
+        raise ConfigurationError(
+            f"this caller key would be signed by the record key {self._signer_key_id}, but the "
+            f"servers writing this log sign with {', '.join(sorted(serving))}; a server that "
+            "does not trust the signer refuses the key (401) on every request.",
+            hint="Run `gateway keys create` with the servers' record key "
+            "(GATEWAY_RECORD_KEY_FILE), or list this key's public half in every server's "
+            "GATEWAY_TRUSTED_KEYS and pass --signer-trusted.",
+        )
 
     def revoke(self, key_id: str, *, reason: str | None = None) -> CallerKey:
         """Revoke a key by id (a CALLER_KEY_REVOKED event); revoking twice is an InputError."""

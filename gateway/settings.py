@@ -1,6 +1,7 @@
 """Settings, built once at the entry point and passed down.
 
-    settings = Settings.from_env()          # reads the environment once
+    settings = Settings.from_env()          # reads the environment (and $GATEWAY_CONFIG) once
+    settings = Settings.from_env(config=Path("gateway.toml"))   # environment over the file
     settings = Settings(policy_dir=Path("policies"), database_url="sqlite:///audit.db")
 
 An unusable value, from the environment or a keyword argument, raises ConfigurationError.
@@ -25,7 +26,8 @@ import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -37,9 +39,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
+from gateway._config_file import CONFIG_ENV as CONFIG_ENV  # for the CLI: `serve` passes --config on
+from gateway._config_file import FieldSpec, read_sources
 from gateway.errors import ConfigurationError
 
 DEFAULT_DATABASE_URL = "sqlite:///gateway-audit.db"
@@ -216,56 +218,95 @@ class Settings(BaseModel):
             raise _unusable(exc) from None
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-        env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        mapping = {
-            "GATEWAY_POLICY_DIR": "policy_dir",
-            "GATEWAY_DATABASE_URL": "database_url",
-            "GATEWAY_DURABILITY": "durability",
-            "GATEWAY_AUDIT_FORMAT": "audit_format",
-            "GATEWAY_CHECKPOINT_KEY": "checkpoint_key",
-            "GATEWAY_RECORD_KEY": "record_key",
-            "GATEWAY_RECORD_KEY_FILE": "record_key_file",
-            "GATEWAY_TRUSTED_KEYS": "trusted_keys",
-            "GATEWAY_TRUSTED_KEYS_FILE": "trusted_keys_file",
-            "GATEWAY_INTEGRATOR_PUBLIC_KEYS": "integrator_public_keys",
-            "GATEWAY_INTEGRATION_STALLED_AFTER_S": "integration_stalled_after_s",
-            "GATEWAY_APPROVER_KEY": "approver_key",
-            "GATEWAY_REQUIRE_APPROVALS": "require_approvals",
-            "GATEWAY_TRUSTED_APPROVERS": "trusted_approvers",
-            "GATEWAY_TRUSTED_APPROVERS_FILE": "trusted_approvers_file",
-            "GATEWAY_UNSAFE_UNPINNED_APPROVERS": "unsafe_unpinned_approvers",
-            "GATEWAY_DEFAULT_CALLER": "default_caller",
-            "GATEWAY_USER_ID_SALT": "user_id_salt",
-            "GATEWAY_CATALOG_OVERRIDE": "catalog_override",
-            "ANTHROPIC_API_KEY": "anthropic_api_key",
-            "ANTHROPIC_BASE_URL": "anthropic_base_url",
-            "GATEWAY_BEDROCK_REGION": "bedrock_region",
-            "GATEWAY_BEDROCK_PROFILE": "bedrock_profile",
-            "GATEWAY_BEDROCK_BASE_URL": "bedrock_base_url",
-            "GATEWAY_VERTEX_PROJECT": "vertex_project",
-            "GATEWAY_VERTEX_REGION": "vertex_region",
-            "GATEWAY_VERTEX_BASE_URL": "vertex_base_url",
-            "GATEWAY_SERVER_MAX_BODY_BYTES": "server_max_body_bytes",
-            "GATEWAY_SERVER_REQUEST_TIMEOUT_S": "server_request_timeout_s",
-            "GATEWAY_SERVER_SHUTDOWN_GRACE_S": "server_shutdown_grace_s",
-            "GATEWAY_SERVER_KEY_REFRESH_S": "server_key_refresh_s",
-            "GATEWAY_SERVER_HEADER_TIMEOUT_S": "server_header_timeout_s",
-            "GATEWAY_SERVER_BODY_TIMEOUT_S": "server_body_timeout_s",
-            "GATEWAY_SERVER_MAX_CONNECTIONS": "server_max_connections",
-            "GATEWAY_SERVER_MAX_CONNECTIONS_PER_PEER": "server_max_connections_per_peer",
-            "GATEWAY_SERVER_SEQ_HEADER": "server_seq_header",
-            "GATEWAY_OTEL": "server_otel",
-            "GATEWAY_SERVER_TLS_CERT": "server_tls_cert",
-            "GATEWAY_SERVER_TLS_KEY": "server_tls_key",
-            "GATEWAY_SERVER_METRICS_TOKEN": "server_metrics_token",
-        }
-        for var, field in mapping.items():
-            if env.get(var):
-                values[field] = env[var]
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        config: Path | None = None,
+        **overrides: object,
+    ) -> Settings:
+        """The settings of the config file (``config``, else ``$GATEWAY_CONFIG``, else none),
+        the environment over it, and ``overrides`` over both."""
+        return explain_settings(environ, config=config, **overrides).settings
+
+
+class Explained(NamedTuple):
+    settings: Settings
+    # Where each setting came from: "default", "config PATH", "env VAR", "argument".
+    origins: Mapping[str, str]
+    config: Path | None
+
+
+def explain_settings(
+    environ: Mapping[str, str] | None = None,
+    *,
+    config: Path | None = None,
+    **overrides: object,
+) -> Explained:
+    """The effective settings and where each value came from (`gateway config show`)."""
+    found = read_sources(FIELDS, environ=os.environ if environ is None else environ, config=config)
+    values = dict(found.values)
+    origins = dict(found.origins)
+    for name, value in overrides.items():
+        if value is not None:
+            values[name] = value
+            origins[name] = "argument"
+    settings = Settings(**values)
+    every = {name: origins.get(name, "default") for name in Settings.model_fields}
+    return Explained(settings, MappingProxyType(every), found.config)
+
+
+# Every setting with its environment variable; what the config file and the environment may
+# set. A secret marked file_ok may also be a file's content (NAME_file, VAR_FILE).
+FIELDS: Mapping[str, FieldSpec] = MappingProxyType(
+    {
+        "policy_dir": FieldSpec("GATEWAY_POLICY_DIR", path=True),
+        "database_url": FieldSpec("GATEWAY_DATABASE_URL", file_ok=True, sqlite_url=True),
+        "durability": FieldSpec("GATEWAY_DURABILITY"),
+        "audit_format": FieldSpec("GATEWAY_AUDIT_FORMAT"),
+        "checkpoint_key": FieldSpec("GATEWAY_CHECKPOINT_KEY", file_ok=True),
+        # record_key_file is a setting of its own (the signer reads the file itself).
+        "record_key": FieldSpec("GATEWAY_RECORD_KEY"),
+        "record_key_file": FieldSpec("GATEWAY_RECORD_KEY_FILE", path=True),
+        "trusted_keys": FieldSpec("GATEWAY_TRUSTED_KEYS"),
+        "trusted_keys_file": FieldSpec("GATEWAY_TRUSTED_KEYS_FILE", path=True),
+        "integrator_public_keys": FieldSpec("GATEWAY_INTEGRATOR_PUBLIC_KEYS"),
+        "integration_stalled_after_s": FieldSpec("GATEWAY_INTEGRATION_STALLED_AFTER_S"),
+        "approver_key": FieldSpec("GATEWAY_APPROVER_KEY", file_ok=True),
+        "require_approvals": FieldSpec("GATEWAY_REQUIRE_APPROVALS"),
+        "trusted_approvers": FieldSpec("GATEWAY_TRUSTED_APPROVERS"),
+        "trusted_approvers_file": FieldSpec("GATEWAY_TRUSTED_APPROVERS_FILE", path=True),
+        "unsafe_unpinned_approvers": FieldSpec("GATEWAY_UNSAFE_UNPINNED_APPROVERS"),
+        "default_caller": FieldSpec("GATEWAY_DEFAULT_CALLER"),
+        "user_id_salt": FieldSpec("GATEWAY_USER_ID_SALT", file_ok=True),
+        "catalog_override": FieldSpec("GATEWAY_CATALOG_OVERRIDE", path=True),
+        "anthropic_api_key": FieldSpec("ANTHROPIC_API_KEY", file_ok=True),
+        "anthropic_base_url": FieldSpec("ANTHROPIC_BASE_URL"),
+        "bedrock_region": FieldSpec("GATEWAY_BEDROCK_REGION"),
+        "bedrock_profile": FieldSpec("GATEWAY_BEDROCK_PROFILE"),
+        "bedrock_base_url": FieldSpec("GATEWAY_BEDROCK_BASE_URL"),
+        "vertex_project": FieldSpec("GATEWAY_VERTEX_PROJECT"),
+        "vertex_region": FieldSpec("GATEWAY_VERTEX_REGION"),
+        "vertex_base_url": FieldSpec("GATEWAY_VERTEX_BASE_URL"),
+        "request_timeout_s": FieldSpec("GATEWAY_REQUEST_TIMEOUT_S"),
+        "max_attempts": FieldSpec("GATEWAY_MAX_ATTEMPTS"),
+        "retry_after_cap_s": FieldSpec("GATEWAY_RETRY_AFTER_CAP_S"),
+        "retry_backoff_base_s": FieldSpec("GATEWAY_RETRY_BACKOFF_BASE_S"),
+        "server_max_body_bytes": FieldSpec("GATEWAY_SERVER_MAX_BODY_BYTES"),
+        "server_request_timeout_s": FieldSpec("GATEWAY_SERVER_REQUEST_TIMEOUT_S"),
+        "server_shutdown_grace_s": FieldSpec("GATEWAY_SERVER_SHUTDOWN_GRACE_S"),
+        "server_key_refresh_s": FieldSpec("GATEWAY_SERVER_KEY_REFRESH_S"),
+        "server_header_timeout_s": FieldSpec("GATEWAY_SERVER_HEADER_TIMEOUT_S"),
+        "server_body_timeout_s": FieldSpec("GATEWAY_SERVER_BODY_TIMEOUT_S"),
+        "server_max_connections": FieldSpec("GATEWAY_SERVER_MAX_CONNECTIONS"),
+        "server_max_connections_per_peer": FieldSpec("GATEWAY_SERVER_MAX_CONNECTIONS_PER_PEER"),
+        "server_seq_header": FieldSpec("GATEWAY_SERVER_SEQ_HEADER"),
+        "server_otel": FieldSpec("GATEWAY_OTEL"),
+        "server_tls_cert": FieldSpec("GATEWAY_SERVER_TLS_CERT", path=True),
+        "server_tls_key": FieldSpec("GATEWAY_SERVER_TLS_KEY", path=True),
+        "server_metrics_token": FieldSpec("GATEWAY_SERVER_METRICS_TOKEN", file_ok=True),
+    }
+)
 
 
 def mask_database_url(url: str) -> str:
@@ -284,6 +325,10 @@ def mask_database_url(url: str) -> str:
 
 
 def _rendered(url: str) -> str | None:
+    # SQLAlchemy loads here, when a URL is shown: a command that shows none starts without it.
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -300,5 +345,6 @@ def _unusable(exc: ValidationError) -> ConfigurationError:
         f"setting {where!r} is not usable: {message}."
         if where
         else f"the settings are not usable: {message}.",
-        hint="Check the matching GATEWAY_* environment variable or keyword argument.",
+        hint="Check the setting in the config file, its GATEWAY_* environment variable or "
+        "the keyword argument (`gateway config show` says which one set it).",
     )

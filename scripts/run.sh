@@ -11,7 +11,7 @@
 # mixes its demo records into a log someone is keeping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=.venv/bin
+BIN=${GATEWAY_BIN:-.venv/bin} # `make run`: its lean .venv-run (no dev extras)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gateway-run.XXXXXX")
 if [[ "${KEEP_AUDIT_DB:-0}" == "1" ]]; then

@@ -18,11 +18,6 @@ def cli(env: dict[str, str], *args: str) -> Result:
     return CliRunner().invoke(main, list(args), env=env)
 
 
-def _settings(env_file: Path) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in env_file.read_text().splitlines())
-    return {k: v for k, v in (p for p in pairs if len(p) == 2) if not k.startswith("#")}
-
-
 def test_init_writes_a_deployment_whose_settings_work(tmp_path: Path) -> None:
     folder = tmp_path / "gateway"
     made = cli({"GATEWAY_POLICY_DIR": str(ROOT / "policies")}, "init", str(folder))
@@ -33,11 +28,20 @@ def test_init_writes_a_deployment_whose_settings_work(tmp_path: Path) -> None:
         assert stat.S_IMODE(private.stat().st_mode) == 0o600
         public = (folder / "keys" / f"{key}.key.pub").read_text()
         assert Signer.from_file(private).public_key in public
-    assert stat.S_IMODE((folder / "gateway.env").stat().st_mode) == 0o600
+    config = folder / "gateway.toml"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
     assert "gateway db upgrade" in (folder / "NEXT-STEPS.md").read_text()
 
-    env = _settings(folder / "gateway.env")
-    assert set(env) == {"GATEWAY_POLICY_DIR", "GATEWAY_DATABASE_URL", "GATEWAY_RECORD_KEY_FILE"}
+    # The file alone configures the deployment, its relative paths anchored at its folder.
+    env = {"GATEWAY_CONFIG": str(config), "GATEWAY_POLICY_DIR": ""}
+    shown = cli(env, "config", "show", "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    sources = {s["name"]: s for s in json.loads(shown.stdout)["settings"]}
+    assert sources["policy_dir"]["value"] == str(folder / "policies")
+    assert sources["database_url"]["value"] == f"sqlite:///{folder / 'audit.db'}"
+    assert sources["checkpoint_key"]["value"] == "***"
+    assert "checkpoint_key_file" in sources["checkpoint_key"]["source"]
+    assert sources["durability"]["source"] == "default"
     assert cli(env, "db", "upgrade").exit_code == 0
     assert cli(env, "policy", "review").exit_code == 0
     created = cli(env, "keys", "create", "--caller", "payments-svc", "--format", "json")

@@ -30,6 +30,8 @@ def _is_submodule(package: ModuleType, value: object) -> bool:
 @pytest.mark.parametrize("name", PACKAGES)
 def test_all_imports_are_exported(name: str) -> None:
     package = importlib.import_module(name)
+    for member in package.__all__:  # a name a package loads on first use, loaded now
+        getattr(package, member, None)
     public = [
         member
         for member, value in vars(package).items()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit.errors import DatabaseUnavailable
@@ -52,6 +52,34 @@ READ_TABLES = (
     "alembic_version",
 )
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _check_owner(conn: Connection, role: str) -> None:
+    """Refuse unless this session may grant on every audit table: PostgreSQL answers a GRANT
+    by a role that neither owns the table nor holds a grant option with a WARNING only ("no
+    privileges were granted"), so the command would print its statements and exit 0."""
+    tables = [*READ_TABLES, "events_seq"]
+    rows = conn.execute(
+        text(
+            "SELECT c.relname, pg_get_userbyid(c.relowner) AS owner FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relname = ANY(:tables) "
+            "AND NOT pg_has_role(current_user, c.relowner, 'USAGE') "
+            "AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
+            "ORDER BY c.relname"
+        ),
+        {"tables": tables},
+    ).all()
+    if rows:
+        user = conn.execute(text("SELECT current_user")).scalar_one()
+        owners = sorted({row.owner for row in rows})
+        raise DatabaseUnavailable(
+            f"{user!r} does not own the audit tables ({', '.join(r.relname for r in rows[:3])}"
+            f"{', ...' if len(rows) > 3 else ''} belong to {', '.join(owners)}), so PostgreSQL "
+            f"would grant {role!r} nothing; nothing was granted.",
+            hint=f"Run `gateway db grant` as {owners[0]} (the role that ran `gateway db "
+            "upgrade`): its GATEWAY_DATABASE_URL.",
+        )
 
 
 def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = False) -> list[str]:
@@ -95,6 +123,7 @@ def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = Fa
                     f"there is no PostgreSQL role {role!r}.",
                     hint=f"Create it first: CREATE ROLE {role} LOGIN PASSWORD '...';",
                 )
+            _check_owner(conn, role)
             for statement in statements:
                 conn.execute(text(statement))
     except SQLAlchemyError as exc:

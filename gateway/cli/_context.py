@@ -3,7 +3,7 @@
     @click.command()
     @click.pass_context
     def command(ctx: click.Context) -> None:
-        settings = settings_of(ctx)     # read from the environment once per invocation
+        settings = settings_of(ctx)     # the config file and environment, once per invocation
 
 The root group puts a :class:`CliState` in ``ctx.obj``; the Settings are built the first time
 a command asks for them, so a command that needs none never fails on a bad variable.
@@ -12,10 +12,13 @@ a command asks for them, so a command that needs none never fails on a bad varia
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from gateway.settings import Settings
+if TYPE_CHECKING:
+    from gateway.settings import Settings
 
 __all__ = ["CliState", "settings_of", "state_of"]
 
@@ -23,11 +26,15 @@ __all__ = ["CliState", "settings_of", "state_of"]
 @dataclass
 class CliState:
     debug: bool = False
+    config: Path | None = None  # --config; else $GATEWAY_CONFIG; else no file
     _settings: Settings | None = field(default=None, repr=False)
 
     def settings(self) -> Settings:
         if self._settings is None:
-            self._settings = Settings.from_env()
+            # Loaded here: `gateway --help` and commands that need no settings skip pydantic.
+            from gateway.settings import Settings
+
+            self._settings = Settings.from_env(config=self.config)
         return self._settings
 
 

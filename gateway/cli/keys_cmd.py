@@ -40,12 +40,20 @@ def keys_group() -> None:
     help="The task its requests go to when they name none (no x-gateway-task header, and a "
     "`model` that is neither a task nor a routed model id).",
 )
+@click.option(
+    "--signer-trusted",
+    is_flag=True,
+    help="The servers list this process's record key in GATEWAY_TRUSTED_KEYS: issue the key "
+    "even though the servers sign their requests with other keys.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
-def create_command(ctx: click.Context, caller: str, task: str | None, fmt: str) -> None:
+def create_command(
+    ctx: click.Context, caller: str, task: str | None, signer_trusted: bool, fmt: str
+) -> None:
     """Issue a key for CALLER; it is printed once and only its hash is kept."""
     with CallerKeys.open(settings_of(ctx)) as keys:
-        issued = keys.create(caller, task=task)
+        issued = keys.create(caller, task=task, signer_trusted=signer_trusted)
     if fmt == "json":
         echo_json(
             {

@@ -18,11 +18,12 @@ import click
 
 from gateway.callers import CallerKeys
 from gateway.catalog import Catalog
-from gateway.cli._context import settings_of
+from gateway.cli._context import settings_of, state_of
 from gateway.errors import ConfigurationError, PolicyLoadError
 from gateway.evidence import pinned_for_start
 from gateway.logging import configure_logging
 from gateway.policy import PolicySet
+from gateway.settings import CONFIG_ENV
 
 
 @click.command("serve")
@@ -66,6 +67,9 @@ def serve_command(
     """Serve the Messages API on HOST:PORT; callers authenticate with caller keys."""
     configure_logging(level=log_level)
     settings = settings_of(ctx)
+    config = state_of(ctx).config
+    if config is not None:  # workers read their settings themselves: the file goes there too
+        os.environ[CONFIG_ENV] = str(config.resolve())
     if tls_cert is not None or tls_key is not None:
         cert = tls_cert or settings.server_tls_cert
         key = tls_key or settings.server_tls_key
@@ -80,7 +84,7 @@ def serve_command(
         )
         settings = settings.model_copy(update={"server_tls_cert": cert, "server_tls_key": key})
     # The ASGI stack loads for this command only.
-    from gateway.server import check_address, check_tls, serve
+    from gateway.server import check_address, check_not_self, check_tls, serve
 
     scheme = "https" if check_tls(settings) else "http"
     if otel and not settings.server_otel:
@@ -99,7 +103,9 @@ def serve_command(
         )
     pinned_for_start(settings)  # refused here, once, rather than in every worker
     with CallerKeys.open(settings) as keys:  # creates a new SQLite file whole, once
-        active = sum(1 for k in keys.list() if k.active)
+        issued = keys.list()
+    active = sum(1 for k in issued if k.active)
+    check_not_self(settings, host=host, port=port, caller_key_hashes={k.key_hash for k in issued})
     if active == 0:
         click.echo(
             "warning: no caller key is active, so every request will be refused; "

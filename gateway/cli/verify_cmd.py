@@ -124,11 +124,24 @@ def _print_report(report: VerifyReport, fmt: str) -> None:
             f"DEFECTS: {len(report.defects)} found in {report.events_checked} events; "
             f"first bad seq {report.first_bad_seq}"
         )
-        for d in report.defects[:50]:
+        for d in report.defects[:SHOWN_DEFECTS]:
             seq = d.seq if d.seq is not None else "-"
             click.echo(f"  seq {seq}: {shown(d.kind.value)}: {shown(d.detail)}")
+        _echo_cut(len(report.defects))
     for line in _trust_lines(report):
         click.echo(shown(line))
+
+
+# The text report lists this many defects; the rest are counted (--format json lists all).
+SHOWN_DEFECTS = 50
+
+
+def _echo_cut(total: int) -> None:
+    if total > SHOWN_DEFECTS:
+        click.echo(
+            f"  ... {total - SHOWN_DEFECTS} more defects not shown (the first {SHOWN_DEFECTS} "
+            f"of {total} are above); --format json lists every one"
+        )
 
 
 @click.command("verify")
@@ -319,9 +332,10 @@ def _print_export_report(report: ExportVerifyReport, fmt: str) -> None:
         click.echo(f"checked: {_export_checked(report)}")
     else:
         click.echo(f"DEFECTS: {len(report.defects)} found in {report.events_checked} events")
-        for d in report.defects[:50]:
+        for d in report.defects[:SHOWN_DEFECTS]:
             seq = d.seq if d.seq is not None else "-"
             click.echo(f"  line {d.line} seq {seq}: {shown(d.kind)}: {shown(d.detail)}")
+        _echo_cut(len(report.defects))
         click.echo(export)
         click.echo(f"checked: {_export_checked(report)}")
     click.echo(f"filters: {filters}")

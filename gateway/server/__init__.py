@@ -11,6 +11,15 @@ See docs/server.md.
 from gateway.server._app import app_from_env, create_app
 from gateway.server._otel import check_tracing
 from gateway.server._run import check_address, serve
+from gateway.server._self_loop import check_not_self
 from gateway.server._tls import check_tls
 
-__all__ = ["app_from_env", "check_address", "check_tls", "check_tracing", "create_app", "serve"]
+__all__ = [
+    "app_from_env",
+    "check_address",
+    "check_not_self",
+    "check_tls",
+    "check_tracing",
+    "create_app",
+    "serve",
+]

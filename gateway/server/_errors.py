@@ -9,6 +9,8 @@ says. So a refusal the caller must fix (a policy violation, bad input, an unknow
 ``x-should-retry: false``; an unavailable audit store is 503 (nothing was sent upstream, a
 retry may succeed); an upstream failure keeps the upstream's status and type, except that an
 upstream 401/403 concerns the gateway's own upstream key, not the caller's, and is a 500.
+An upstream failure the gateway made attempts for says ``x-should-retry: false``: the gateway
+has retried already, and the client's retries would multiply its attempts.
 
 :data:`ANSWERS` names every class of :mod:`gateway.errors` (a test holds this), as the CLI's
 exit-code table does; a subclass defined elsewhere takes its nearest listed ancestor's row.
@@ -120,6 +122,11 @@ def answer_for(error: errors.GatewayError) -> ErrorAnswer:
         elif error.error_type in _NO_STATUS:
             status, error_type = _NO_STATUS[error.error_type]
         headers.update(upstream_retry_after(error))
+        if error.attempts >= 1:
+            # The gateway already retried as far as its policy allows (GATEWAY_MAX_ATTEMPTS);
+            # a client retrying on top would multiply the upstream attempts (4 x 3 in a 529
+            # storm), so one client call makes at most the gateway's attempts.
+            retry = False
     if isinstance(error, errors.PolicyViolation) and error.key == "system":
         message += " The system prompt is the policy's own (its prompt.system_file)."
     if not retry:

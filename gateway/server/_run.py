@@ -8,7 +8,8 @@ app from the environment (:func:`app_from_env`), so each opens its audit store i
 
 On SIGTERM or SIGINT uvicorn stops accepting connections and lets the requests in flight
 finish, for up to ``server_shutdown_grace_s`` seconds; then the lifespan waits (as long
-again) for gateway calls still recording, closes the gateway and exits.
+again) for gateway calls still recording, closes the gateway and exits 0, with one worker
+as with several.
 
 Each connection is uvicorn's httptools protocol with read time-outs and connection caps
 (:mod:`gateway.server._protocol`), over TLS when ``server_tls_cert`` and ``server_tls_key``
@@ -17,6 +18,7 @@ are set.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import getpass
 import math
@@ -25,6 +27,7 @@ import shutil
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,4 +143,20 @@ def _serve(settings: Settings, *, host: str, port: int, workers: int) -> None:
         )
         return
     config = uvicorn.Config(create_app(settings), host=host, port=port, **_options(settings))
-    uvicorn.Server(config).run()
+    _Server(config).run()
+
+
+class _Server(uvicorn.Server):
+    """One worker's server, stopped as the several-worker supervisor is stopped.
+
+    uvicorn's single-process server raises SIGTERM or SIGINT again once it has shut down
+    gracefully, so one worker exited 143 (or 130) where the supervisor of several exits 0.
+    A stop by either signal that finished its graceful shutdown exits 0 here too
+    (docs/server.md, "Stopping"); a second SIGINT, which cuts the shutdown short, still
+    ends the process at once."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()

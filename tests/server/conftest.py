@@ -82,7 +82,7 @@ class ServerProcess:
     def create_key(self, caller: str) -> str:
         return self.cli("keys", "create", "--caller", caller).stdout.strip()
 
-    def start(self, *extra: str, ready_within: float = 30) -> None:
+    def start(self, *extra: str, ready_within: float = 120) -> None:
         self.port = free_port()
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(

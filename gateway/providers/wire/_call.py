@@ -233,7 +233,7 @@ class MessagesCall:
             raise UpstreamUnavailable(
                 f"the model provider kept failing: {failure.message}; gave up after "
                 f"{attempt} attempt{'s' if attempt != 1 else ''}.",
-                hint="This is usually temporary; try again later.",
+                hint=_unavailable_hint(failure.error_type),
                 **fields,
             ) from exc
         raise UpstreamRejected(
@@ -241,3 +241,13 @@ class MessagesCall:
             hint=hint_for(self._profile, failure.error_type),
             **fields,
         ) from exc
+
+
+def _unavailable_hint(error_type: str) -> str:
+    if error_type == "connection_error":
+        # A refused connection repeats until the address is fixed: say where to look.
+        return (
+            "Check that the address named is the model provider's and reachable from here "
+            "(ANTHROPIC_BASE_URL or the transport's base URL); if it is, try again later."
+        )
+    return "This is usually temporary; try again later."

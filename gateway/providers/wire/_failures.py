@@ -78,10 +78,17 @@ def _safe_request_id(value: str | None) -> str | None:
 
 
 def describe(
-    status: int | None, error_type: str, upstream_request_id: str | None, cause: str | None = None
+    status: int | None,
+    error_type: str,
+    upstream_request_id: str | None,
+    cause: str | None = None,
+    *,
+    origin: str | None = None,
 ) -> str:
     """The one-line, content-free description of a failed attempt."""
     where = [f"HTTP {status}" if status is not None else "no HTTP response"]
+    if origin is not None:  # no answer at all: which address did not answer is the clue
+        where[0] += f" from {origin}"
     if upstream_request_id is not None:
         where.append(f"upstream request {upstream_request_id}")
     text = _DESCRIPTIONS.get(error_type, _GENERIC)
@@ -120,14 +127,14 @@ def classify(exc: Exception, *, profile: WireProfile, secrets: Iterable[str]) ->
     own explanation goes to ``upstream_message`` (secrets cut out), for the audit record only.
     """
     if isinstance(exc, anthropic.APITimeoutError):
-        return _no_response("timeout", None, _request_bytes(exc.request))
+        return _no_response("timeout", None, exc.request)
     if isinstance(exc, anthropic.APIConnectionError):
         cause = cause_name(exc.__cause__) if exc.__cause__ else None
-        return _no_response("connection_error", cause, _request_bytes(exc.request))
+        return _no_response("connection_error", cause, exc.request)
     if isinstance(exc, httpx2.TransportError):
         # Only from reading an error status's body (the SDK reads it outside its own
         # wrapping when the body is streamed): the status line came, its explanation did not.
-        return _no_response("connection_error", cause_name(exc), _request_bytes(_request_of(exc)))
+        return _no_response("connection_error", cause_name(exc), _request_of(exc))
     if isinstance(exc, anthropic.APIStatusError):
         response = exc.response
         headers = response.headers
@@ -170,16 +177,25 @@ def classify(exc: Exception, *, profile: WireProfile, secrets: Iterable[str]) ->
     raise TypeError(f"not an upstream failure: {type(exc).__name__}")  # pragma: no cover
 
 
-def _no_response(error_type: str, cause: str | None, request_bytes: bytes | None) -> Failure:
+def _no_response(error_type: str, cause: str | None, request: httpx2.Request | None) -> Failure:
     return Failure(
         status=None,
         error_type=error_type,
-        message=describe(None, error_type, None, cause),
+        message=describe(None, error_type, None, cause, origin=_origin(request)),
         upstream_request_id=None,
         retry_after_s=None,
         retryable=True,
-        request_bytes=request_bytes,
+        request_bytes=_request_bytes(request),
     )
+
+
+def _origin(request: httpx2.Request | None) -> str | None:
+    """The scheme, host and port the request went to: never a path, query or credentials."""
+    if request is None:
+        return None
+    url = request.url
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}"
 
 
 def _request_of(exc: httpx2.TransportError) -> httpx2.Request | None:

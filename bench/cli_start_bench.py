@@ -1,0 +1,81 @@
+"""How long the CLI takes to start: `gateway --help` and `gateway audit list`, against the
+interpreter alone and the SDK's import, in the same run.
+
+    .venv/bin/python bench/cli_start_bench.py [--runs 5] [--pythonpath DIR]
+
+Each command runs ``--runs`` times as a fresh process; the figures are medians of wall time
+and of the process's CPU time (user + system, from ``getrusage``). On a shared, loaded host
+the CPU time is the steadier figure. ``--pythonpath`` runs another checkout's code (a
+baseline) with this interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(
+        args, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pythonpath", type=Path, default=ROOT)
+    options = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="cli-start-"))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")},
+        "PYTHONPATH": str(options.pythonpath),
+        "GATEWAY_DATABASE_URL": f"sqlite:///{folder / 'audit.db'}",
+        "GATEWAY_POLICY_DIR": str(ROOT / "policies"),
+    }
+    python = sys.executable
+    subprocess.run(
+        [python, "-m", "gateway", "db", "upgrade"],
+        env=env,
+        cwd=folder,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    cases = {
+        "python -c pass": [python, "-c", "pass"],
+        "python -c 'import anthropic'": [python, "-c", "import anthropic"],
+        "gateway --help": [python, "-m", "gateway", "--help"],
+        "gateway audit list": [python, "-m", "gateway", "audit", "list"],
+    }
+    print(f"code: {options.pythonpath}; {options.runs} runs each; load {os.getloadavg()[0]:.1f}")
+    print("| command | wall median (s) | CPU median (s) | CPU / SDK import |")
+    print("|---|---|---|---|")
+    sdk_cpu = None
+    for name, args in cases.items():
+        # cwd: the temporary folder, so that `-m gateway` finds the code on PYTHONPATH
+        runs = [_run(args, env, folder) for _ in range(options.runs)]
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[1] for r in runs)
+        if name.startswith("python -c 'import anthropic'"):
+            sdk_cpu = cpu
+        ratio = f"{cpu / sdk_cpu:.2f}" if sdk_cpu else "-"
+        print(f"| `{name}` | {wall:.2f} | {cpu:.2f} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The CLI imports only what a command needs: `gateway --help` loads no command module, and
+no command that calls no model loads the SDK. (Start-up time itself is measured in bench/,
+bench/results/cli_start.md; a test holds what is imported, which does not depend on load.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from gateway.cli import main
+from gateway.cli._main import COMMANDS
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("anthropic", "numpy", "jsonschema", "sqlalchemy", "pydantic", "alembic", "uvicorn")
+
+
+def _imported_by(args: list[str], env: dict[str, str] | None = None) -> set[str]:
+    script = (
+        "import sys, json\n"
+        "from gateway.cli import main\n"
+        "try:\n"
+        f"    main.main(args={args!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**(env or {}), "PYTHONPATH": str(ROOT)},
+        timeout=120,
+        check=True,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_help_imports_no_command_and_no_heavy_library() -> None:
+    loaded = _imported_by(["--help"])
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_audit_list_does_not_import_the_sdk(tmp_path: Path) -> None:
+    env = {"GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path / 'none.db'}"}
+    loaded = _imported_by(["audit", "list"], env)
+    assert "anthropic" not in loaded and "numpy" not in loaded
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_help_line_of_each_lazy_command_is_its_own(name: str) -> None:
+    command = main.get_command(click.Context(main), name)
+    assert command is not None
+    assert command.get_short_help_str(limit=60) == COMMANDS[name][2]
