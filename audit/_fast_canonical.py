@@ -225,3 +225,21 @@ def fast_compact(value: Any) -> bytes | None:
     if orjson.loads(data) != value:
         return None
     return data
+
+
+def nested_within(value: Any, max_depth: int, max_bytes: int | None = None) -> bool:
+    """True when the arrays and objects of ``value`` provably nest at most ``max_depth`` levels
+    (an empty one counts as a level), and its compact JSON is at most ``max_bytes`` long:
+    orjson's own nesting limit decides in C, ``value`` wrapped in as many arrays as that
+    limit exceeds the bound. False when it could not be shown (deeper, longer, a limit not
+    the one probed, a value orjson does not write): a walk decides."""
+    if _ORJSON_DEPTH is None or not 1 <= max_depth < _ORJSON_DEPTH:
+        return False
+    wrapped: Any = value
+    for _ in range(_ORJSON_DEPTH - max_depth):
+        wrapped = [wrapped]
+    try:
+        written = orjson.dumps(wrapped, default=_refuse)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return False
+    return max_bytes is None or len(written) - 2 * (_ORJSON_DEPTH - max_depth) <= max_bytes

@@ -19,7 +19,7 @@ from typing import Any
 
 import rfc8785
 
-from audit._fast_canonical import fast_canonical, fast_compact
+from audit._fast_canonical import fast_canonical, fast_compact, nested_within
 
 DIGEST_PREFIX = "sha256:"
 
@@ -55,6 +55,14 @@ def compact_bytes(value: Any) -> bytes:
     if fast is not None:
         return fast
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def shallow_enough(value: Any, max_depth: int, max_bytes: int | None = None) -> bool:
+    """True when ``value`` (JSON types) provably nests at most ``max_depth`` levels (an empty
+    array or object counts as one) and its compact JSON is at most ``max_bytes`` long, shown in
+    C without a walk; False when not shown (deeper, longer, or not decided): the caller's
+    walk decides."""
+    return nested_within(value, max_depth, max_bytes)
 
 
 def digest(data: bytes) -> str:
