@@ -8,13 +8,14 @@ while a proxy or a log in front may have read the first), and no lone surrogate 
 (``"\\ud800"`` is valid JSON but no text: it cannot be recorded, hashed or even answered in
 UTF-8). Anything else is a typed 400 naming what is wrong.
 
-Most bodies are parsed by orjson (a tenth of json's time for 30 KB of caller tools) and
+A body up to INLINE_BYTES is parsed by orjson (a tenth of json's time for 30 KB of tools) and
 checked by one pass of json's C scanner with C callables as hooks (every object's keys, every
 integer's digits), with no Python code per object: orjson's value is kept when no object names a
 key twice and no integer is long enough for orjson to read it as a float; any other body (and
 any body orjson refuses) is parsed by json with the duplicate-key hook below, which decides and
-words the error as it always did. The depth is shown in C where it can be
-(:func:`audit.canonical.shallow_enough`), walked otherwise.
+words the error as it always did; its depth is shown in C where it can be
+(:func:`audit.canonical.shallow_enough`). A larger body keeps json's hook and the depth walk:
+their Python code is where the worker thread lets the event loop run (below).
 
 A body larger than INLINE_BYTES is parsed in a worker thread. Parsing holds the
 interpreter lock, but the duplicate-key check runs Python code at every object, where the
@@ -120,7 +121,8 @@ def parse_json_body(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
     except UnicodeDecodeError as exc:
         raise BodyError(f"the request body is not UTF-8 (at byte {exc.start}).") from None
     too_deep = BodyError(f"the request body nests more than {max_depth} levels deep.")
-    value = _plain_body(text)
+    inline = len(data) <= INLINE_BYTES
+    value = _plain_body(text) if inline else _UNSURE
     try:
         if value is _UNSURE:
             value = json.loads(text, object_pairs_hook=_unique_keys)
@@ -135,7 +137,7 @@ def parse_json_body(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise BodyError(f"the request body is not JSON ({safe_label(str(exc))[:120]}).") from None
     if (
         text.count("[") + text.count("{") > max_depth
-        and not shallow_enough(value, max_depth)
+        and not (inline and shallow_enough(value, max_depth))
         and _deeper_than(value, max_depth)
     ):
         raise too_deep
