@@ -22,7 +22,7 @@ from gateway import (
     InputError,
     Settings,
 )
-from gateway._audit_errors import audit_failure
+from gateway._store_adapter import audit_failure
 from gateway.evidence import (
     Auditing,
     EventFilter,
@@ -213,6 +213,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "KeyRotation",
         "ReceiptReport",
         "RecordedContent",
+        "RecordedPack",
         "Step",
         "StoredEvent",
         "TimeStampCheck",
@@ -234,6 +235,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "pinned_for_start",
         "prove",
         "receipt_text",
+        "record_pack",
         "rotate_record_key",
         "schema_status",
         "sign_approval",

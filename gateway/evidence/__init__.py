@@ -33,6 +33,7 @@ from gateway.evidence._database import grant_role, schema_status, upgrade_schema
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
 from gateway.evidence._integrating import Step, integrate
 from gateway.evidence._key_rotation import KeyRotation, rotate_record_key
+from gateway.evidence._pack_record import RecordedPack, record_pack
 from gateway.evidence._receipts import (
     ConsistencyReport,
     ReceiptReport,
@@ -62,6 +63,7 @@ __all__ = [
     "KeyRotation",
     "ReceiptReport",
     "RecordedContent",
+    "RecordedPack",
     "Step",
     "StoredEvent",
     "TimeStampCheck",
@@ -83,6 +85,7 @@ __all__ = [
     "pinned_for_start",
     "prove",
     "receipt_text",
+    "record_pack",
     "rotate_record_key",
     "schema_status",
     "sign_approval",

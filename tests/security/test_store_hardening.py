@@ -135,7 +135,7 @@ def test_a_payload_written_ahead_fails_the_append_closed(any_url: str, store: Au
     assert caught.value.table == "payloads" and caught.value.digests == (key,)
     assert isinstance(caught.value, AppendFailed)
     assert store.head() == head  # nothing written
-    from gateway._audit_errors import audit_failure
+    from gateway._store_adapter import audit_failure
     from gateway.errors import AuditWriteError
 
     assert isinstance(audit_failure(caught.value), AuditWriteError)
@@ -285,12 +285,12 @@ def test_no_other_role_can_hold_the_chain_lock_to_hang_the_gateway(
 def test_a_role_that_holds_the_chain_lock_makes_appends_fail_fast_never_hang(
     postgres_server: PostgresServer, roles_db: tuple[str, str]
 ) -> None:
-    """A reviewer may append (its exports record themselves), so it can take the lock like
-    any appender, and so hold appends up while it keeps a transaction open. They fail closed
+    """An appender can take the lock and hold appends up while it keeps a transaction open
+    (a reviewer cannot: tests/security/test_reviewer_cannot_stall.py). They fail closed
     after the lock time-out, naming the lock; they never hang."""
     db, _ = roles_db
     app_url = postgres_server.url(db, "gateway_app") + "?lock_timeout=1"
-    with psycopg.connect(postgres_server.dsn(db, "auditor")) as conn:
+    with psycopg.connect(postgres_server.dsn(db, "gateway_app")) as conn:
         conn.execute("SELECT audit_chain_lock()")
         thread, outcome = _append_in_thread(app_url)
         thread.join(timeout=30)
