@@ -22,12 +22,25 @@ ensure_ascii=False)`` writes the same bytes when:
 Anything else (subclasses of the JSON types, other types) is left to rfc8785 as well, so its
 errors and its treatment stay the reference. tests/audit/test_fast_canonical.py compares both
 on generated values.
+
+An object or array is first tried by orjson, which writes the same bytes as json for every
+string (each code point checked) and sorts keys by code point, about twenty times faster than
+the walk json needs (a request carrying 30 KB of caller tools: 20 us against 450). Its bytes
+are kept only when they show what the walk would have checked: no float written (a float is
+the one JSON value the two encoders write differently, and a digit before ``.`` or ``e`` is
+the only way one shows), no byte from U+D800's lead byte up (the key order's limit, above),
+and read back equal to the value (orjson writes an ``Enum``, a ``UUID`` and NaN as JSON where
+rfc8785 refuses them, and a tuple as an array); integers past the safe range and subclasses
+of the JSON types stop orjson itself. Otherwise the walk decides, as before.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+import orjson
 
 _INT_MAX = 2**53 - 1
 _HIGH = "\ud800"  # the first code point at which UTF-16 and code-point key orders can differ
@@ -44,6 +57,14 @@ def fast_canonical(value: Any, max_depth: int | None = None) -> bytes | None:
     """``max_depth``: also None when ``value`` nests arrays and objects deeper than that
     (an empty one counts as a level), so a caller that must bound the depth needs no walk
     of its own."""
+    if type(value) is dict:
+        fast = _members(value, max_depth)
+        if fast is not None:
+            return fast
+    elif type(value) is list:
+        fast = _by_orjson(value, max_depth)
+        if fast is not None:
+            return fast
     try:
         limit = _UNBOUNDED if max_depth is None else max_depth
         return _ENCODE(_plain(value, limit)).encode("utf-8")
@@ -52,6 +73,127 @@ def fast_canonical(value: Any, max_depth: int | None = None) -> bytes | None:
 
 
 _UNBOUNDED = 1 << 30
+
+_ORJSON_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_STRICT_INTEGER  # beyond 2**53 - 1 either way: left to the walk (and rfc8785)
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+
+def _refuse(_value: Any) -> Any:
+    raise TypeError
+
+
+# What decides whether orjson's bytes can be kept, each byte mapped by one C translate: a digit
+# as "0"; ".", "e" and "E" as "."; a byte from 0xED (U+D800's lead byte) up as "!"; anything
+# else as " ". Then "0." is a float or a string quoting one (the parser tells which), "!" a
+# character whose key order may differ. (A literal pattern: the regex engine's literal search
+# is quicker here than bytes' own.)
+_SCAN = bytes(
+    48 if 48 <= b <= 57 else 46 if b in (46, 69, 101) else 33 if b >= 0xED else 32
+    for b in range(256)
+)
+_FLOAT_LIKE = re.compile(rb"0\.")
+
+
+class _FloatSeen(Exception):
+    pass
+
+
+def _float_seen(_text: str) -> Any:
+    raise _FloatSeen
+
+
+def _writes_a_float(data: bytes) -> bool:
+    """Whether json's parser meets a float token in ``data`` (orjson's own output: valid)."""
+    try:
+        json.loads(data, parse_float=_float_seen)
+    except _FloatSeen:
+        return True
+    return False
+
+
+def _orjson_depth_limit() -> int | None:
+    """The deepest nesting orjson writes (it refuses deeper with an error), if it is the one
+    this module was written against (254); otherwise None and orjson bounds no depth here."""
+    probe: Any = []
+    for _ in range(253):
+        probe = [probe]
+    try:
+        orjson.dumps(probe)  # 254 levels
+    except orjson.JSONEncodeError:
+        return None
+    try:
+        orjson.dumps([probe])  # 255
+    except orjson.JSONEncodeError:
+        return 254
+    return None
+
+
+_ORJSON_DEPTH = _orjson_depth_limit()
+
+
+def _members(value: dict[Any, Any], max_depth: int | None) -> bytes | None:
+    """An object written member by member (keys sorted as the walk sorts them), each member's
+    value by orjson where it can be and by the walk otherwise: a float among an event's
+    numbers (a temperature, a latency) sends only its own member to the walk, not the
+    30 KB of caller tools beside it. None where the walk must decide the whole object."""
+    room = _UNBOUNDED if max_depth is None else max_depth - 1
+    if room < 0:
+        return None
+    keys = list(value)
+    for key in keys:
+        if type(key) is not str or not (key.isascii() or max(key) < _HIGH):
+            return None
+    written = []
+    for key in sorted(keys):
+        item = value[key]
+        fast = None
+        if type(item) is dict or type(item) is list:
+            fast = _by_orjson(item, None if max_depth is None else room)
+        if fast is None:
+            try:
+                fast = _ENCODE(_plain(item, room)).encode("utf-8")
+            except (_Unsure, UnicodeEncodeError, ValueError, TypeError, RecursionError):
+                return None
+        written.append(_ENCODE(key).encode("utf-8") + b":" + fast)
+    return b"{" + b",".join(written) + b"}"
+
+
+def _by_orjson(value: dict[str, Any] | list[Any], max_depth: int | None) -> bytes | None:
+    """orjson's bytes for ``value`` where they are provably the canonical ones, else None.
+
+    A depth bound is orjson's own nesting limit, with ``value`` wrapped in as many arrays as
+    the limit exceeds the bound (so orjson refuses exactly a value deeper than the bound);
+    without a known limit, only a value with no more brackets than the bound is answered."""
+    wrap = 0
+    if max_depth is not None:
+        if max_depth < 1:
+            return None
+        if _ORJSON_DEPTH is not None and max_depth < _ORJSON_DEPTH:
+            wrap = _ORJSON_DEPTH - max_depth
+    wrapped: Any = value
+    for _ in range(wrap):
+        wrapped = [wrapped]
+    try:
+        data = orjson.dumps(wrapped, default=_refuse, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+    if wrap:
+        data = data[wrap:-wrap]
+    elif max_depth is not None and data.count(b"[") + data.count(b"{") > max_depth:
+        return None  # no known limit of orjson's to bound the depth by
+    scan = data.translate(_SCAN)
+    if b"!" in scan or (_FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)):
+        return None
+    if orjson.loads(data) != value:
+        return None
+    return data
+
+
 _LEAVES = (str, bool, type(None))
 
 
@@ -92,3 +234,43 @@ def _plain(value: Any, room: int) -> Any:
             return value
         raise _Unsure
     raise _Unsure
+
+
+_COMPACT_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+
+def fast_compact(value: Any) -> bytes | None:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` as UTF-8 (keys in the
+    value's own order), by orjson where the two write the same bytes (the checks of
+    :func:`_by_orjson` but the key order's, which no sorting here can change); None otherwise."""
+    try:
+        data = orjson.dumps(value, default=_refuse, option=_COMPACT_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return None
+    if _FLOAT_LIKE.search(data.translate(_SCAN)) is not None and _writes_a_float(data):
+        return None
+    if orjson.loads(data) != value:
+        return None
+    return data
+
+
+def nested_within(value: Any, max_depth: int, max_bytes: int | None = None) -> bool:
+    """True when the arrays and objects of ``value`` provably nest at most ``max_depth`` levels
+    (an empty one counts as a level), and its compact JSON is at most ``max_bytes`` long:
+    orjson's own nesting limit decides in C, ``value`` wrapped in as many arrays as that
+    limit exceeds the bound. False when it could not be shown (deeper, longer, a limit not
+    the one probed, a value orjson does not write): a walk decides."""
+    if _ORJSON_DEPTH is None or not 1 <= max_depth < _ORJSON_DEPTH:
+        return False
+    wrapped: Any = value
+    for _ in range(_ORJSON_DEPTH - max_depth):
+        wrapped = [wrapped]
+    try:
+        written = orjson.dumps(wrapped, default=_refuse)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return False
+    return max_bytes is None or len(written) - 2 * (_ORJSON_DEPTH - max_depth) <= max_bytes

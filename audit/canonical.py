@@ -13,12 +13,13 @@ beyond 2**53, which is what we want: such values have no single canonical form.
 from __future__ import annotations
 
 import hashlib
+import json
 from json.encoder import encode_basestring
 from typing import Any
 
 import rfc8785
 
-from audit._fast_canonical import fast_canonical
+from audit._fast_canonical import fast_canonical, fast_compact, nested_within
 
 DIGEST_PREFIX = "sha256:"
 
@@ -45,6 +46,23 @@ def canonical_bytes(value: Any) -> bytes:
         return bytes(rfc8785.dumps(value))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise CanonicalizationError(f"value cannot be canonicalised as JSON: {exc}") from exc
+
+
+def compact_bytes(value: Any) -> bytes:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()``, the same
+    bytes (and errors), several times faster for the values a request carries."""
+    fast = fast_compact(value)
+    if fast is not None:
+        return fast
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def shallow_enough(value: Any, max_depth: int, max_bytes: int | None = None) -> bool:
+    """True when ``value`` (JSON types) provably nests at most ``max_depth`` levels (an empty
+    array or object counts as one) and its compact JSON is at most ``max_bytes`` long, shown in
+    C without a walk; False when not shown (deeper, longer, or not decided): the caller's
+    walk decides."""
+    return nested_within(value, max_depth, max_bytes)
 
 
 def digest(data: bytes) -> str:

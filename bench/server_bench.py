@@ -101,7 +101,7 @@ def gateway_server(env: dict[str, str], workers: int, tree: Path = ROOT) -> Iter
     url = f"http://127.0.0.1:{port}"
     SERVER_PIDS[url] = child.pid
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a loaded machine starts a server slowly
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:

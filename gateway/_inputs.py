@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from audit.canonical import shallow_enough
 from gateway.errors import InputError
 
 MAX_CALLER_LENGTH = 200
@@ -64,6 +65,10 @@ def check_bounded(value: object, what: str) -> None:
     Iterative, so a value nested a million deep is refused without a RecursionError; a
     container that holds itself counts as too deep.
     """
+    # Most values are shown within both bounds in C: every value takes at least one byte of
+    # its compact JSON, and a container with children sits above MAX_INPUT_DEPTH.
+    if shallow_enough(value, MAX_INPUT_DEPTH - 1, MAX_INPUT_ITEMS):
+        return
     pending: list[tuple[object, int]] = [(value, 1)]
     items = 0
     while pending:

@@ -22,6 +22,7 @@ import jsonschema
 import orjson
 from pydantic import ValidationError
 
+from audit.canonical import compact_bytes
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyViolation
 from gateway.policy._schema import (
@@ -145,11 +146,27 @@ def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]
 
 def _owned(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
     """The plan's own copy of the parts (one JSON round trip, far cheaper than a deep copy of
-    a coding agent's tools, and what the wire takes anyway) and its size in UTF-8 bytes."""
+    a coding agent's tools, and what the wire takes anyway) and its size in UTF-8 bytes of
+    compact JSON."""
     if not brought:
         return {}, 0
+    # orjson both ways (a tenth of json's time for 30 KB of tools), kept when the copy reads
+    # back equal: NaN and the infinities (written as null), integers past 64 bits and types
+    # JSON has no form for go to json, which decides as it always did.
     try:
-        data = json.dumps(brought, ensure_ascii=False, allow_nan=False).encode()
+        data = orjson.dumps(brought)
+        owned = orjson.loads(data)
+    except orjson.JSONEncodeError:
+        owned = None
+    if type(owned) is dict and owned == brought:
+        return owned, len(data)
+    return _owned_by_json(brought)
+
+
+def _owned_by_json(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
+    try:
+        data = json.dumps(brought, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        encoded = data.encode()
     except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
         raise InputError(
             "the request's parts are not JSON in valid Unicode (an unpaired surrogate, NaN, "
@@ -161,11 +178,11 @@ def _owned(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
     # digits (anywhere, strings included) is read by json.
     owned: dict[str, Any]
     try:
-        long_number = _LONG_RUN in data.translate(_DIGITS)
-        owned = json.loads(data) if long_number else orjson.loads(data)
+        long_number = _LONG_RUN in encoded.translate(_DIGITS)
+        owned = json.loads(encoded) if long_number else orjson.loads(encoded)
     except orjson.JSONDecodeError:  # past orjson's own nesting limit: json decides
-        owned = json.loads(data)
-    return owned, len(data)
+        owned = json.loads(encoded)
+    return owned, len(encoded)
 
 
 # Every digit as "0", every other byte as " ": a run of 19 digits is then a plain substring
@@ -183,7 +200,7 @@ def _outside(policy: Policy, key: str, what: str) -> PolicyViolation:
 
 
 def _json_bytes(value: object) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return len(compact_bytes(value))
 
 
 # -- system prompt ----------------------------------------------------------------------------

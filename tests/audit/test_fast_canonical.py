@@ -118,3 +118,43 @@ def test_a_depth_bound_gives_none_only_past_it() -> None:
     assert fast_canonical([], 1) == b"[]"
     assert fast_canonical([], 0) is None
     assert fast_canonical("text", 0) == b'"text"'
+
+
+def test_orjson_answers_only_what_the_walk_would() -> None:
+    import enum
+    import uuid
+
+    class Colour(enum.Enum):
+        RED = 1
+
+    class Text(str):
+        pass
+
+    # Written by orjson as JSON, refused or written otherwise by rfc8785: left to the walk.
+    for value in (
+        {"a": Colour.RED},
+        [uuid.UUID(int=1)],
+        {"a": [math.nan]},
+        {"a": (1, 2)},
+        {"a": Text("x")},
+        {"a": 1.5},
+        {"a": [1.0]},
+        {"b": 2**53},
+        {"\U0001f600": 1, "\ue000": 2},
+    ):
+        fast = fast_canonical(value)
+        assert fast is None or fast == _reference(value), value
+    # A string quoting a float, a float among strings: decided by the parser, not the text.
+    for value in ({"a": "v1.5 and 2e3"}, {"a": ["x", 0.5], "b": "y"}, {"e": "0.", "n": 10}):
+        fast = fast_canonical(value)
+        assert fast is not None and fast == _reference(value), value
+
+
+def test_the_depth_bound_holds_for_objects_and_arrays_alike() -> None:
+    for leaf in (1, [], {}, {"a": 1}, "s"):
+        nested: object = leaf
+        for level in range(1, 40):
+            nested = {"k": nested} if level % 2 else [nested]
+            depth = level + (1 if isinstance(leaf, list | dict) else 0)
+            assert fast_canonical(nested, depth) == _reference(nested)
+            assert fast_canonical(nested, depth - 1) is None
