@@ -21,8 +21,8 @@ import click
 
 from gateway.cli._boundary import CheckFailed, ExitCode
 from gateway.cli._context import settings_of
-from gateway.cli._render import Progress, parse_when, shown
-from gateway.cli.audit_cmd import experiments_left_out_line, known_tasks_line
+from gateway.cli._render import UNTIL_HELP, Progress, parse_until, parse_when, shown
+from gateway.cli._selection import experiments_left_out_line, known_tasks_line
 from gateway.errors import InputError
 from gateway.replay import (
     SIMILARITY_MEANS,
@@ -52,7 +52,7 @@ TABLE_TEXT = 200  # characters of each answer in the table (the report holds mor
 @click.option("--task", help="Only requests of this task.")
 @click.option("--caller", help="Only requests from this calling service.")
 @click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")
-@click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601).")
+@click.option("--until", callback=parse_until, help=UNTIL_HELP)
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--all", "everything", is_flag=True, help="Every matching request (no limit).")
 @click.option(
