@@ -141,10 +141,10 @@ class PolicyRecords:
                 fingerprint = event.policy_fingerprint
                 if fingerprint is None or _derived(event):
                     continue
-                acc = accs.setdefault(fingerprint, _Acc(first_seq=event.seq))
                 if event.kind in USES:
-                    acc.use(event)
+                    accs.setdefault(fingerprint, _Acc(first_seq=event.seq)).use(event)
                 elif event.kind == EventKind.APPROVAL:
+                    acc = accs.setdefault(fingerprint, _Acc(first_seq=event.seq))
                     self._approval(acc, event, task, fingerprint)
             contents = {fp: self._store.policy_content(fp) for fp in accs}
         if not accs:
