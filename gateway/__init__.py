@@ -11,6 +11,7 @@ The public API is exactly ``__all__``; everything else is internal.
 """
 
 from gateway.errors import (
+    AnswerAlertWarning,
     AuditError,
     AuditUnavailable,
     AuditWriteError,
@@ -33,6 +34,7 @@ from gateway.result import Result
 from gateway.settings import Durability, Settings
 
 __all__ = [
+    "AnswerAlertWarning",
     "AsyncGateway",
     "AsyncStream",
     "AuditError",
