@@ -37,6 +37,7 @@ from gateway.replay import (
     RequestReplay,
     RowSpool,
     Selection,
+    flip_lines,
     identical_means,
     write_html,
 )
@@ -159,6 +160,8 @@ def _print(report: ReplayReport, fmt: str, spool: RowSpool) -> None:
     click.echo(shown(report.title))
     if report.context is not None:
         click.echo(shown(report.context.line()))
+    for line in flip_lines(report.by_task()):  # what a go/no-go turns on, before any row
+        click.echo(shown(line))
     if migration:
         _print_tasks(report)
     elif report.summary.mode is Mode.LIVE:

@@ -16,6 +16,7 @@ from html import escape
 from typing import IO
 
 from gateway.replay._answers import AnswerSide, LiveTotals
+from gateway.replay._flips import flips_html
 from gateway.replay._model import (
     SIMILARITY_MEANS,
     Counted,
@@ -78,7 +79,7 @@ def write_html(
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
         "style-src 'unsafe-inline'\">"
         f"<title>{escape(report.title)}</title><style>{_CSS}</style></head>"
-        f"<body><h1>{escape(report.title)}</h1>{context}"
+        f"<body><h1>{escape(report.title)}</h1>{context}{flips_html(by_task)}"
         f"<p>Run <code>{escape(s.run_id)}</code>, {s.total} request(s).</p>"
         f"<table id='summary'>{counts}</table>{note}{tasks}"
         "<table id='requests'><tr><th>seq</th><th>request</th><th>task</th><th>model</th>"

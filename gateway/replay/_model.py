@@ -33,6 +33,7 @@ class Outcome(StrEnum):
     REFUSED = "refused"  # model: the policy cannot be honoured by the new model
     FAILED = "failed"  # verify: a check failed; live: the call failed
     SKIPPED = "skipped"  # not replayable in this mode (retired model, rejected, cache hit)
+    INVALID = "invalid"  # live: the new answer fails the check production runs (its schema)
 
 
 # The four the issue names always show in a summary; the others only when they occur.
@@ -43,6 +44,7 @@ SUMMARY_ORDER = (
     Outcome.SKIPPED,
     Outcome.PASSED,
     Outcome.REFUSED,
+    Outcome.INVALID,
 )
 ALWAYS_SHOWN = frozenset(SUMMARY_ORDER[:4])
 
@@ -90,6 +92,15 @@ class RequestReplay(_Frozen):
     recorded_answer: AnswerSide | None = None
     replayed_answer: AnswerSide | None = None
     replay_seq: int | None = None  # the REPLAY event that records this result
+    # --live, for a task whose answers carry a verdict (gateway.replay._verdicts): each side's.
+    recorded_verdict: str | None = None
+    replayed_verdict: str | None = None
+
+    @property
+    def flipped(self) -> bool:
+        """Whether the answer's verdict changed (both answers have one, and they differ)."""
+        old, new = self.recorded_verdict, self.replayed_verdict
+        return old is not None and new is not None and old != new
 
 
 class Summary(_Frozen):
@@ -138,6 +149,20 @@ class Counted(_Frozen):
     count: int
 
 
+class VerdictCell(_Frozen):
+    """One cell of a task's flip matrix: how many answer pairs went from the recorded
+    verdict to the replayed one, and (for a flip) which requests, to look each pair up."""
+
+    recorded: str
+    replayed: str
+    count: int
+    request_ids: tuple[str, ...] = ()  # the flipped pairs only (recorded != replayed)
+
+    @property
+    def flipped(self) -> bool:
+        return self.recorded != self.replayed
+
+
 class TaskSummary(_Frozen):
     """One task's results in a run: outcome counts, and each distinct finding, reason and
     request change once, with how many requests it applies to."""
@@ -149,6 +174,12 @@ class TaskSummary(_Frozen):
     reasons: tuple[Counted, ...]
     request_changes: tuple[Counted, ...]
     live: LiveTotals | None = None  # --live: the answer pairs' similarity, latency and cost
+    # --live, a task whose answers carry a verdict: recorded x replayed verdict counts.
+    verdicts: tuple[VerdictCell, ...] = ()
+
+    @property
+    def flips(self) -> int:
+        return sum(c.count for c in self.verdicts if c.flipped)
 
 
 # What "identical" means under --model, said wherever that outcome is shown.
@@ -244,6 +275,8 @@ class _Task:
         self.reasons: Counter[str] = Counter()
         self.changes: Counter[str] = Counter()
         self.live = LiveTally()
+        self.verdicts: Counter[tuple[str, str]] = Counter()
+        self.flipped: dict[tuple[str, str], list[str]] = {}
 
 
 class TaskTally:
@@ -263,6 +296,11 @@ class TaskTally:
         task.changes.update(f"{c.path} {c.change}" for c in row.request_changes)
         if row.recorded_answer is not None and row.replayed_answer is not None:
             task.live.add(row.recorded_answer, row.replayed_answer, row.similarity)
+        if row.recorded_verdict is not None and row.replayed_verdict is not None:
+            pair = (row.recorded_verdict, row.replayed_verdict)
+            task.verdicts[pair] += 1
+            if row.flipped:
+                task.flipped.setdefault(pair, []).append(row.request_id)
 
     def summaries(self) -> tuple[TaskSummary, ...]:
         return tuple(
@@ -274,6 +312,15 @@ class TaskTally:
                 reasons=_counted(t.reasons),
                 request_changes=_counted(t.changes),
                 live=t.live.totals(),
+                verdicts=tuple(
+                    VerdictCell(
+                        recorded=old,
+                        replayed=new,
+                        count=n,
+                        request_ids=tuple(t.flipped.get((old, new), ())),
+                    )
+                    for (old, new), n in sorted(t.verdicts.items())
+                ),
             )
             for name, t in sorted(self._tasks.items())
         )
