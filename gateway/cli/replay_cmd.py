@@ -61,6 +61,12 @@ TABLE_TEXT = 200  # characters of each answer in the table (the report holds mor
     is_flag=True,
     help="Also select the experiment runner's samples (left out of filters by default).",
 )
+@click.option(
+    "--include-failed",
+    is_flag=True,
+    help="--live: also re-send requests whose original call failed (left out and counted by "
+    "default: their answers have nothing to be compared with).",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl"]), default="table")
 @click.option(
     "--report",
@@ -114,6 +120,11 @@ def replay_command(
             _write_report(report_path, report, spool)
     if report.experiments_left_out and fmt == "table":
         click.echo(experiments_left_out_line(report.experiments_left_out))
+    if report.failed_originals_left_out and fmt == "table":
+        click.echo(
+            f"{report.failed_originals_left_out} request(s) whose original call failed left "
+            "out, not sent (use --include-failed)"
+        )
     if not report.summary.total:
         click.echo("no recorded requests match the selection", err=True)
         click.echo(known_tasks_line(settings), err=True)

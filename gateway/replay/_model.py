@@ -222,6 +222,8 @@ class ReplayReport(_Frozen):
     context: ReportContext | None = None
     # Experiment requests the selection's filters matched and left out (--include-experiments).
     experiments_left_out: int = 0
+    # Live runs: requests whose original call failed, left out (--include-failed sends them).
+    failed_originals_left_out: int = 0
     # The models the requests were recorded on and, under --model, moved to: known without
     # the rows (a run that streams them keeps none).
     recorded_models: tuple[str, ...] = ()

@@ -43,6 +43,9 @@ class Selection(BaseModel):
     limit: int | None = Field(default=DEFAULT_LIMIT, ge=1)  # None: every matching request
     # Filters leave the experiment runner's samples out unless asked for; ids never do.
     include_experiments: bool = False
+    # A live run leaves out (and counts) requests whose original call failed: re-sending
+    # them bills a call whose answer has nothing to be compared with.
+    include_failed: bool = False
 
     @property
     def by_id(self) -> bool:

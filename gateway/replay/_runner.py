@@ -66,6 +66,7 @@ class PreparedRun:
     target: ModelInfo | None
     requests: RecordedSet
     experiments_left_out: int = 0  # experiment requests the filters matched and left out
+    include_failed: bool = False  # live: also re-send requests whose original call failed
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,18 @@ class _Row:
     payloads: dict[str, bytes] = field(default_factory=dict)
     attempts: int = 0
     intent_seq: int | None = None
+
+
+def _failed_original(prepared: PreparedRun, recorded: Recorded) -> bool:
+    """A live run leaves out a request that reached the provider and got no answer."""
+    live = prepared.mode in (Mode.LIVE, Mode.MODEL_LIVE)
+    return (
+        live
+        and not prepared.include_failed
+        and recorded.request is not None
+        and recorded.response is None
+        and recorded.skip is None
+    )
 
 
 class Replayer:
@@ -135,6 +148,7 @@ class Replayer:
             target=target,
             requests=requests,
             experiments_left_out=experiments_left_out(self.store, selection),
+            include_failed=selection.include_failed,
         )
 
     def _target(self, model_id: str) -> ModelInfo:
@@ -202,7 +216,11 @@ class Replayer:
                     progress(done)
             pending.clear()
 
+        failed_left_out = 0
         for recorded in prepared.requests:
+            if _failed_original(prepared, recorded):
+                failed_left_out += 1
+                continue
             built = self._replay_one(run_id, prepared, recorded)
             row, draft = self._outcome(run_id, prepared, recorded, built)
             read = None
@@ -217,6 +235,7 @@ class Replayer:
             summary=summarise(prepared.mode, run_id, counts),
             requests=tuple(rows),
             experiments_left_out=prepared.experiments_left_out,
+            failed_originals_left_out=failed_left_out,
             recorded_models=tuple(sorted(models)),
             target=prepared.target.id if prepared.target else None,
             tasks=tasks.summaries(),
