@@ -58,6 +58,7 @@ from gateway.settings import Settings
 
 Progress = Callable[[RequestReplay], None]
 BATCH = 256  # outcome events per transaction in a run that sends nothing upstream
+UNASKED = frozenset({"$.model", "$.stream"})  # body fields a migration's changes leave out
 
 
 @dataclass(frozen=True)
@@ -330,7 +331,9 @@ class Replayer:
         plan = migration.plan
         version = self.providers.model_version(target.provider, target.id)
         row.request_hash = request_hash_for(plan, version)
-        changes = [c for c in json_changes(body, plan.body) if c.path != "$.model"]
+        # Streamed or not is how the answer was delivered, not what was asked: a streamed
+        # recording compares with its re-plan as an answer, never as a "$.stream" change.
+        changes = [c for c in json_changes(body, plan.body) if c.path not in UNASKED]
         if plan.api_version != request.data.get("api_version"):
             changes.insert(
                 0,
