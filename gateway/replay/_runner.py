@@ -94,6 +94,8 @@ class _Row:
     payloads: dict[str, bytes] = field(default_factory=dict)
     attempts: int = 0
     intent_seq: int | None = None
+    # A live send's answer: the usage billed and the model that answered (audit usage sums it)
+    billed: dict[str, Any] = field(default_factory=dict)
 
 
 def _failed_original(prepared: PreparedRun, recorded: Recorded) -> bool:
@@ -418,6 +420,8 @@ class Replayer:
     def _keep_sent(row: _Row, sent: Sent) -> None:
         if isinstance(sent, Replied):
             row.attempts = sent.reply.attempts
+            response = sent.reply.response
+            row.billed = {"usage": response.get("usage") or {}, "model": response.get("model")}
             row.payloads = {
                 **stored_payloads("request_body", sent.reply.request_bytes),
                 "response_body": sent.reply.response_bytes,
@@ -462,6 +466,7 @@ class Replayer:
             "json_changes": len(row.json_changes),
             "attempts": built.attempts,
             "gateway_version": GATEWAY_VERSION,
+            **built.billed,
         }
         labels = CallLabels(
             request_id=run_id,
