@@ -39,6 +39,7 @@ from gateway.replay import (
     Selection,
     flip_lines,
     identical_means,
+    selection_text,
     write_html,
 )
 
@@ -113,7 +114,9 @@ def replay_command(
     with ReplaySession.open(settings, operator=operator) as session, RowSpool() as spool:
         prepared = session.prepare(selection, live=live, model=model_id)
         report = _run(session, prepared, spool)
-        context = ReportContext.made(operator, settings.database_url_masked)
+        context = ReportContext.made(
+            operator, settings.database_url_masked, selection_text(selection)
+        )
         report = report.model_copy(update={"context": context})
         _print(report, fmt, spool)
         if report_path is not None:
@@ -171,6 +174,11 @@ def _print(report: ReplayReport, fmt: str, spool: RowSpool) -> None:
     click.echo(shown(report.title))
     if report.context is not None:
         click.echo(shown(report.context.line()))
+        if report.context.selection:
+            click.echo(f"selection: {shown(report.context.selection)}")
+    spend = report.spend_text()
+    if spend is not None:
+        click.echo(shown(spend))
     for line in flip_lines(report.by_task()):  # what a go/no-go turns on, before any row
         click.echo(shown(line))
     if migration:

@@ -26,7 +26,7 @@ from gateway.replay._model import (
     VerdictCell,
     identical_means,
 )
-from gateway.replay._recorded import Selection
+from gateway.replay._recorded import Selection, selection_text
 from gateway.replay._runner import PreparedRun, Replayer
 from gateway.replay._session import ReplaySession
 from gateway.replay._spool import RowSpool
@@ -56,5 +56,6 @@ __all__ = [
     "identical_means",
     "json_changes",
     "render_html",
+    "selection_text",
     "write_html",
 ]

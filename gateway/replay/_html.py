@@ -67,6 +67,12 @@ def write_html(
         if report.context is not None
         else ""
     )
+    if report.context is not None and report.context.selection:
+        context += (
+            f"<p class='context' id='selection'>Selection: {escape(report.context.selection)}.</p>"
+        )
+    if report.spend_text() is not None:
+        context += f"<p class='context' id='spend'>{escape(str(report.spend_text()))}.</p>"
     by_task = report.by_task()
     live = any(t.live is not None for t in by_task)
     note = f"<p class='note'>{escape(identical_means(s.mode))}</p>" if migration else ""

@@ -122,10 +122,13 @@ class ReportContext(_Frozen):
     operator: str
     store: str
     gateway_version: str
+    # Which requests the report covers, as the run was asked for them ("" when not said).
+    selection: str = ""
 
     @classmethod
-    def made(cls, operator: str, store: str) -> ReportContext:
-        """The context of a report made now by ``operator`` from ``store`` (masked URL)."""
+    def made(cls, operator: str, store: str, selection: str = "") -> ReportContext:
+        """The context of a report made now by ``operator`` from ``store`` (masked URL)
+        over ``selection`` (:func:`selection_text`)."""
         from gateway._keys import GATEWAY_VERSION  # the version is the gateway's, not the model's
 
         return cls(
@@ -133,6 +136,7 @@ class ReportContext(_Frozen):
             operator=operator,
             store=store,
             gateway_version=GATEWAY_VERSION,
+            selection=selection,
         )
 
     def line(self) -> str:
@@ -230,6 +234,19 @@ class ReplayReport(_Frozen):
     target: str | None = None
     # Per task, tallied as the run went (a run that streams its rows keeps none).
     tasks: tuple[TaskSummary, ...] = ()
+
+    def spend_text(self) -> str | None:
+        """What the run's live calls cost, from their recorded usage at the catalog's prices
+        (None for a run that sent nothing)."""
+        sides = [t.live.replayed for t in self.by_task() if t.live is not None]
+        if not sides:
+            return None
+        calls = sum(s.answers for s in sides)
+        priced = [s.cost_usd for s in sides if s.cost_usd is not None]
+        unpriced = sum(s.unpriced for s in sides)
+        cost = f"${sum(priced):,.6f}" if priced else "unpriced"
+        extra = f" (+{unpriced} unpriced)" if priced and unpriced else ""
+        return f"spent: {cost}{extra} on {calls} live call(s) answered"
 
     @property
     def any_failed(self) -> bool:
