@@ -112,7 +112,7 @@ class Auditing:
         self._settings = settings
 
     @classmethod
-    def open(cls, settings: Settings) -> Auditing:
+    def open(cls, settings: Settings) -> Self:
         """Open an existing audit database: a SQLite file that is not there is
         :class:`AuditUnavailable` ("no audit database at PATH"), and nothing is created."""
         signer = record_signer(settings, create=False)

@@ -1,7 +1,7 @@
 """Policy versions as records: each version of a task the log holds, when it was in use, who
 approved it and when, and what changed from the version before.
 
-    with PolicyRecords.open(settings) as records:
+    with PolicyRecords.open(settings) as records:            # an Auditing, reading versions
         for version in records.history("compliance_review"):
             version.fingerprint, version.first_used, [a.approver for a in version.approvals]
         policy = records.policy("sha256:4f2a...")       # the stored version, rebuilt
@@ -19,18 +19,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Self
+from functools import cached_property
+from typing import Any
 
-from audit import AuditStore, EventKind, StoredEvent
+from audit import EventKind, StoredEvent
 from audit.store.signing import signature_check
 from audit.verify.authenticity import SignatureCheck
 from gateway._audit_errors import translated
 from gateway.errors import GatewayError, InputError
 from gateway.evidence._approvals import _why_not, trusted_approvers
-from gateway.keys import record_signer, trusted_record_keys
+from gateway.evidence._auditing import Auditing
+from gateway.keys import trusted_record_keys
 from gateway.policy import Policy, TaskDiff, diff_policies
-from gateway.settings import Settings
 
 __all__ = ["ApprovalRecord", "PolicyRecords", "PolicyVersion", "SignoffHistory"]
 
@@ -98,39 +98,18 @@ class _Acc:
             self.last_used = event.recorded_at
 
 
-class PolicyRecords:
-    """The policy versions an audit log holds (reads only)."""
+class PolicyRecords(Auditing):
+    """The policy versions an audit log holds (reads only); opened as :class:`Auditing`."""
 
-    def __init__(self, store: AuditStore, settings: Settings) -> None:
-        self._store = store
-        self._pins = trusted_approvers(settings)
-        self._check: SignatureCheck = signature_check(
-            trusted_record_keys(settings, store.signer), store.store_id
+    @cached_property
+    def _pins(self) -> dict[str, str] | None:
+        return trusted_approvers(self._settings)
+
+    @cached_property
+    def _check(self) -> SignatureCheck:
+        return signature_check(
+            trusted_record_keys(self._settings, self._store.signer), self._store.store_id
         )
-
-    @classmethod
-    def open(cls, settings: Settings) -> PolicyRecords:
-        """Open an existing audit database (nothing is created)."""
-        signer = record_signer(settings, create=False)
-        with translated():
-            store = AuditStore.open(
-                settings.database_url, settings.durability.value, signer=signer, create=False
-            )
-        return cls(store, settings)
-
-    def close(self) -> None:
-        self._store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def history(self, task: str) -> list[PolicyVersion]:
         """Each version of ``task`` the log names, in the order it first appeared, with the
