@@ -22,10 +22,9 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from audit import EventKind, StoredEvent
+from audit import AuditStore, EventKind, StoredEvent
 from audit.store.signing import signature_check
 from audit.verify.authenticity import SignatureCheck
-from gateway._audit_errors import translated
 from gateway.errors import GatewayError, InputError
 from gateway.evidence._approvals import _why_not, trusted_approvers
 from gateway.evidence._auditing import Auditing
@@ -107,25 +106,23 @@ class PolicyRecords(Auditing):
 
     @cached_property
     def _check(self) -> SignatureCheck:
-        return signature_check(
-            trusted_record_keys(self._settings, self._store.signer), self._store.store_id
-        )
+        store = self._log.store
+        return signature_check(trusted_record_keys(self._settings, store.signer), store.store_id)
 
     def history(self, task: str) -> list[PolicyVersion]:
         """Each version of ``task`` the log names, in the order it first appeared, with the
         diff from the one before; an :class:`InputError` when the log names none."""
         accs: dict[str, _Acc] = {}
-        with translated():
-            for event in self._store.iter_events(task=task):
-                fingerprint = event.policy_fingerprint
-                if fingerprint is None or _derived(event):
-                    continue
-                if event.kind in USES:
-                    accs.setdefault(fingerprint, _Acc(first_seq=event.seq)).use(event)
-                elif event.kind == EventKind.APPROVAL:
-                    acc = accs.setdefault(fingerprint, _Acc(first_seq=event.seq))
-                    self._approval(acc, event, task, fingerprint)
-            contents = {fp: self._store.policy_content(fp) for fp in accs}
+        for event in self._log.each(AuditStore.iter_events, task=task):
+            fingerprint = event.policy_fingerprint
+            if fingerprint is None or _derived(event):
+                continue
+            if event.kind in USES:
+                accs.setdefault(fingerprint, _Acc(first_seq=event.seq)).use(event)
+            elif event.kind == EventKind.APPROVAL:
+                acc = accs.setdefault(fingerprint, _Acc(first_seq=event.seq))
+                self._approval(acc, event, task, fingerprint)
+        contents = {fp: self._log.run(AuditStore.policy_content, fp) for fp in accs}
         if not accs:
             raise InputError(
                 f"the audit log names no version of task {task!r}.",
@@ -165,8 +162,7 @@ class PolicyRecords(Auditing):
     def content(self, fingerprint: str) -> dict[str, Any]:
         """The stored content of the version ``fingerprint`` (the whole ``sha256:...``); an
         :class:`InputError` when the log has none."""
-        with translated():
-            content = self._store.policy_content(fingerprint)
+        content = self._log.run(AuditStore.policy_content, fingerprint)
         if content is None:
             raise InputError(
                 f"the audit log stores no policy version {fingerprint}.",
@@ -206,16 +202,12 @@ class PolicyRecords(Auditing):
         if not approved:
             return SignoffHistory(dates)
         last = max(approved, key=lambda v: v.approvals[-1].seq)
-        before = _rebuilt(self._store_content(last.fingerprint))
+        before = _rebuilt(self._log.run(AuditStore.policy_content, last.fingerprint))
         changes = diff_policies(before, policy) if before is not None else None
         return SignoffHistory(dates, replace(last, diff=None), changes)
 
-    def _store_content(self, fingerprint: str) -> dict[str, Any] | None:
-        with translated():
-            return self._store.policy_content(fingerprint)
-
     def _approval(self, acc: _Acc, event: StoredEvent, task: str, fingerprint: str) -> None:
-        reason = _why_not(event, task, fingerprint, self._pins, self._check, self._store)
+        reason = _why_not(event, task, fingerprint, self._pins, self._check, self._log)
         if reason is not None:
             acc.not_counted.append(reason)
             return

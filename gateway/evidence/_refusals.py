@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 
 from audit import AuditStore, EventDraft, EventKind
-from gateway._audit_errors import translated
+from gateway._store_adapter import StoreAdapter
 from gateway.evidence._approvals import ApprovalStatus
 
 __all__ = ["record_refused_tasks", "refused_tasks_draft"]
@@ -48,5 +48,4 @@ def record_refused_tasks(
     seq (None, and nothing recorded, when it refuses no task)."""
     if not short:
         return None
-    with translated():
-        return store.append(refused_tasks_draft(short, required)).seq
+    return StoreAdapter(store).run(AuditStore.append, refused_tasks_draft(short, required)).seq
