@@ -174,6 +174,8 @@ def test_each_start_refusing_tasks_is_one_event_naming_them(log: Log) -> None:
     listed = json.loads(log.run("audit", "list", "--kind", "unapproved_tasks",
                                 "--format", "json").output)  # fmt: skip
     assert [r["status"] for r in listed] == ["unapproved tasks"]
+    verified = log.run("audit", "verify")
+    assert verified.exit_code == 0, verified.output  # the new kind verifies like any event
 
 
 def test_an_approval_under_another_name_is_never_listed_as_an_approval(log: Log) -> None:
