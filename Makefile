@@ -27,8 +27,8 @@ test-fast: $(STAMP)
 	scripts/test.sh -m "not slow and not postgres" -x -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check gateway audit tests bench
-	$(BIN)/ruff format --check gateway audit tests bench
+	$(BIN)/ruff check gateway audit tests bench verifier
+	$(BIN)/ruff format --check gateway audit tests bench verifier
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -49,6 +49,7 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
         EventKind.VOID: "void",
         EventKind.KEY_ROTATION: "key rotation",
         EventKind.UNAPPROVED_TASKS: "unapproved tasks",
+        EventKind.EVIDENCE_PACK: "evidence pack",
     }
 )
 
@@ -56,7 +57,7 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
 # The records of a reader's own acts (what a PostgreSQL reviewer may append, under any
 # request id): they are a request of their own, never a step in another request's life.
 READ_RECORDS: frozenset[EventKind] = frozenset(
-    {EventKind.EXPORT, EventKind.CHECKPOINT, EventKind.ACCESS}
+    {EventKind.EXPORT, EventKind.CHECKPOINT, EventKind.ACCESS, EventKind.EVIDENCE_PACK}
 )
 
 

@@ -14,6 +14,6 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "chromium could not be installed; the HTML report browser test will skip" >&2
 fi
 
-$BIN/ruff check gateway audit tests bench
+$BIN/ruff check gateway audit tests bench verifier
 $BIN/mypy
 exec $BIN/pytest "$@"

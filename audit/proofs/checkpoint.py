@@ -27,7 +27,14 @@ from pydantic import ValidationError
 from audit.canonical import canonical_bytes
 from audit.errors import CheckpointError, LogFormatUnsupported
 from audit.proofs.merkle import ProofError, TreeHead
-from audit.proofs.receipt_files import TreeCheckpoint, checked_checkpoint, origin, sign_checkpoint
+from audit.proofs.receipt_files import (
+    ORIGIN_PREFIX,
+    TreeCheckpoint,
+    checked_checkpoint,
+    load_checkpoint,
+    origin,
+    sign_checkpoint,
+)
 from audit.proofs.tree import tree_hashes
 from audit.store import AuditStore
 from audit.store.models import (
@@ -108,9 +115,9 @@ def sign(
 def signed_by(checkpoint: Checkpoint) -> SignedBy:
     return SignedBy(
         seq=checkpoint.seq,
-        hash=checkpoint.hash,
+        hash=checkpoint.hash or "",
         public_key=checkpoint.public_key,
-        created_at=format_time(checkpoint.created_at),
+        created_at=format_time(checkpoint.created_at) if checkpoint.created_at else "",
     )
 
 
@@ -122,6 +129,16 @@ def dumps(checkpoint: Checkpoint) -> str:
     # A version 1 file keeps its version 1 shape (older readers refuse unknown fields).
     v2 = {"tree_size", "root", "note", "verified"} if checkpoint.version < 2 else None
     return json.dumps(checkpoint.model_dump(mode="json", exclude=v2), indent=2) + "\n"
+
+
+def load_any(text: str) -> Checkpoint:
+    """Any checkpoint file, as a head to verify against: this module's (``audit
+    checkpoint``, ``verify --write-verified``; :func:`loads`) or a tree checkpoint (``audit
+    tree-head``, a receipt's, a witnessed one: :func:`from_tree`). Who signed it is
+    :func:`pinned`'s to judge."""
+    if '"format"' in text:
+        return from_tree(load_checkpoint(text))
+    return loads(text)
 
 
 def loads(text: str, *, trusted_public_key: str | None = None) -> Checkpoint:
@@ -156,6 +173,36 @@ def loads(text: str, *, trusted_public_key: str | None = None) -> Checkpoint:
         ) from None
     _check_tree(checkpoint)
     return checkpoint
+
+
+def from_tree(tree: TreeCheckpoint) -> Checkpoint:
+    """A tree checkpoint as a head to verify against: its note checked under the key the
+    file names (whether that key is trusted is :func:`pinned`'s to say), its size as the
+    seq, its root; no hash (the root fixes it) and no JSON signature (the note is it)."""
+    if not tree.origin.startswith(ORIGIN_PREFIX):
+        raise CheckpointError(
+            f"the checkpoint's origin {tree.origin[:60]!r} is not a gateway audit log's.",
+            hint="Pass a checkpoint written by this gateway.",
+        )
+    try:
+        checked_checkpoint(tree, [tree.public_key])
+    except (ProofError, ValueError) as exc:
+        raise CheckpointError(
+            f"the checkpoint's signed note does not check out: {exc}.",
+            hint="Use an unaltered copy of the checkpoint.",
+        ) from None
+    return Checkpoint(
+        version=2,
+        store_id=tree.origin.removeprefix(ORIGIN_PREFIX),
+        seq=tree.tree_size,
+        hash=None,
+        created_at=None,
+        public_key=tree.public_key,
+        signature=None,
+        tree_size=tree.tree_size,
+        root=tree.root,
+        note=tree.note,
+    )
 
 
 def _check_tree(checkpoint: Checkpoint) -> None:
@@ -242,7 +289,7 @@ def relied_on(checkpoint: Checkpoint, keys: TrustedKeys, pins: Collection[str]) 
             "it if you trust it, or verify without --since-verified.",
         )
     verified = checkpoint.verified
-    if verified is None or checkpoint.root is None:
+    if verified is None or checkpoint.root is None or checkpoint.hash is None:
         raise CheckpointError(
             "the checkpoint is a signed head, not a verified checkpoint: nobody attested that "
             "the record signatures under it were checked.",

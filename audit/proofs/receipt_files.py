@@ -193,12 +193,43 @@ def load_checkpoint(text: str) -> TreeCheckpoint:
     value = _load(text, "checkpoint")
     if value.get("format") == RECEIPT_FORMAT:
         return load_receipt(text).checkpoint
+    if "format" not in value and "store_id" in value:
+        return _of_chain_head(value)
     try:
         return TreeCheckpoint.model_validate(value)
     except ValidationError as exc:
         raise ReceiptError(
             f"the file is not a gateway tree checkpoint ({exc.errors()[0]['msg']}).",
             hint="Pass a file written by `gateway audit tree-head` or `gateway audit prove`.",
+        ) from None
+
+
+def _of_chain_head(value: dict[str, Any]) -> TreeCheckpoint:
+    """An ``audit checkpoint`` file (version 2) read as the tree checkpoint its note is: the
+    note is the signed tree head; the fields beside it must say what it says, which
+    :func:`checked_checkpoint` checks. A version 1 file carries no note."""
+    note, size, store = value.get("note"), value.get("tree_size"), value.get("store_id")
+    if not isinstance(note, str) or not isinstance(store, str):
+        raise ReceiptError(
+            "the checkpoint is a version 1 `audit checkpoint` file: it signs a chain head, "
+            "not a tree head, so it can serve `audit verify --checkpoint` only.",
+            hint="Take a new one with `gateway audit checkpoint` (version 2 carries the tree "
+            "head) or `gateway audit tree-head`.",
+        )
+    if value.get("seq") != size:
+        raise ReceiptError("the checkpoint's seq is not its tree size: the file was altered.")
+    try:
+        return TreeCheckpoint(
+            origin=origin(store),
+            tree_size=size,
+            root=value.get("root"),
+            public_key=value.get("public_key"),
+            note=note,
+        )
+    except ValidationError as exc:
+        raise ReceiptError(
+            f"the file is not a gateway checkpoint ({exc.errors()[0]['msg']}).",
+            hint="Pass a file written by `gateway audit checkpoint` or `gateway audit tree-head`.",
         ) from None
 
 

@@ -92,7 +92,7 @@ def _checked_link(store: AuditStore, size: int, stored: str, keys: list[str]) ->
     with store.backend.reader.connect() as conn:
         held = conn.execute(text("SELECT hash FROM chain WHERE seq = :s"), {"s": size})
         link = held.scalar_one_or_none()
-    if link != signed.hash:
+    if signed.hash is None or link != signed.hash:
         raise CheckpointError(
             f"{problem} names a link the chain does not hold at seq {size}.", hint=hint
         )

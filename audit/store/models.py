@@ -77,6 +77,9 @@ class EventKind(StrEnum):
     # refuses those tasks (and serves the others); which, their fingerprints and approvals.
     # One event per start, not per refused request (each of those is a REJECTED).
     UNAPPROVED_TASKS = "unapproved_tasks"
+    # An evidence pack built for a regime (`gateway evidence`): the regime, the period, who
+    # built it, each item's verdict and the digest of every file in the pack.
+    EVIDENCE_PACK = "evidence_pack"
 
 
 class _Frozen(BaseModel):
@@ -235,8 +238,10 @@ class Checkpoint(_Frozen):
     version: int = 1
     store_id: str
     seq: int
-    hash: str
-    created_at: datetime
+    # None: a tree checkpoint (`audit tree-head`, a receipt's) read as one; its note signs
+    # only the tree size and root, which fix every hash under them, this one included.
+    hash: str | None
+    created_at: datetime | None
     public_key: str | None  # hex of the raw Ed25519 public key; None for an unsigned head
     signature: str | None  # hex
     tree_size: int | None = None
@@ -250,7 +255,7 @@ class Checkpoint(_Frozen):
             "store_id": self.store_id,
             "seq": self.seq,
             "hash": self.hash,
-            "created_at": format_time(self.created_at),
+            "created_at": format_time(self.created_at) if self.created_at else None,
             "public_key": self.public_key,
         }
         if self.version >= 2:

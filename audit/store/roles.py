@@ -5,13 +5,16 @@
 
 A reviewer (``read_only``) reads every table and may INSERT into ``events`` only, because its
 exports, checkpoints and content reads record themselves; the row-level security policies of
-migrations 0003 and 0008 let a role without INSERT on ``payloads`` append only ``export``,
-``checkpoint`` and ``access`` events. Under format 2 it reserves seqs for them only through
-``audit_reserve()`` (migration 0011): a few at a time, and none while many are reserved and
-not committed, so it cannot make the integrator void seqs by the hundred thousand.
-The chain lock needs no grant of its own: ``audit_chain_lock()`` (migration 0007) takes it for
-any session that may INSERT into ``events`` and for no other, so a role granted here can hold
-appends up only while it keeps a transaction open, and then only for their ``lock_timeout``.
+migrations 0003, 0008 and 0012 let a role without INSERT on ``payloads`` append only
+``export``, ``checkpoint``, ``access`` and ``evidence_pack`` events. Under format 2 it
+reserves seqs for them only through ``audit_reserve()`` (migration 0011): a few at a time,
+and none while many are reserved and not committed, so it cannot make the integrator void
+seqs by the hundred thousand.
+The chain lock needs no grant of its own: ``audit_chain_lock()`` (migrations 0007, 0013)
+takes it for a full appender (INSERT on ``payloads``) and for no other. A reviewer's
+format-1 records go in only through ``CALL audit_review_append(...)`` (0013), which commits on
+the server, so a reviewer cannot hold appends up; the application role can, while it keeps
+a transaction open, and then only for their ``lock_timeout``.
 Run as the owner of the tables (the role that ran `gateway db upgrade`). The owner and
 superusers can still drop the triggers; checkpoints exist for that (docs/audit.md).
 """

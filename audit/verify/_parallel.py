@@ -109,7 +109,7 @@ def absorb(v: Verifier, result: PageResult) -> None:
     if cp is not None and cp.seq in marks:
         v.checkpoint_seen = True
         problem: str | None = CHECKPOINT_REWRITTEN
-        if marks[cp.seq] == cp.hash:
+        if cp.hash is None or marks[cp.seq] == cp.hash:
             problem = v.root_problem(cp.seq, cp.root) if cp.root is not None else None
         if problem is not None:
             items.append((cp.seq, 4, cp.seq, DefectKind.CHECKPOINT, problem))

@@ -123,7 +123,7 @@ class CheckpointChecks:
         held = self.held
         assert held is not None
         self.held_seen = True
-        if link != held.hash:
+        if held.hash is not None and link != held.hash:
             self._defect(seq, DefectKind.CHECKPOINT, HELD_REWRITTEN)
             return
         if held.root is None:  # a version 1 file: its link fixes every hash under it

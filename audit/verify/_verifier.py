@@ -184,7 +184,7 @@ class Verifier:
         cp = self.checkpoint
         if cp is not None and seq == cp.seq:
             self.checkpoint_seen = True
-            if row.hash != cp.hash:
+            if cp.hash is not None and row.hash != cp.hash:
                 self._defect(seq, DefectKind.CHECKPOINT, CHECKPOINT_REWRITTEN)
             elif cp.root is not None:  # a differing hash differs in its leaf: said once
                 self._check_root(seq, cp.root)

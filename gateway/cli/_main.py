@@ -12,6 +12,7 @@ from gateway.cli._context import CliState
 from gateway.cli.ask_cmd import ask_command
 from gateway.cli.audit_cmd import audit_group
 from gateway.cli.db_cmd import db_group
+from gateway.cli.evidence_cmd import evidence_command
 from gateway.cli.experiment_cmd import experiment_command
 from gateway.cli.init_cmd import init_command
 from gateway.cli.keys_cmd import keys_group
@@ -38,6 +39,7 @@ for command in (
     models_group,
     db_group,
     audit_group,
+    evidence_command,
     ask_command,
     replay_command,
     experiment_command,

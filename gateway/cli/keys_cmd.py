@@ -6,6 +6,8 @@
     $ gateway keys revoke key_0123456789abcdef
     $ gateway keys new record --out keys/record.key   # and keys/record.key.pub
     $ gateway keys rotate-record --retire ed25519:0123456789abcdef   # with the new key set
+    $ gateway keys public --out public-keys.json      # record, checkpoint, integrator keys
+    $ gateway keys public --kind record --out record.pub   # one kind, one key a line
 
 Each create and revoke is an audit event (caller_key, caller_key_revoked), signed like the
 rest; a running server notices a new key at once and a revocation within
@@ -22,7 +24,7 @@ from gateway.callers import CallerKey, CallerKeys
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, shown, text_table
 from gateway.evidence import rotate_record_key
-from gateway.keys import KEY_USES, KeyKind, new_key_file
+from gateway.keys import KEY_USES, KeyKind, new_key_file, public_keys, public_keys_text
 
 
 @click.group("keys")
@@ -179,3 +181,33 @@ def new_command(kind: str, out: Path, public_out: Path | None, fmt: str) -> None
         f"  public:  {use.public}",
         err=True,
     )
+
+
+@keys_group.command("public")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to write (default: standard output).",
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["record", "checkpoint", "integrator"]),
+    help="Only this kind's keys, one a line (what --public-key FILE reads); default: every "
+    "kind, apart, as JSON (what verifier/verify_evidence.py --keys reads).",
+)
+@click.pass_context
+def public_command(ctx: click.Context, out: Path | None, kind: str | None) -> None:
+    """Write the public keys an auditor checks this gateway's evidence with: the record keys
+    verify trusts, the checkpoint key's public half and the integrator keys. Never a
+    private key."""
+    keys = public_keys(settings_of(ctx))
+    text = public_keys_text(keys, kind)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    out.write_text(text, encoding="utf-8")
+    counts = ", ".join(f"{len(keys.of(k))} {k}" for k in (kind,) if k) or (
+        f"{len(keys.record)} record, {len(keys.checkpoint)} checkpoint, "
+        f"{len(keys.integrator)} integrator"
+    )
+    click.echo(f"public keys ({counts}) written to {shown(out)}", err=True)

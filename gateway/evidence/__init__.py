@@ -35,6 +35,7 @@ from gateway.evidence._export_verify import ExportVerifyReport, verify_export
 from gateway.evidence._integrating import Step, integrate
 from gateway.evidence._key_rotation import KeyRotation, rotate_record_key
 from gateway.evidence._listing import LISTED_STATUSES, fingerprint_prefix, wanted
+from gateway.evidence._pack_record import RecordedPack, record_pack
 from gateway.evidence._policy_records import (
     ApprovalRecord,
     PolicyRecords,
@@ -75,6 +76,7 @@ __all__ = [
     "PolicyVersion",
     "ReceiptReport",
     "RecordedContent",
+    "RecordedPack",
     "RequestSummary",
     "SignoffHistory",
     "Step",
@@ -99,6 +101,7 @@ __all__ = [
     "pinned_for_start",
     "prove",
     "receipt_text",
+    "record_pack",
     "record_refused_tasks",
     "rotate_record_key",
     "schema_status",

@@ -163,4 +163,4 @@ class Proving:
                 f"cannot read the checkpoint file {str(path)!r}: {reason}.",
                 hint="Pass the file written by `gateway audit checkpoint`.",
             ) from exc
-        return audit_call(checkpoints.loads, text)
+        return audit_call(checkpoints.load_any, text)

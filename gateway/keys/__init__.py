@@ -5,11 +5,13 @@
     user_id = forwarded_user_id("payments-svc", salt=settings.user_id_salt)
 
     made = new_key_file(KeyKind.RECORD, Path("record.key"))   # 0600, and record.key.pub
+    keys = public_keys(settings)                       # every public half, for an auditor
 
 Callers' own keys for `gateway serve` are issued on the record: ``gateway.callers``.
 """
 
 from gateway.keys._new_keys import KEY_USES, KeyKind, NewKey, new_key_file, new_key_hint
+from gateway.keys._public_keys import PUBLIC_KEYS_FORMAT, PublicKeys, public_keys, public_keys_text
 from gateway.keys._record_keys import (
     RECORD_KEY_FILE,
     integrator_keys,
@@ -23,15 +25,19 @@ from gateway.keys._user_id import USER_ID_PREFIX, forwarded_user_id
 
 __all__ = [
     "KEY_USES",
+    "PUBLIC_KEYS_FORMAT",
     "RECORD_KEY_FILE",
     "USER_ID_PREFIX",
     "KeyKind",
     "NewKey",
+    "PublicKeys",
     "forwarded_user_id",
     "integrator_keys",
     "new_key_file",
     "new_key_hint",
+    "public_keys",
     "public_keys_given",
+    "public_keys_text",
     "read_public_keys",
     "record_key_path",
     "record_signer",

@@ -198,12 +198,14 @@ async def _stream(
 
     async def body() -> AsyncIterator[bytes]:
         exc_info: tuple[Any, Any, Any] = (None, None, None)
+        answered = False  # message_stop went out: the client has the whole answer
         try:
             if first is not None:
                 yield frame(_with_gateway_id(first, stream.request_id))
             async with asyncio.timeout_at(deadline):
                 async for event in events:
                     yield frame(event)
+                    answered = event.get("type") == "message_stop"
         except GatewayError as exc:  # recorded by the gateway (FAILED); told in the stream
             answer = answer_for(exc)
             request.state.error_type = answer.error_type
@@ -211,6 +213,10 @@ async def _stream(
             yield error_frame(replace(answer, request_id=stream.request_id))
         except TimeoutError:  # the gateway records CANCELLED as the stream is closed
             exc_info = sys.exc_info()
+            if answered:
+                # Only the recording of the outcome was left: an error after the whole
+                # answer would contradict it, and SDKs would raise it and send it again.
+                return
             late = ApiError(
                 504, "timeout_error", "the stream took too long.", request_id=stream.request_id
             )

@@ -1,8 +1,9 @@
 """PostgreSQL's chain guard (migration 0005): an inserted event must extend the chain.
 
-Every role's INSERT on ``events`` - the reviewer's, the application's, the owner's - is
-refused unless the row is the next link (seq, prev_hash, hash) and its columns are what its
-hashed body says. The gateway's own appends already are, so they pass unchanged.
+Every row put into ``events`` - the reviewer's (through ``CALL audit_review_append``,
+migration 0013), the application's, the owner's - is refused unless the row is the next link
+(seq, prev_hash, hash) and its columns are what its hashed body says. The gateway's own
+appends already are, so they pass unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from audit.store.roles import grant
 from audit.verify import verify_log
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
+from tests.support.reviewer_rows import review_append
 
 pytestmark = pytest.mark.postgres
 
@@ -99,19 +101,18 @@ def test_reviewer_forgeries_are_refused(postgres_server: PostgresServer) -> None
              "policy_fingerprint": None, "request_hash": "h1", "durability": "fsync",
              "data": {"ok": True, "text": "FORGED"}, "payloads": {}, "policy_ref": None}
         )  # fmt: skip
+        forged = {"seq": seq + 1, "event_id": "f1", "request_id": "req1", "kind": "export",
+                  "recorded_at": datetime(2026, 1, 1, tzinfo=UTC), "request_hash": "h1",
+                  "body": body, "prev_hash": prev, "hash": link_hash(prev, body)}  # fmt: skip
         with pytest.raises(psycopg.errors.CheckViolation, match=r"column\(s\) kind of seq 2"):
-            conn.execute(
-                "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, request_hash,"
-                " body, prev_hash, hash) VALUES (%s, 'f1', 'req1', 'export', "
-                "'2026-01-01T00:00:00Z', 'h1', %s, %s, %s)",
-                (seq + 1, body, prev, link_hash(prev, body)),
-            )
-        with pytest.raises(psycopg.errors.CheckViolation, match="seq 1000000 does not follow"):
-            conn.execute(
-                "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, "
-                "prev_hash, hash) VALUES (1000000, 'f2', 'x', 'export', now(), 'x', 'p', 'h')"
-            )
-        _insert(conn, _row(seq + 1, prev))  # a true next export link is still let in
+            review_append(conn, forged)
+        # Not at the head: refused before the guard (the reviewer's store links again).
+        far = _row(1000000, "sha256:" + "0" * 64)
+        with pytest.raises(psycopg.errors.SerializationFailure, match="head moved on"):
+            review_append(conn, far)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="audit_review_append"):
+            _insert(conn, _row(seq + 1, prev))  # the reviewer's own INSERT (0012)
+        review_append(conn, _row(seq + 1, prev))  # a true next export link is still let in
     with AuditStore.open(postgres_server.url(db, "auditor")) as store:
         assert take_checkpoint(store, None).seq == 3  # and the store's own records too
         report = verify_log(store)

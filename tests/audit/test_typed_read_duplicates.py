@@ -21,6 +21,7 @@ from audit.verify import verify_log
 from tests.audit.test_chain_guard import _head, _row
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
+from tests.support.reviewer_rows import review_append
 
 FIRST_DATA = {
     "invalid_utf8": b'{"a":"\xff"}',
@@ -76,13 +77,10 @@ def test_the_reviewer_role_cannot_hide_a_bad_first_data_member(
         row = _row(seq + 1, prev)
         body = b'{"data":' + first + b"," + row["body"][1:]
         digest = link_hash(prev, body)
-        conn.execute(
-            "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, task, caller, "
-            "policy_fingerprint, request_hash, body, prev_hash, hash, signature, key_id) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (row["seq"], row["event_id"], row["request_id"], row["kind"], row["recorded_at"],
-             row["task"], row["caller"], row["policy_fingerprint"], row["request_hash"],
-             body, prev, digest, reviewer.sign(digest), reviewer.key_id),
+        review_append(
+            conn,
+            {**row, "body": body, "prev_hash": prev, "hash": digest,
+             "signature": reviewer.sign(digest), "key_id": reviewer.key_id},
         )  # fmt: skip
     trust = Trust(TrustedKeys.of([gateway.public_key, reviewer.public_key]))
     with AuditStore.open(owner_url) as store:

@@ -41,12 +41,14 @@ FORBIDDEN = (
 )
 # What only the reviewer is refused: the row-level security of migration 0003 and the tables
 # it has no INSERT on. The application role may do these, so they are not in FORBIDDEN.
-# A forged event row through the driver: the chain guard (migration 0005) refuses it before
-# row security looks at its kind, since it does not extend the chain.
+# A forged event row straight through the driver: refused before the chain guard, since a
+# reviewer inserts no format-1 row itself (migration 0012).
 FORGED_EVENT = (
     "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, prev_hash, hash) "
     "VALUES (99, 'e99', 'forged', 'response', now(), 'x', 'p', 'h')"
 )
+# What a reviewer's store hears for any other kind (migration 0012).
+REVIEW_KINDS_ONLY = "records export, checkpoint and access events only"
 REVIEWER_FORBIDDEN = (
     "INSERT INTO payloads (digest, size, content) VALUES ('sha256:x', 1, 'x')",
     "INSERT INTO policies (fingerprint, content) VALUES ('sha256:x', 'x')",
@@ -125,7 +127,9 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql)
             refused += 1
-        with pytest.raises(psycopg.errors.CheckViolation, match="audit chain"):
+        # A reviewer's own INSERT of a format-1 row is refused before the chain guard
+        # (migration 0013): it records through CALL audit_review_append(...) only.
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="audit_review_append"):
             conn.execute(FORGED_EVENT)
         refused += 1
 
@@ -157,7 +161,7 @@ def test_app_role_appends_but_cannot_change_and_reviewer_only_reads(
     # The reviewer appends nothing else: not directly, and not by asking through the gateway.
     with AuditStore.open(reviewer_url) as store:
         for kind in (EventKind.REQUEST, EventKind.RESPONSE):
-            with pytest.raises(AppendFailed, match="row-level security"):
+            with pytest.raises(AppendFailed, match=REVIEW_KINDS_ONLY):
                 store.append(EventDraft(kind=kind, request_id="forged"))
     calls = len(fake_api.requests)
     asked = _cli(["ask", "quant_strategy", "sneak"], reviewer_url, policy_dir, fake_api)

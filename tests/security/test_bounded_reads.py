@@ -42,6 +42,7 @@ from gateway._vocabulary import request_status
 from tests.audit.conftest import Raw, fill
 from tests.audit.test_postgres_roles import _create_role, _owned_database
 from tests.support.postgres import PostgresServer
+from tests.support.reviewer_rows import review_append
 
 WHEN = datetime(2026, 12, 1, 12, 0, 0, 123456, tzinfo=UTC)
 DEEP = 5000
@@ -60,8 +61,8 @@ def _nested(levels: int) -> Any:
 
 
 def _export_row(seq: int, prev: str, data_json: bytes) -> tuple[Any, ...]:
-    """A well-linked next ``export`` event whose data is ``data_json``, as a reviewer with
-    INSERT on events can write it by hand."""
+    """A well-linked next ``export`` event whose data is ``data_json``, as a reviewer can
+    write it by hand (through ``CALL audit_review_append`` on PostgreSQL)."""
     event_id = f"deep{seq}"
     body = event_body(
         seq=seq, event_id=event_id, request_id="export-deep", kind="export", recorded_at=WHEN,
@@ -97,7 +98,10 @@ def deep_log(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[tuple[st
             fill(store)
             seq, prev = store.head()
         with psycopg.connect(server.dsn(db, "auditor"), autocommit=True) as conn:
-            conn.execute(INSERT.replace("?", "%s"), _export_row(seq + 1, prev, DEEP_DATA))
+            row = _export_row(seq + 1, prev, DEEP_DATA)
+            names = ("seq", "event_id", "request_id", "recorded_at", "body", "prev_hash", "hash")
+            review_append(conn, {**dict(zip(names, row, strict=True)), "kind": "export",
+                                 "caller": "auditor"})  # fmt: skip
     with AuditStore.open(url) as store:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="after"))
     yield url, seq + 1

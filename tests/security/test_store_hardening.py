@@ -285,12 +285,12 @@ def test_no_other_role_can_hold_the_chain_lock_to_hang_the_gateway(
 def test_a_role_that_holds_the_chain_lock_makes_appends_fail_fast_never_hang(
     postgres_server: PostgresServer, roles_db: tuple[str, str]
 ) -> None:
-    """A reviewer may append (its exports record themselves), so it can take the lock like
-    any appender, and so hold appends up while it keeps a transaction open. They fail closed
+    """An appender can take the lock and hold appends up while it keeps a transaction open
+    (a reviewer cannot: tests/security/test_reviewer_cannot_stall.py). They fail closed
     after the lock time-out, naming the lock; they never hang."""
     db, _ = roles_db
     app_url = postgres_server.url(db, "gateway_app") + "?lock_timeout=1"
-    with psycopg.connect(postgres_server.dsn(db, "auditor")) as conn:
+    with psycopg.connect(postgres_server.dsn(db, "gateway_app")) as conn:
         conn.execute("SELECT audit_chain_lock()")
         thread, outcome = _append_in_thread(app_url)
         thread.join(timeout=30)
