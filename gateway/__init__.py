@@ -16,6 +16,7 @@ import importlib as _importlib
 import typing as _typing
 
 from gateway.errors import (
+    AnswerAlertWarning,
     AuditError,
     AuditUnavailable,
     AuditWriteError,
@@ -51,6 +52,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "AnswerAlertWarning",
     "AsyncGateway",
     "AsyncStream",
     "AuditError",

@@ -48,6 +48,7 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
         # Format 2: a seq whose writer never committed; a request of its own.
         EventKind.VOID: "void",
         EventKind.KEY_ROTATION: "key rotation",
+        EventKind.UNAPPROVED_TASKS: "unapproved tasks",
         EventKind.EVIDENCE_PACK: "evidence pack",
     }
 )
@@ -69,3 +70,26 @@ def request_status(status: str, event: StoredEvent) -> str:
     if event.kind == EventKind.RESPONSE and event.data.get("ok") is False:
         return FLAGGED
     return STATUS_OF_KIND.get(event.kind, status or INCOMPLETE)
+
+
+# What `gateway audit list --status NAME` selects, from a request's folded status and the kinds
+# of its events: "alerted" is any request with an ANSWER_ALERT (the answer was returned, but
+# did not match its policy), whatever its status says; the others name the status itself
+# (a flagged answer that was also alerted shows, and lists, as "answer alert").
+LISTED_STATUSES: tuple[str, ...] = (
+    "completed",
+    FLAGGED,
+    "alerted",
+    "failed",
+    "cancelled",
+    "rejected",
+    INCOMPLETE,
+)
+
+
+def has_status(name: str, status: str, kinds: tuple[str, ...]) -> bool:
+    """Whether a request with ``status`` and events of ``kinds`` is listed under ``name``
+    (one of :data:`LISTED_STATUSES`)."""
+    if name == "alerted":
+        return EventKind.ANSWER_ALERT.value in kinds
+    return status == name

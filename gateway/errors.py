@@ -20,6 +20,9 @@ front end's own table (the CLI's is ``gateway/cli/_boundary.py``), not an attrib
     │   ├── UpstreamRejected      a non-retryable answer (400, 401, 403, 404, 413, ...)
     │   └── UpstreamUnavailable   retryable failures until the retry budget ran out
     └── OutputValidationError     the model's JSON did not parse or match the policy schema
+
+    AnswerAlertWarning            (a UserWarning, not an error) an answer was returned, but
+                                  differs from what its policy pinned (another model, ...)
 """
 
 from __future__ import annotations
@@ -188,4 +191,18 @@ class OutputValidationError(GatewayError):
     def __init__(self, message: str, *, request_id: str | None = None, seq: int | None = None):
         self.request_id = request_id
         self.seq = seq
+        super().__init__(message)
+
+
+class AnswerAlertWarning(UserWarning):
+    """An answer was recorded and returned, but what it reports about itself differs from what
+    its policy pinned (the model that answered, where inference ran, a server-side context
+    edit): each difference is an ANSWER_ALERT event. A warning, not an error, because the
+    answer is on the record and the caller decides; ``warnings.simplefilter("error",
+    AnswerAlertWarning)`` makes it one. ``checks`` names what differed (``"model"``, ...)."""
+
+    def __init__(self, message: str, *, request_id: str, seq: int, checks: tuple[str, ...]):
+        self.request_id = request_id
+        self.seq = seq
+        self.checks = checks
         super().__init__(message)

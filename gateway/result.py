@@ -43,6 +43,10 @@ class Result:
     # Values the policy lowered to its ceiling ([caller] max_tokens with over = "cap"), e.g.
     # {"max_tokens": 8192}; the value the caller sent is in the REQUEST's ``requested``.
     capped: Mapping[str, int] = field(default_factory=dict)
+    # What in the answer differs from what its policy pinned ("model", "inference_geo",
+    # "context_management"): each recorded as an ANSWER_ALERT event and raised to the caller
+    # as an AnswerAlertWarning. Empty for an answer that matched (every cache hit does).
+    alerts: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +64,7 @@ class Result:
             "content": list(self.content),
             "tool_uses": [{"id": t.id, "name": t.name, "input": t.input} for t in self.tool_uses],
             "capped": dict(self.capped),
+            "alerts": list(self.alerts),
         }
 
 

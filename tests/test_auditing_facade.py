@@ -203,6 +203,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
     import gateway.evidence
 
     assert sorted(gateway.evidence.__all__) == [
+        "ApprovalRecord",
         "ApprovalStatus",
         "Auditing",
         "ConsistencyReport",
@@ -211,9 +212,14 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "ExportVerifyReport",
         "GroupBy",
         "KeyRotation",
+        "LISTED_STATUSES",
+        "PolicyRecords",
+        "PolicyVersion",
         "ReceiptReport",
         "RecordedContent",
         "RecordedPack",
+        "RequestSummary",
+        "SignoffHistory",
         "Step",
         "StoredEvent",
         "TimeStampCheck",
@@ -229,6 +235,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "check_consistency",
         "check_receipt",
         "checkpoint_text",
+        "fingerprint_prefix",
         "grant_role",
         "integrate",
         "note_verifier_key",
@@ -236,6 +243,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "prove",
         "receipt_text",
         "record_pack",
+        "record_refused_tasks",
         "rotate_record_key",
         "schema_status",
         "sign_approval",
@@ -246,6 +254,7 @@ def test_the_evidence_facades_exports_are_pinned() -> None:
         "trusted_approvers",
         "upgrade_schema",
         "verify_export",
+        "wanted",
         "withhold_unapproved",
         "witness",
     ]

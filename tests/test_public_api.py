@@ -10,6 +10,7 @@ import gateway
 
 def test_gateway_exports_are_pinned() -> None:
     assert sorted(gateway.__all__) == [
+        "AnswerAlertWarning",
         "AsyncGateway",
         "AsyncStream",
         "AuditError",

@@ -73,6 +73,10 @@ class EventKind(StrEnum):
     # A record key retired: signed by the new key, naming the old one, which signs nothing
     # from this event's seq on (audit.verify.eras).
     KEY_ROTATION = "key_rotation"
+    # A gateway started with tasks whose policy version lacks the approvals it requires: it
+    # refuses those tasks (and serves the others); which, their fingerprints and approvals.
+    # One event per start, not per refused request (each of those is a REJECTED).
+    UNAPPROVED_TASKS = "unapproved_tasks"
     # An evidence pack built for a regime (`gateway evidence`): the regime, the period, who
     # built it, each item's verdict and the digest of every file in the pack.
     EVIDENCE_PACK = "evidence_pack"

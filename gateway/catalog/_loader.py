@@ -6,6 +6,15 @@
 
 An override file has the same format; each of its entries replaces the shipped entry of the
 same id whole (or adds a new one), so a reviewer reads one complete entry, never a merge.
+The one exception is prices, which change on their own (a bank's contract, a price list):
+a ``[prices."<id>"]`` table sets only the prices of an entry the catalog already has, each
+with the dated ``source`` it was read from, and leaves every capability as shipped::
+
+    schema = 1
+    [prices."claude-sonnet-4-6"]
+    price_input = 3.0            # US dollars per million tokens
+    price_output = 15.0
+    source = "Contract schedule B, read 2026-12-01"
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gateway.catalog._model import SOURCED_FACTS, ModelInfo
+from gateway.catalog._model import PRICE_FACTS, SOURCED_FACTS, ModelInfo
 from gateway.errors import ConfigurationError
 
 
@@ -47,6 +56,7 @@ class Catalog:
             extra = _parse(text, str(override))
             raw["models"].update(extra["models"])
             raw["sources"].update(extra["sources"])
+            _priced(raw["models"], extra["prices"], str(override))
         return cls(_build(raw["models"], raw["sources"]))
 
     def get(self, model_id: str) -> ModelInfo | None:
@@ -68,14 +78,53 @@ def _parse(text: str, where: str) -> dict[str, Any]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"catalog file {where} is not valid TOML: {exc}.") from None
-    unknown = set(data) - {"schema", "sources", "models"}
+    unknown = set(data) - {"schema", "sources", "models", "prices"}
     if data.get("schema", 1) != 1 or unknown:
         raise CatalogError(
             f"catalog file {where} has an unsupported layout "
             f"(schema {data.get('schema')!r}, unknown keys {sorted(unknown)}).",
-            hint="Use 'schema = 1' with [sources] and [models.\"<id>\"] tables only.",
+            hint='Use \'schema = 1\' with [sources], [models."<id>"] and [prices."<id>"] '
+            "tables only.",
         )
-    return {"models": dict(data.get("models", {})), "sources": dict(data.get("sources", {}))}
+    return {
+        "models": dict(data.get("models", {})),
+        "sources": dict(data.get("sources", {})),
+        "prices": dict(data.get("prices", {})),
+    }
+
+
+PRICES_HINT = (
+    'Write [prices."<model id>"] with any of price_input, price_output, price_cache_write, '
+    'price_cache_read (US dollars per million tokens) and source = "<where, read YYYY-MM-DD>".'
+)
+
+
+def _priced(models: dict[str, Any], prices: dict[str, Any], where: str) -> None:
+    """Set the prices of ``prices`` on the entries of ``models`` (in place), each price
+    sourced by its table's ``source``; anything else in a prices table is refused."""
+    for model_id, table in prices.items():
+        entry = models.get(model_id)
+        if not isinstance(table, dict) or not isinstance(entry, dict):
+            what = "is not a table" if isinstance(entry, dict) else "names no model in the catalog"
+            raise CatalogError(
+                f"catalog override {where}: [prices.{model_id!r}] {what}.", hint=PRICES_HINT
+            )
+        given = {k: v for k, v in table.items() if k != "source"}
+        unknown = sorted(set(given) - set(PRICE_FACTS))
+        source = table.get("source")
+        if unknown or not given or not isinstance(source, str):
+            why = (
+                f"has keys that are not prices: {', '.join(unknown)}"
+                if unknown
+                else "sets no price"
+                if not given
+                else "names no source"
+            )
+            raise CatalogError(
+                f"catalog override {where}: [prices.{model_id!r}] {why}.", hint=PRICES_HINT
+            )
+        sources = {**entry.get("sources", {}), **dict.fromkeys(given, source)}
+        models[model_id] = {**entry, **given, "sources": sources}
 
 
 def _build(entries: dict[str, Any], default_sources: dict[str, str]) -> dict[str, ModelInfo]:

@@ -23,7 +23,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TextIO
@@ -36,10 +36,12 @@ if TYPE_CHECKING:  # click.progressbar's return type lives in a private module
     from click._termui_impl import ProgressBar
 
 __all__ = [
+    "UNTIL_HELP",
     "Progress",
     "echo_json",
     "echo_jsonl",
     "open_output",
+    "parse_until",
     "parse_when",
     "shown",
     "shown_lines",
@@ -83,6 +85,27 @@ def parse_when(_ctx: click.Context, _param: click.Parameter, value: str | None) 
     except ValueError:
         raise click.BadParameter(f"{value!r} is not an ISO 8601 date or time") from None
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+UNTIL_HELP = "Up to this UTC time (ISO 8601), exclusive; a date alone includes that whole day."
+
+
+def parse_until(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    """A click callback for an exclusive upper bound: like :func:`parse_when`, but a bare
+    date names the whole day (``--until 2026-11-30`` includes 30 November), because that is
+    what a reviewer who types a date means."""
+    moment = parse_when(ctx, param, value)
+    if moment is None or value is None or not _bare_date(value):
+        return moment
+    return moment + timedelta(days=1)
+
+
+def _bare_date(value: str) -> bool:
+    try:
+        date.fromisoformat(value.strip())
+    except ValueError:
+        return False
+    return True
 
 
 @contextmanager

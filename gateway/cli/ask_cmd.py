@@ -7,6 +7,10 @@
 With ``--stream`` the answer's text is printed as it arrives and the request id and seq go to
 stderr at the end; Ctrl-C stops it, records the request CANCELLED and exits 130.
 
+Exit 1 after printing the answer when it carries an answer alert (it names another model,
+region or context edit than the policy pinned): the answer is recorded with its alert, and a
+script must not take it as an ordinary answer.
+
 The prompt is read from stdin when PROMPT is '-' or absent. With no ANTHROPIC_API_KEY, a task
 on a Claude model stops with one line that says how to set a key or how to run offline.
 """
@@ -15,10 +19,12 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 
 import click
 
-from gateway import Gateway, InputError, Result
+from gateway import AnswerAlertWarning, Gateway, InputError, Result
+from gateway.cli._boundary import CheckFailed, ExitCode
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json
 from gateway.logging import configure_logging
@@ -73,7 +79,9 @@ def ask_command(
     if not prompt.strip():
         raise InputError("the prompt is empty.", hint="Pass PROMPT or pipe text on stdin.")
     parsed = dict(_parse_override(item) for item in overrides)
-    with Gateway(settings_of(ctx), offline=offline) as gw:
+    # An answer alert is said in one line below and in the exit code, not as a Python warning.
+    with Gateway(settings_of(ctx), offline=offline) as gw, warnings.catch_warnings():
+        warnings.simplefilter("ignore", AnswerAlertWarning)
         if stream:
             result = _streamed(gw, task, prompt, caller, parsed or None, echo=fmt == "text")
         else:
@@ -81,15 +89,18 @@ def ask_command(
     if stream and fmt == "text":
         click.echo("")
         _footer(result)
-        return
-    if fmt == "json":
+    elif fmt == "json":
         echo_json(result.as_dict())
     else:
         click.echo(result.text)
-        source = "replayed from the audit log" if result.cached else "recorded"
+        _footer(result)
+    if result.alerts:
         click.echo(
-            f"[{result.request_id} seq {result.seq}, {source}, model {result.model}]", err=True
+            f"answer alert: the answer differs from what the policy pinned "
+            f"({', '.join(result.alerts)}); see `gateway audit show {result.request_id}`.",
+            err=True,
         )
+        raise CheckFailed(ExitCode.CHECK_FAILED)
 
 
 def _streamed(

@@ -18,188 +18,37 @@ from typing import Any, cast
 
 import click
 
-from gateway._inputs import EXPERIMENT_CALLER
-from gateway.catalog import Catalog
 from gateway.cli._context import settings_of
+from gateway.cli._policy_history import approvals_text, version_json, when
 from gateway.cli._render import (
+    UNTIL_HELP,
     echo_json,
-    echo_jsonl,
     open_output,
+    parse_until,
     parse_when,
     shown,
 )
+from gateway.cli._selection import filter_options, known_tasks_line
+from gateway.cli.audit_list_cmd import list_command
 from gateway.cli.integrate_cmd import integrate_command
 from gateway.cli.verify_cmd import checkpoint_command, verify_command
-from gateway.errors import GatewayError
 from gateway.evidence import (
     Auditing,
     EventFilter,
     EventKind,
     GroupBy,
+    PolicyRecords,
     RecordedContent,
     StoredEvent,
     UsageReport,
     UsageRow,
 )
-from gateway.policy import PolicySet, caller_parts
-from gateway.settings import Settings
-
-
-def _filter_options(fn: Any) -> Any:
-    kinds = click.Choice([k.value for k in EventKind])
-    for option in reversed(
-        [
-            click.option("--task", help="Only this task."),
-            click.option("--caller", help="Only this calling service."),
-            click.option("--kind", type=kinds, help="Only events (requests) of this kind."),
-            click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601)."),
-            click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601)."),
-        ]
-    ):
-        fn = option(fn)
-    return fn
+from gateway.policy import caller_parts
 
 
 @click.group("audit")
 def audit_group() -> None:
     """List, show, verify, checkpoint and export the audit log."""
-
-
-@audit_group.command("list")
-@_filter_options
-@click.option(
-    "--limit",
-    type=click.IntRange(min=0),
-    default=50,
-    show_default=True,
-    help="The newest N requests (0: all).",
-)
-@click.option("--all", "everything", is_flag=True, help="Every matching request (no limit).")
-@click.option(
-    "--include-experiments",
-    is_flag=True,
-    help="Also list the experiment runner's samples (left out by default).",
-)
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl"]), default="table")
-@click.pass_context
-def audit_list(
-    ctx: click.Context,
-    /,
-    limit: int,
-    everything: bool,
-    include_experiments: bool,
-    fmt: str,
-    **filters: Any,
-) -> None:
-    """One row per request: status (completed, flagged, failed, cancelled, rejected, cache
-    hit, integrity alert, incomplete, ...), model, tokens, latency, estimated cost (priced
-    from the model catalog; "-" where no usage was recorded or no price is sourced) and the
-    policy version (its fingerprint's first 12 hex digits).
-    On a format-2 log, * marks a request with an event not yet linked by the integrator
-    ("pending_integration" in JSON)."""
-    # Experiment samples are not production records: left out unless asked for.
-    excluded = None if include_experiments else EXPERIMENT_CALLER
-    selection = EventFilter(**filters, exclude_caller=excluded)
-    limit_or_all = None if everything or not limit else limit
-    with Auditing.open(settings_of(ctx)) as auditing:
-        rows = auditing.requests(selection, limit=limit_or_all)
-        total = auditing.count_requests(selection) if limit_or_all is not None else len(rows)
-        left_out = 0
-        if excluded is not None and fmt == "table":
-            left_out = auditing.count_requests(EventFilter(**filters)) - total
-    if fmt == "json":
-        echo_json([r.model_dump(mode="json") for r in rows])
-    elif fmt == "jsonl":
-        echo_jsonl(r.model_dump(mode="json") for r in rows)
-    else:
-        click.echo(
-            f"{'seq':>13}  {'started (UTC)':19}  {'status':15}  {'task':22}  {'label':22}  "
-            f"{'caller':18}  {'contract':8}  {'model':20}  {'tokens in/out':>13}  {'latency':>9}  "
-            f"{'cost (USD)':>10}  {'policy':12}  id"
-        )
-        for r in rows:
-            seqs = str(r.first_seq) if r.first_seq == r.last_seq else f"{r.first_seq}-{r.last_seq}"
-            seqs += PENDING_MARK if r.pending_integration else ""
-            click.echo(
-                f"{seqs:>13}  {r.started_at:%Y-%m-%d %H:%M:%S}  {_cell(r.status, 15)}  "
-                f"{_cell(r.task, 22)}  {_cell(r.label, 22)}  {_cell(r.caller, 18)}  "
-                f"{_cell(r.contract, 8)}  {_cell(r.model, 20)}  "
-                f"{_tokens(r.input_tokens, r.output_tokens):>13}  "
-                f"{_latency(r.latency_ms):>9}  {_request_cost(r.cost_usd):>10}  "
-                f"{_cell(_short_fingerprint(r.policy_fingerprint), 12)}  {shown(r.request_id)}"
-            )
-        if any(r.pending_integration for r in rows):
-            click.echo(PENDING_LEGEND)
-        if len(rows) < total:
-            click.echo(f"{len(rows)} of {total} (use --limit N or --all)")
-        elif not rows:
-            click.echo(f"no requests match{_selection_text(filters)}", err=True)
-            click.echo(known_tasks_line(settings_of(ctx)), err=True)
-        if left_out:
-            click.echo(experiments_left_out_line(left_out))
-
-
-def _short_fingerprint(fingerprint: str | None) -> str | None:
-    """The first 12 hex digits of a policy fingerprint: enough to tell versions apart in a
-    listing (`policy show`, `audit show` and JSON give it whole)."""
-    return fingerprint.removeprefix("sha256:")[:12] if fingerprint else None
-
-
-# Format 2: a request with an event committed and signed but not yet linked by the integrator.
-PENDING_MARK = "*"
-PENDING_LEGEND = (
-    f"{PENDING_MARK} pending integration: not yet linked by `gateway audit integrate`; no "
-    "receipt until its next checkpoint (`gateway audit show ID` marks the events)"
-)
-
-
-def experiments_left_out_line(count: int) -> str:
-    """The footer of a selection that left experiment samples out (audit list, replay)."""
-    return (
-        f"{count} experiment request(s) matching the filters left out (use --include-experiments)"
-    )
-
-
-def _selection_text(filters: dict[str, Any]) -> str:
-    given = {k: v for k, v in filters.items() if v is not None}
-    return (" " + " ".join(f"--{k} {shown(v)}" for k, v in given.items())) if given else ""
-
-
-def known_tasks_line(settings: Settings) -> str:
-    """The tasks a selection could name: those of the policy folder, said when a selection
-    is empty (a misspelt --task is the usual cause)."""
-    try:
-        tasks = PolicySet.load(settings.policy_dir, Catalog.load(settings.catalog_override)).tasks()
-    except GatewayError:
-        tasks = []
-    if not tasks:
-        return f"known tasks: none found in {shown(settings.policy_dir)}"
-    return f"known tasks (in {shown(settings.policy_dir)}): {', '.join(shown(t) for t in tasks)}"
-
-
-def _cell(value: str | None, width: int) -> str:
-    # Escaped first, then cut, with a mark: a cut never lets a raw character through.
-    text = shown(value or "-")
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    return f"{text:{width}}"
-
-
-def _tokens(given: int | None, got: int | None) -> str:
-    if given is None and got is None:
-        return "-"
-    return f"{'-' if given is None else given}/{'-' if got is None else got}"
-
-
-def _latency(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms:,.0f} ms" if ms < 10_000 else f"{ms / 1000:,.1f} s"
-
-
-def _request_cost(usd: float | None) -> str:
-    # "-" for no usage or no sourced price: never a 0 that nobody priced.
-    return "-" if usd is None else f"${usd:,.4f}"
 
 
 @audit_group.command("usage")
@@ -209,7 +58,7 @@ def _request_cost(usd: float | None) -> str:
 @click.option("--task", help="Only this task.")
 @click.option("--caller", help="Only this calling service.")
 @click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")
-@click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601).")
+@click.option("--until", callback=parse_until, help=UNTIL_HELP)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.pass_context
 def audit_usage(ctx: click.Context, /, by: str, fmt: str, **filters: Any) -> None:
@@ -309,25 +158,35 @@ def audit_show(
         reads = auditing.reads_of(request_id)
         pending = auditing.pending_integration(events)
         coverage = _coverage(auditing, events)
+    first = events[0]
+    fingerprint = next((e.policy_fingerprint for e in events if e.policy_fingerprint), None)
+    version = None
+    if fingerprint is not None and first.task is not None:
+        with PolicyRecords.open(settings_of(ctx)) as records:
+            version = records.version(first.task, fingerprint)
     if fmt == "json":
         rows = [
             {**e.json_row(), **({"pending_integration": True} if e.seq in pending else {})}
             for e in events
         ]
         out: dict[str, Any] = {"request_id": request_id, "coverage": coverage, "events": rows}
+        out["policy_version"] = version_json(version) if version is not None else None
         if reads:
             out["reads"] = [_read_json(e) for e in reads]
         if recorded is not None:
             out["content"] = recorded.model_dump(mode="json")
         echo_json(out)
         return
-    first = events[0]
     click.echo(
         f"request {shown(request_id)}  task {shown(first.task or '-')}  "
         f"caller {shown(first.caller or '-')}"
     )
-    fingerprint = next((e.policy_fingerprint for e in events if e.policy_fingerprint), None)
     click.echo(f"policy {shown(fingerprint or '-')}")
+    if version is not None:  # the version as a record: when it was in force, who approved it
+        click.echo(
+            f"  in use {when(version.first_used)} to {when(version.last_used)} UTC "
+            f"({version.requests} request(s)); approved by {shown(approvals_text(version))}"
+        )
     parts = ", ".join(coverage["caller_supplied"]) or "nothing"
     click.echo(f"contract {shown(coverage['contract'] or '-')}; caller-supplied: {shown(parts)}")
     for e in events:
@@ -425,7 +284,7 @@ def _print_content(recorded: RecordedContent) -> None:
 
 
 @audit_group.command("export")
-@_filter_options
+@filter_options
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
@@ -471,6 +330,7 @@ def audit_export(
 
 
 # Defined in their own module; added here so `gateway audit` lists them in one group.
+audit_group.add_command(list_command)
 audit_group.add_command(verify_command)
 audit_group.add_command(checkpoint_command)
 audit_group.add_command(integrate_command)

@@ -21,6 +21,7 @@ import click
 from gateway.catalog import Catalog
 from gateway.cli._boundary import CheckFailed
 from gateway.cli._context import settings_of
+from gateway.cli._policy_history import history_command, show_stored
 from gateway.cli._policy_routes import echo_routes, routes_json
 from gateway.cli._policy_show import (
     contract_json,
@@ -30,7 +31,7 @@ from gateway.cli._policy_show import (
 )
 from gateway.cli._policy_signoff import approval_json, approval_text, echo_signoff, read_approvals
 from gateway.cli._render import echo_json, open_output, shown, shown_lines, text_table
-from gateway.evidence import Auditing, signoff_sheet
+from gateway.evidence import Auditing, PolicyRecords, signoff_sheet
 from gateway.policy import (
     PLACEHOLDER_INPUT,
     Finding,
@@ -209,7 +210,12 @@ def _echo_contracts(entries: tuple[PolicyEntry, ...]) -> None:
 
 
 @policy_group.command("show")
-@click.argument("task")
+@click.argument("task", required=False)
+@click.option(
+    "--fingerprint",
+    help="Print the version the audit log stored under this fingerprint (sha256:...), "
+    "instead of the folder's.",
+)
 @click.option(
     "--policy-dir", type=DIR, default=None, help="Default: GATEWAY_POLICY_DIR or ./policies."
 )
@@ -226,11 +232,24 @@ def _echo_contracts(entries: tuple[PolicyEntry, ...]) -> None:
 )
 @click.pass_context
 def show_command(
-    ctx: click.Context, task: str, policy_dir: Path | None, fmt: str, output: Path | None
+    ctx: click.Context,
+    task: str | None,
+    fingerprint: str | None,
+    policy_dir: Path | None,
+    fmt: str,
+    output: Path | None,
 ) -> None:
     """Show TASK's effective settings, fingerprint and the exact request template; with
     --format html, a printable sign-off sheet (prompt, schema, tools, every finding, the
-    fingerprint and its approvals)."""
+    fingerprint and its approvals). With --fingerprint FP, the version the audit log stored
+    (JSON: its recorded content, exactly)."""
+    if fingerprint is not None:
+        if task is not None or fmt == "html" or output is not None:
+            raise click.UsageError("--fingerprint takes no TASK, --format html or -o.")
+        show_stored(ctx, fingerprint, fmt)
+        return
+    if task is None:
+        raise click.UsageError("name a TASK, or a stored version with --fingerprint FP.")
     settings = settings_of(ctx)
     catalog = _catalog(settings)
     policies = PolicySet.load(_policy_dir(policy_dir, settings), catalog)
@@ -241,6 +260,10 @@ def show_command(
     approvals = read_approvals(settings, policies, [task])
     status = approvals.get(task) if approvals is not None else None
     if fmt == "html":
+        history = None
+        if approvals is not None:
+            with PolicyRecords.open(settings) as records:
+                history = records.signoff(policy, settings.require_approvals)
         sheet = signoff_sheet(
             policy,
             shown_task.model,
@@ -249,6 +272,7 @@ def show_command(
             required=settings.require_approvals,
             approvals_note=None if approvals is not None else "No audit database: no approvals.",
             made_by=getpass.getuser(),
+            history=history,
         )
         with open_output(output) as out:
             out.write(sheet)
@@ -414,3 +438,7 @@ def approve_command(
             )
     if not counted:
         raise CheckFailed()
+
+
+# Defined in their own module; added here so `gateway policy` lists them in one group.
+policy_group.add_command(history_command)

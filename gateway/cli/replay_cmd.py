@@ -21,8 +21,8 @@ import click
 
 from gateway.cli._boundary import CheckFailed, ExitCode
 from gateway.cli._context import settings_of
-from gateway.cli._render import Progress, parse_when, shown
-from gateway.cli.audit_cmd import experiments_left_out_line, known_tasks_line
+from gateway.cli._render import UNTIL_HELP, Progress, parse_until, parse_when, shown
+from gateway.cli._selection import experiments_left_out_line, known_tasks_line
 from gateway.errors import InputError
 from gateway.replay import (
     SIMILARITY_MEANS,
@@ -37,7 +37,9 @@ from gateway.replay import (
     RequestReplay,
     RowSpool,
     Selection,
+    flip_lines,
     identical_means,
+    selection_text,
     write_html,
 )
 
@@ -52,13 +54,19 @@ TABLE_TEXT = 200  # characters of each answer in the table (the report holds mor
 @click.option("--task", help="Only requests of this task.")
 @click.option("--caller", help="Only requests from this calling service.")
 @click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")
-@click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601).")
+@click.option("--until", callback=parse_until, help=UNTIL_HELP)
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--all", "everything", is_flag=True, help="Every matching request (no limit).")
 @click.option(
     "--include-experiments",
     is_flag=True,
     help="Also select the experiment runner's samples (left out of filters by default).",
+)
+@click.option(
+    "--include-failed",
+    is_flag=True,
+    help="--live: also re-send requests whose original call failed (left out and counted by "
+    "default: their answers have nothing to be compared with).",
 )
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "jsonl"]), default="table")
 @click.option(
@@ -106,13 +114,20 @@ def replay_command(
     with ReplaySession.open(settings, operator=operator) as session, RowSpool() as spool:
         prepared = session.prepare(selection, live=live, model=model_id)
         report = _run(session, prepared, spool)
-        context = ReportContext.made(operator, settings.database_url_masked)
+        context = ReportContext.made(
+            operator, settings.database_url_masked, selection_text(selection)
+        )
         report = report.model_copy(update={"context": context})
         _print(report, fmt, spool)
         if report_path is not None:
             _write_report(report_path, report, spool)
     if report.experiments_left_out and fmt == "table":
         click.echo(experiments_left_out_line(report.experiments_left_out))
+    if report.failed_originals_left_out and fmt == "table":
+        click.echo(
+            f"{report.failed_originals_left_out} request(s) whose original call failed left "
+            "out, not sent (use --include-failed)"
+        )
     if not report.summary.total:
         click.echo("no recorded requests match the selection", err=True)
         click.echo(known_tasks_line(settings), err=True)
@@ -159,6 +174,13 @@ def _print(report: ReplayReport, fmt: str, spool: RowSpool) -> None:
     click.echo(shown(report.title))
     if report.context is not None:
         click.echo(shown(report.context.line()))
+        if report.context.selection:
+            click.echo(f"selection: {shown(report.context.selection)}")
+    spend = report.spend_text()
+    if spend is not None:
+        click.echo(shown(spend))
+    for line in flip_lines(report.by_task()):  # what a go/no-go turns on, before any row
+        click.echo(shown(line))
     if migration:
         _print_tasks(report)
     elif report.summary.mode is Mode.LIVE:

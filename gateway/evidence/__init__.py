@@ -25,6 +25,7 @@ from gateway.evidence._auditing import (
     Auditing,
     EventFilter,
     EventKind,
+    RequestSummary,
     StoredEvent,
     VerifyReport,
     checkpoint_text,
@@ -33,7 +34,14 @@ from gateway.evidence._database import grant_role, schema_status, upgrade_schema
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
 from gateway.evidence._integrating import Step, integrate
 from gateway.evidence._key_rotation import KeyRotation, rotate_record_key
+from gateway.evidence._listing import LISTED_STATUSES, fingerprint_prefix, wanted
 from gateway.evidence._pack_record import RecordedPack, record_pack
+from gateway.evidence._policy_records import (
+    ApprovalRecord,
+    PolicyRecords,
+    PolicyVersion,
+    SignoffHistory,
+)
 from gateway.evidence._receipts import (
     ConsistencyReport,
     ReceiptReport,
@@ -47,12 +55,15 @@ from gateway.evidence._receipts import (
     tree_checkpoint_text,
     tree_head,
 )
+from gateway.evidence._refusals import record_refused_tasks
 from gateway.evidence._signoff_sheet import signoff_sheet
 from gateway.evidence._timestamping import timestamp
 from gateway.evidence._usage import GroupBy, UsageReport, UsageRow, answer_cost
 from gateway.evidence._witnessing import WitnessOutcome, witness
 
 __all__ = [
+    "LISTED_STATUSES",
+    "ApprovalRecord",
     "ApprovalStatus",
     "Auditing",
     "ConsistencyReport",
@@ -61,9 +72,13 @@ __all__ = [
     "ExportVerifyReport",
     "GroupBy",
     "KeyRotation",
+    "PolicyRecords",
+    "PolicyVersion",
     "ReceiptReport",
     "RecordedContent",
     "RecordedPack",
+    "RequestSummary",
+    "SignoffHistory",
     "Step",
     "StoredEvent",
     "TimeStampCheck",
@@ -79,6 +94,7 @@ __all__ = [
     "check_consistency",
     "check_receipt",
     "checkpoint_text",
+    "fingerprint_prefix",
     "grant_role",
     "integrate",
     "note_verifier_key",
@@ -86,6 +102,7 @@ __all__ = [
     "prove",
     "receipt_text",
     "record_pack",
+    "record_refused_tasks",
     "rotate_record_key",
     "schema_status",
     "sign_approval",
@@ -96,6 +113,7 @@ __all__ = [
     "trusted_approvers",
     "upgrade_schema",
     "verify_export",
+    "wanted",
     "withhold_unapproved",
     "witness",
 ]

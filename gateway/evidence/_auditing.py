@@ -99,7 +99,7 @@ class Auditing(Proving):
         self._settings = settings
 
     @classmethod
-    def open(cls, settings: Settings) -> Auditing:
+    def open(cls, settings: Settings) -> Self:
         """Open an existing audit database: a SQLite file that is not there is
         :class:`AuditUnavailable` ("no audit database at PATH"), and nothing is created."""
         return cls(

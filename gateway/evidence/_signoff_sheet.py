@@ -13,7 +13,7 @@ and the sheet must show it, not run it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 from gateway._keys import GATEWAY_VERSION
 from gateway.catalog import ModelInfo
 from gateway.evidence._approvals import ApprovalStatus
+from gateway.evidence._policy_records import SignoffHistory
 from gateway.policy import PLACEHOLDER_INPUT, Finding, Policy, Shown, field_rows
 
 __all__ = ["PLACEHOLDER_INPUT", "signoff_sheet"]
@@ -77,7 +78,12 @@ def _findings(findings: Sequence[Finding]) -> str:
     )
 
 
-def _approvals(status: ApprovalStatus | None, required: int, note: str | None) -> str:
+def _approvals(
+    status: ApprovalStatus | None,
+    required: int,
+    note: str | None,
+    dates: Mapping[int, datetime] | None = None,
+) -> str:
     if status is None:
         return f"<p>{escape(note or 'Approvals were not read.')}</p>"
     count = len(status.approvers)
@@ -91,11 +97,13 @@ def _approvals(status: ApprovalStatus | None, required: int, note: str | None) -
     else:
         verdict = f"{count} approval(s); none required (GATEWAY_REQUIRE_APPROVALS unset)"
     rows = "".join(
-        f"<tr><td>{escape(name)}</td><td>APPROVAL event seq {seq}</td></tr>"
+        f"<tr><td>{escape(name)}</td><td>{escape(_when((dates or {}).get(seq)))}</td>"
+        f"<td>APPROVAL event seq {seq}</td></tr>"
         for name, seq in zip(status.approvers, status.seqs, strict=False)
     )
     table = (
-        f"<table class='list'><tr><th>approver</th><th>recorded</th></tr>{rows}</table>"
+        "<table class='list'><tr><th>approver</th><th>approved (UTC)</th><th>recorded</th></tr>"
+        f"{rows}</table>"
         if rows
         else "<p>Nobody has approved this fingerprint yet.</p>"
     )
@@ -112,6 +120,43 @@ def _approvals(status: ApprovalStatus | None, required: int, note: str | None) -
         f"<p>Approvals of fingerprint <code>{escape(status.fingerprint)}</code>: {verdict}. "
         "Each is an Ed25519 signature of the exact fingerprint by the approver's own key, "
         f"recorded in the audit log.</p>{table}{rejected_html}<p>{escape(pins)}</p>"
+    )
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if moment is not None else "-"
+
+
+def _since_approved(policy: Policy, history: SignoffHistory | None) -> str:
+    """What changed since the last approved version, so approvers review the change, not
+    only the whole."""
+    if history is None:
+        return "<p>Not read: no audit database.</p>"
+    last = history.last_approved
+    if last is None:
+        return "<p>No earlier version of this task was approved in this audit log.</p>"
+    head = (
+        f"<p>The last approved version was <code>{escape(last.fingerprint)}</code>, approved "
+        f"by {escape(', '.join(f'{a.approver} ({_when(a.at)})' for a in last.approvals))}"
+        f"; in use {escape(_when(last.first_used))} to {escape(_when(last.last_used))}.</p>"
+    )
+    diff = history.changes
+    if diff is None:
+        return head + "<p>Its stored content cannot be compared with this version.</p>"
+    if not diff.changes:
+        return head + "<p>No field differs from it.</p>"
+    rows = "".join(
+        f"<tr><td><code>{escape(c.key)}</code></td><td>{escape(json.dumps(c.old))}</td>"
+        f"<td>{escape(json.dumps(c.new))}</td><td>{escape(c.risk or '')}</td></tr>"
+        for c in diff.changes
+    )
+    texts = "".join(
+        f"<p>{escape(t.key)} (unified diff):</p>{_pre(chr(10).join(t.lines))}"
+        for t in diff.text_diffs
+    )
+    return (
+        head + "<table class='list'><tr><th>setting</th><th>approved</th><th>this version</th>"
+        f"<th>risk</th></tr>{rows}</table>{texts}"
     )
 
 
@@ -144,9 +189,11 @@ def signoff_sheet(
     approvals_note: str | None = None,
     made_by: str | None = None,
     made_at: datetime | None = None,
+    history: SignoffHistory | None = None,
 ) -> str:
     """The sheet as one HTML document. ``approvals`` is None when they could not be read
-    (``approvals_note`` says why, e.g. no audit database)."""
+    (``approvals_note`` says why, e.g. no audit database); ``history`` (from the log: the
+    approvals' dates, the last approved version) is None when there is no log to read."""
     made_at = made_at or datetime.now(UTC)
     # Its effective date is judged on the sheet's own date.
     day = made_at.astimezone(UTC).date()
@@ -159,6 +206,7 @@ def signoff_sheet(
     prompt = _pre(system) if system is not None else "<p>No system prompt.</p>"
     schema = _pre(_json(schema_value)) if schema_value is not None else "<p>No output schema.</p>"
     title = f"Policy sign-off: {policy.task}"
+    dates = history.approved_at if history is not None else None
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
@@ -179,8 +227,11 @@ def signoff_sheet(
         f"<section><h2>Tools</h2>{_tools(policy)}</section>"
         f"<section><h2>Review findings ({errors} errors, {warnings} warnings)</h2>"
         f"{_findings(findings)}</section>"
-        f"<section><h2>Approvals</h2>{_approvals(approvals, required, approvals_note)}"
+        "<section><h2>Approvals</h2>"
+        f"{_approvals(approvals, required, approvals_note, dates)}"
         "</section>"
+        "<section><h2>Changes since the last approved version</h2>"
+        f"{_since_approved(policy, history)}</section>"
         "<section><h2>Signatures</h2><table class='sign'>"
         "<tr><th>first approver</th><td></td><th>date</th><td></td></tr>"
         "<tr><th>second approver</th><td></td><th>date</th><td></td></tr></table>"

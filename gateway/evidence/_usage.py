@@ -4,9 +4,11 @@
     report.rows[0].key, report.rows[0].input_tokens, report.rows[0].cost_usd
 
 Usage comes from the ``usage`` the provider returned, as each outcome event recorded it:
-RESPONSE events, and CANCELLED events that carry one (an answer that had arrived before the
-caller left was billed all the same). Cache hits and rejected requests made no upstream call
-and cost nothing. The events are streamed page by page; memory holds one row per group.
+RESPONSE events, CANCELLED events that carry one (an answer that had arrived before the
+caller left was billed all the same), and the outcome of each live replay's send (a REPLAY
+event, under its operator and the replayed task: a migration test is spend too). Cache hits
+and rejected requests made no upstream call and cost nothing. The events are streamed page
+by page; memory holds one row per group.
 
 Each row also counts its requests by the caller contract of the policy version they ran
 under ("strict" or "opened", :func:`gateway.policy.contract_of` of the recorded content):
@@ -52,7 +54,7 @@ TOKEN_KINDS: Mapping[str, str] = {
     "cache_read_input_tokens": "price_cache_read",
 }
 PER = 1_000_000  # prices are per million tokens
-USAGE_KINDS = (EventKind.RESPONSE, EventKind.CANCELLED)
+USAGE_KINDS = (EventKind.RESPONSE, EventKind.CANCELLED, EventKind.REPLAY)
 NONE = "(none)"  # the group of events without a caller, task or model
 
 EventSource = Callable[..., Iterable[StoredEvent]]

@@ -8,7 +8,7 @@ plan = plan_request(policy, catalog.get(policy.model.id), messages)
 
 from gateway.policy._contract_text import broad_grant, caller_grants, contract_kind
 from gateway.policy._coverage import caller_parts, contract_of, opened_keys
-from gateway.policy._diff import FieldChange, TaskDiff, diff_policy_sets
+from gateway.policy._diff import FieldChange, TaskDiff, diff_policies, diff_policy_sets
 from gateway.policy._field_table import (
     FIELDS,
     PLACEHOLDER_INPUT,
@@ -54,6 +54,7 @@ __all__ = [
     "chosen_model",
     "contract_kind",
     "contract_of",
+    "diff_policies",
     "diff_policy_sets",
     "field_rows",
     "opened_keys",

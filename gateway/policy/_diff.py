@@ -120,6 +120,20 @@ def diff_policy_sets(old: PolicySet, new: PolicySet) -> list[TaskDiff]:
     return result
 
 
+def diff_policies(old: Policy, new: Policy) -> TaskDiff:
+    """Two versions of one task's policy (two recorded versions, say), field by field and
+    as text, as :func:`diff_policy_sets` compares a task present on both sides."""
+    changes = _changes(old, new)
+    return TaskDiff(
+        new.task,
+        "changed" if changes else "unchanged",
+        changes,
+        old.fingerprint,
+        new.fingerprint,
+        _text_diffs(new.task, _texts(old), _texts(new)),
+    )
+
+
 def _failure(side: Literal["old", "new"], entry: PolicyEntry | None) -> SideFailure | None:
     if entry is None or entry.policy is not None:
         return None

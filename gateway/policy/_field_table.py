@@ -128,6 +128,7 @@ FIELDS: tuple[PolicyField, ...] = (
     PolicyField("cache mode", "cache.mode", "settings", _or("-")),
     PolicyField("output", "output.format", "settings", _or("-")),
     PolicyField("stream", "output.stream", "settings", _or("-")),
+    PolicyField("verdict pattern", "output.verdict", "settings", _or("-")),
     PolicyField(
         "generation",
         "generation",

@@ -323,6 +323,10 @@ class OutputTable(BaseModel):
     stream: Annotated[StreamMode, In(omitted="may")] = "may"
     # The JSON schema of schema_file.
     json_schema: Annotated[dict[str, Any] | None, In("output_schema", loaded=True)] = None
+    # A text answer's categorical part: a regular expression whose one group is the verdict
+    # (say '<verdict>\s*(PASS|ESCALATE|BLOCK)\s*</verdict>'). Migration reports tabulate
+    # how verdicts flip; a JSON answer's verdict is its schema's enum property instead.
+    verdict: Annotated[str | None, In("output_verdict", omitted=None)] = None
 
     @property
     def has_schema(self) -> bool:

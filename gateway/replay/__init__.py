@@ -10,6 +10,7 @@ See docs/replay.md for the modes and what each records.
 
 from gateway.replay._answers import AnswerSide, LiveTotals
 from gateway.replay._diff import TextComparison, compare_text, json_changes
+from gateway.replay._flips import flip_lines
 from gateway.replay._html import render_html, write_html
 from gateway.replay._model import (
     SIMILARITY_MEANS,
@@ -22,9 +23,10 @@ from gateway.replay._model import (
     RequestReplay,
     Summary,
     TaskSummary,
+    VerdictCell,
     identical_means,
 )
-from gateway.replay._recorded import Selection
+from gateway.replay._recorded import Selection, selection_text
 from gateway.replay._runner import PreparedRun, Replayer
 from gateway.replay._session import ReplaySession
 from gateway.replay._spool import RowSpool
@@ -48,9 +50,12 @@ __all__ = [
     "Summary",
     "TaskSummary",
     "TextComparison",
+    "VerdictCell",
     "compare_text",
+    "flip_lines",
     "identical_means",
     "json_changes",
     "render_html",
+    "selection_text",
     "write_html",
 ]

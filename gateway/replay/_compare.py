@@ -15,10 +15,12 @@ from audit import AuditStore
 from audit.verify.authenticity import SignatureCheck, check_outcome
 from gateway._output_check import check_json_output, response_text
 from gateway.catalog import Catalog
+from gateway.policy import Policy
 from gateway.replay._answers import answer_side
 from gateway.replay._diff import compare_text, json_changes
 from gateway.replay._model import Outcome
 from gateway.replay._recorded import Recorded, response_json
+from gateway.replay._verdicts import verdict_key, verdict_of
 from gateway.request import Failed, Sent
 
 
@@ -62,6 +64,11 @@ def compare_answers(
         }
     old_text = response_text(old)
     compared = compare_text(old_text, new_text)
+    key = verdict_key(recorded.policy)
+    verdicts = {
+        "recorded_verdict": verdict_of(key, old_text),
+        "replayed_verdict": verdict_of(key, new_text),
+    }
     outcome = recorded.response.data if recorded.response is not None else {}
     result: dict[str, Any] = {
         "outcome": Outcome.IDENTICAL if compared.identical else Outcome.DIFFERING,
@@ -76,8 +83,22 @@ def compare_answers(
             latency_ms=outcome.get("latency_ms"),
         ),
         "replayed_answer": replayed,
+        **verdicts,
     }
     policy = recorded.policy
+    failed_check = _production_check(policy, new_text)
+    if failed_check is not None:
+        result["outcome"], result["reason"] = Outcome.INVALID, failed_check
+    old_verdict, new_verdict = verdicts["recorded_verdict"], verdicts["replayed_verdict"]
+    if old_verdict is not None and new_verdict is not None and old_verdict != new_verdict:
+        # The decision changed: whatever the wording shares, a flip is never "more similar"
+        # than a rewording that kept the verdict, so it scores 0 (the text ratio is said).
+        result["similarity"] = 0.0
+        result.setdefault(
+            "reason",
+            f"verdict flipped: {old_verdict} -> {new_verdict} (the texts' character "
+            f"similarity is {compared.similarity:.2f}).",
+        )
     if policy is not None and policy.output.format == "json" and not compared.identical:
         before = check_json_output(old_text, None)
         after = check_json_output(new_text, None)
@@ -87,3 +108,14 @@ def compare_answers(
             side = "recorded" if not before.ok else "replayed"
             result["reason"] = f"the {side} answer is not valid JSON; compared as text."
     return result
+
+
+def _production_check(policy: Policy | None, text: str) -> str | None:
+    """Why the replayed answer would fail the check production runs on the task's answers
+    (JSON that parses and matches the policy's schema), None when it would pass."""
+    if policy is None or policy.output.format != "json":
+        return None
+    check = check_json_output(text, policy.output.json_schema)
+    if check.ok:
+        return None
+    return f"the replayed answer fails the task's output check: {check.problem}."

@@ -16,6 +16,7 @@ from html import escape
 from typing import IO
 
 from gateway.replay._answers import AnswerSide, LiveTotals
+from gateway.replay._flips import flips_html
 from gateway.replay._model import (
     SIMILARITY_MEANS,
     Counted,
@@ -66,6 +67,12 @@ def write_html(
         if report.context is not None
         else ""
     )
+    if report.context is not None and report.context.selection:
+        context += (
+            f"<p class='context' id='selection'>Selection: {escape(report.context.selection)}.</p>"
+        )
+    if report.spend_text() is not None:
+        context += f"<p class='context' id='spend'>{escape(str(report.spend_text()))}.</p>"
     by_task = report.by_task()
     live = any(t.live is not None for t in by_task)
     note = f"<p class='note'>{escape(identical_means(s.mode))}</p>" if migration else ""
@@ -78,7 +85,7 @@ def write_html(
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
         "style-src 'unsafe-inline'\">"
         f"<title>{escape(report.title)}</title><style>{_CSS}</style></head>"
-        f"<body><h1>{escape(report.title)}</h1>{context}"
+        f"<body><h1>{escape(report.title)}</h1>{context}{flips_html(by_task)}"
         f"<p>Run <code>{escape(s.run_id)}</code>, {s.total} request(s).</p>"
         f"<table id='summary'>{counts}</table>{note}{tasks}"
         "<table id='requests'><tr><th>seq</th><th>request</th><th>task</th><th>model</th>"

@@ -33,6 +33,7 @@ class Outcome(StrEnum):
     REFUSED = "refused"  # model: the policy cannot be honoured by the new model
     FAILED = "failed"  # verify: a check failed; live: the call failed
     SKIPPED = "skipped"  # not replayable in this mode (retired model, rejected, cache hit)
+    INVALID = "invalid"  # live: the new answer fails the check production runs (its schema)
 
 
 # The four the issue names always show in a summary; the others only when they occur.
@@ -43,6 +44,7 @@ SUMMARY_ORDER = (
     Outcome.SKIPPED,
     Outcome.PASSED,
     Outcome.REFUSED,
+    Outcome.INVALID,
 )
 ALWAYS_SHOWN = frozenset(SUMMARY_ORDER[:4])
 
@@ -90,6 +92,15 @@ class RequestReplay(_Frozen):
     recorded_answer: AnswerSide | None = None
     replayed_answer: AnswerSide | None = None
     replay_seq: int | None = None  # the REPLAY event that records this result
+    # --live, for a task whose answers carry a verdict (gateway.replay._verdicts): each side's.
+    recorded_verdict: str | None = None
+    replayed_verdict: str | None = None
+
+    @property
+    def flipped(self) -> bool:
+        """Whether the answer's verdict changed (both answers have one, and they differ)."""
+        old, new = self.recorded_verdict, self.replayed_verdict
+        return old is not None and new is not None and old != new
 
 
 class Summary(_Frozen):
@@ -111,10 +122,13 @@ class ReportContext(_Frozen):
     operator: str
     store: str
     gateway_version: str
+    # Which requests the report covers, as the run was asked for them ("" when not said).
+    selection: str = ""
 
     @classmethod
-    def made(cls, operator: str, store: str) -> ReportContext:
-        """The context of a report made now by ``operator`` from ``store`` (masked URL)."""
+    def made(cls, operator: str, store: str, selection: str = "") -> ReportContext:
+        """The context of a report made now by ``operator`` from ``store`` (masked URL)
+        over ``selection`` (:func:`selection_text`)."""
         from gateway._keys import GATEWAY_VERSION  # the version is the gateway's, not the model's
 
         return cls(
@@ -122,6 +136,7 @@ class ReportContext(_Frozen):
             operator=operator,
             store=store,
             gateway_version=GATEWAY_VERSION,
+            selection=selection,
         )
 
     def line(self) -> str:
@@ -138,6 +153,20 @@ class Counted(_Frozen):
     count: int
 
 
+class VerdictCell(_Frozen):
+    """One cell of a task's flip matrix: how many answer pairs went from the recorded
+    verdict to the replayed one, and (for a flip) which requests, to look each pair up."""
+
+    recorded: str
+    replayed: str
+    count: int
+    request_ids: tuple[str, ...] = ()  # the flipped pairs only (recorded != replayed)
+
+    @property
+    def flipped(self) -> bool:
+        return self.recorded != self.replayed
+
+
 class TaskSummary(_Frozen):
     """One task's results in a run: outcome counts, and each distinct finding, reason and
     request change once, with how many requests it applies to."""
@@ -149,6 +178,12 @@ class TaskSummary(_Frozen):
     reasons: tuple[Counted, ...]
     request_changes: tuple[Counted, ...]
     live: LiveTotals | None = None  # --live: the answer pairs' similarity, latency and cost
+    # --live, a task whose answers carry a verdict: recorded x replayed verdict counts.
+    verdicts: tuple[VerdictCell, ...] = ()
+
+    @property
+    def flips(self) -> int:
+        return sum(c.count for c in self.verdicts if c.flipped)
 
 
 # What "identical" means under --model, said wherever that outcome is shown.
@@ -191,12 +226,27 @@ class ReplayReport(_Frozen):
     context: ReportContext | None = None
     # Experiment requests the selection's filters matched and left out (--include-experiments).
     experiments_left_out: int = 0
+    # Live runs: requests whose original call failed, left out (--include-failed sends them).
+    failed_originals_left_out: int = 0
     # The models the requests were recorded on and, under --model, moved to: known without
     # the rows (a run that streams them keeps none).
     recorded_models: tuple[str, ...] = ()
     target: str | None = None
     # Per task, tallied as the run went (a run that streams its rows keeps none).
     tasks: tuple[TaskSummary, ...] = ()
+
+    def spend_text(self) -> str | None:
+        """What the run's live calls cost, from their recorded usage at the catalog's prices
+        (None for a run that sent nothing)."""
+        sides = [t.live.replayed for t in self.by_task() if t.live is not None]
+        if not sides:
+            return None
+        calls = sum(s.answers for s in sides)
+        priced = [s.cost_usd for s in sides if s.cost_usd is not None]
+        unpriced = sum(s.unpriced for s in sides)
+        cost = f"${sum(priced):,.6f}" if priced else "unpriced"
+        extra = f" (+{unpriced} unpriced)" if priced and unpriced else ""
+        return f"spent: {cost}{extra} on {calls} live call(s) answered"
 
     @property
     def any_failed(self) -> bool:
@@ -244,6 +294,8 @@ class _Task:
         self.reasons: Counter[str] = Counter()
         self.changes: Counter[str] = Counter()
         self.live = LiveTally()
+        self.verdicts: Counter[tuple[str, str]] = Counter()
+        self.flipped: dict[tuple[str, str], list[str]] = {}
 
 
 class TaskTally:
@@ -263,6 +315,11 @@ class TaskTally:
         task.changes.update(f"{c.path} {c.change}" for c in row.request_changes)
         if row.recorded_answer is not None and row.replayed_answer is not None:
             task.live.add(row.recorded_answer, row.replayed_answer, row.similarity)
+        if row.recorded_verdict is not None and row.replayed_verdict is not None:
+            pair = (row.recorded_verdict, row.replayed_verdict)
+            task.verdicts[pair] += 1
+            if row.flipped:
+                task.flipped.setdefault(pair, []).append(row.request_id)
 
     def summaries(self) -> tuple[TaskSummary, ...]:
         return tuple(
@@ -274,6 +331,15 @@ class TaskTally:
                 reasons=_counted(t.reasons),
                 request_changes=_counted(t.changes),
                 live=t.live.totals(),
+                verdicts=tuple(
+                    VerdictCell(
+                        recorded=old,
+                        replayed=new,
+                        count=n,
+                        request_ids=tuple(t.flipped.get((old, new), ())),
+                    )
+                    for (old, new), n in sorted(t.verdicts.items())
+                ),
             )
             for name, t in sorted(self._tasks.items())
         )

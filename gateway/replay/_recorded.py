@@ -43,6 +43,9 @@ class Selection(BaseModel):
     limit: int | None = Field(default=DEFAULT_LIMIT, ge=1)  # None: every matching request
     # Filters leave the experiment runner's samples out unless asked for; ids never do.
     include_experiments: bool = False
+    # A live run leaves out (and counts) requests whose original call failed: re-sending
+    # them bills a call whose answer has nothing to be compared with.
+    include_failed: bool = False
 
     @property
     def by_id(self) -> bool:
@@ -77,6 +80,28 @@ class Recorded:
     @property
     def model_id(self) -> str | None:
         return self.request.data.get("model_id") if self.request else None
+
+
+def selection_text(s: Selection) -> str:
+    """What a run was asked to cover, in the words of its options (a report's header)."""
+    if s.by_id:
+        return f"{len(s.request_ids)} request id(s): {', '.join(s.request_ids)}"
+    parts = [
+        f"--{name} {value.isoformat() if isinstance(value, datetime) else value}"
+        for name, value in (
+            ("task", s.task),
+            ("caller", s.caller),
+            ("since", s.since),
+            ("until", s.until),
+        )
+        if value is not None
+    ]
+    parts.append(f"the newest {s.limit}" if s.limit is not None else "all matching")
+    if s.include_experiments:
+        parts.append("experiments included")
+    if s.include_failed:
+        parts.append("failed originals included")
+    return "requests " + " ".join(parts)
 
 
 def check_selection(selection: Selection) -> None:

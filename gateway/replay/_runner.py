@@ -58,6 +58,7 @@ from gateway.settings import Settings
 
 Progress = Callable[[RequestReplay], None]
 BATCH = 256  # outcome events per transaction in a run that sends nothing upstream
+UNASKED = frozenset({"$.model", "$.stream"})  # body fields a migration's changes leave out
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class PreparedRun:
     target: ModelInfo | None
     requests: RecordedSet
     experiments_left_out: int = 0  # experiment requests the filters matched and left out
+    include_failed: bool = False  # live: also re-send requests whose original call failed
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,20 @@ class _Row:
     payloads: dict[str, bytes] = field(default_factory=dict)
     attempts: int = 0
     intent_seq: int | None = None
+    # A live send's answer: the usage billed and the model that answered (audit usage sums it)
+    billed: dict[str, Any] = field(default_factory=dict)
+
+
+def _failed_original(prepared: PreparedRun, recorded: Recorded) -> bool:
+    """A live run leaves out a request that reached the provider and got no answer."""
+    live = prepared.mode in (Mode.LIVE, Mode.MODEL_LIVE)
+    return (
+        live
+        and not prepared.include_failed
+        and recorded.request is not None
+        and recorded.response is None
+        and recorded.skip is None
+    )
 
 
 class Replayer:
@@ -135,6 +151,7 @@ class Replayer:
             target=target,
             requests=requests,
             experiments_left_out=experiments_left_out(self.store, selection),
+            include_failed=selection.include_failed,
         )
 
     def _target(self, model_id: str) -> ModelInfo:
@@ -202,7 +219,11 @@ class Replayer:
                     progress(done)
             pending.clear()
 
+        failed_left_out = 0
         for recorded in prepared.requests:
+            if _failed_original(prepared, recorded):
+                failed_left_out += 1
+                continue
             built = self._replay_one(run_id, prepared, recorded)
             row, draft = self._outcome(run_id, prepared, recorded, built)
             read = None
@@ -217,6 +238,7 @@ class Replayer:
             summary=summarise(prepared.mode, run_id, counts),
             requests=tuple(rows),
             experiments_left_out=prepared.experiments_left_out,
+            failed_originals_left_out=failed_left_out,
             recorded_models=tuple(sorted(models)),
             target=prepared.target.id if prepared.target else None,
             tasks=tasks.summaries(),
@@ -311,7 +333,9 @@ class Replayer:
         plan = migration.plan
         version = self.providers.model_version(target.provider, target.id)
         row.request_hash = request_hash_for(plan, version)
-        changes = [c for c in json_changes(body, plan.body) if c.path != "$.model"]
+        # Streamed or not is how the answer was delivered, not what was asked: a streamed
+        # recording compares with its re-plan as an answer, never as a "$.stream" change.
+        changes = [c for c in json_changes(body, plan.body) if c.path not in UNASKED]
         if plan.api_version != request.data.get("api_version"):
             changes.insert(
                 0,
@@ -396,6 +420,8 @@ class Replayer:
     def _keep_sent(row: _Row, sent: Sent) -> None:
         if isinstance(sent, Replied):
             row.attempts = sent.reply.attempts
+            response = sent.reply.response
+            row.billed = {"usage": response.get("usage") or {}, "model": response.get("model")}
             row.payloads = {
                 **stored_payloads("request_body", sent.reply.request_bytes),
                 "response_body": sent.reply.response_bytes,
@@ -440,6 +466,7 @@ class Replayer:
             "json_changes": len(row.json_changes),
             "attempts": built.attempts,
             "gateway_version": GATEWAY_VERSION,
+            **built.billed,
         }
         labels = CallLabels(
             request_id=run_id,

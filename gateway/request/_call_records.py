@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from audit import EventKind
@@ -23,7 +25,13 @@ from gateway._inputs import EXPERIMENT_CALLER, check_bounded, safe_label
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
-from gateway.errors import GatewayError, InputError, OutputValidationError, UpstreamError
+from gateway.errors import (
+    AnswerAlertWarning,
+    GatewayError,
+    InputError,
+    OutputValidationError,
+    UpstreamError,
+)
 from gateway.policy import Plan, Policy
 from gateway.providers.base import BETAS_FIELD, ProviderReply
 from gateway.providers.stream import MessageAssembler
@@ -293,9 +301,24 @@ class CallRecords:
                 request_id=prepared.request_id,
                 seq=appended.seq,
             )
-        return self.result(
+        result = self.result(
             prepared, reply.response, stop_reason, appended.seq, cached=False, checked=check
         )
+        if alerts:
+            checks = tuple(str(a["check"]) for a in alerts)
+            result = replace(result, alerts=checks)
+            warnings.warn(
+                AnswerAlertWarning(
+                    f"the answer to request {prepared.request_id} differs from what task "
+                    f"{plan.task!r}'s policy pinned ({', '.join(checks)}); it is recorded at "
+                    f"seq {appended.seq} with an answer alert.",
+                    request_id=prepared.request_id,
+                    seq=appended.seq,
+                    checks=checks,
+                ),
+                stacklevel=2,
+            )
+        return result
 
     def cache_hit(self, prepared: Prepared, served: Served) -> Result:
         """Commit the CACHE_HIT event that serves ``served`` (a replay hit, stage 4)."""

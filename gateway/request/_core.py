@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gateway.catalog import Catalog
-from gateway.evidence import pinned_for_start, withhold_unapproved
+from gateway.evidence import pinned_for_start, record_refused_tasks, withhold_unapproved
 from gateway.policy import Policy, PolicySet
 from gateway.providers.base import Provider
 from gateway.providers.registry import Providers
@@ -54,7 +54,8 @@ class Core:
         self.store = self.recorder.store
         try:  # four eyes: with require_approvals = N, an unapproved task is refused, alone
             required, signature = settings.require_approvals, self.recorder.signature
-            withhold_unapproved(self.store, self.policies, required, approvers, signature)
+            short = withhold_unapproved(self.store, self.policies, required, approvers, signature)
+            record_refused_tasks(self.store, short, required)  # once per start, on the record
         except BaseException:
             self.store.close()
             raise

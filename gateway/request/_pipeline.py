@@ -45,6 +45,7 @@ from gateway.errors import (
     InputError,
     PolicyError,
     PolicyLoadError,
+    PolicyNotApproved,
     PolicyViolation,
     UpstreamError,
 )
@@ -150,6 +151,9 @@ class RequestPipeline:
             model_version = self.providers.model_version(model.provider, model.id)
         except (PolicyError, InputError) as exc:
             exc.request_id = request_id  # the refusal names its REJECTED record
+            if isinstance(exc, PolicyNotApproved):  # the refused version, on the record
+                entry = self.policies.entry(exc.task)
+                policy = entry.policy if entry is not None else policy
             return Refusal(exc, request, policy, overrides)
         return Prepared(
             request_id=request_id,

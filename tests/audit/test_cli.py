@@ -193,4 +193,5 @@ def test_show_json_is_the_stored_events_json_row(db: tuple[str, Path]) -> None:
         stored = store.events_for_request("r-failed")
     # Beside the events: what the caller brought (issue 23's coverage), read from them.
     assert shown.pop("coverage") == {"contract": None, "caller_supplied": []}
+    assert shown.pop("policy_version") is None  # no policy version recorded for it
     assert shown == {"request_id": "r-failed", "events": [e.json_row() for e in stored]}

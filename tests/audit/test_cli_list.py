@@ -66,6 +66,12 @@ def run(url: str, *args: str) -> Result:
     return CliRunner().invoke(main, list(args), env={"GATEWAY_DATABASE_URL": url})
 
 
+def entry(lines: list[str], request_id: str) -> tuple[str, str]:
+    """The two lines of one request's entry in the table: the first names its id."""
+    at = next(n for n, x in enumerate(lines) if x.endswith(f"  {request_id}"))
+    return lines[at], lines[at + 1]
+
+
 def test_every_outcome_has_its_own_status(url: str) -> None:
     rows = json.loads(run(url, "audit", "list", "--format", "json").stdout)
     assert {r["request_id"]: r["status"] for r in rows} == {
@@ -85,19 +91,21 @@ def test_rows_carry_model_tokens_latency_and_label(url: str) -> None:
     assert (good["input_tokens"], good["output_tokens"], good["latency_ms"]) == (40, 12, 812.5)
     assert rows["r-exp1"]["label"] == "experiment:hot"
     assert rows["r-gone3"]["input_tokens"] is None
-    table = run(url, "audit", "list").stdout
-    line = next(x for x in table.splitlines() if "r-good1" in x)
-    assert "claude-sonnet-4-6" in line and "40/12" in line and "812 ms" in line
-    assert "1-2" in line  # first and last seq of the request
-    assert "experiment:hot" in next(x for x in table.splitlines() if "r-exp1" in x)
+    table = run(url, "audit", "list").stdout.splitlines()
+    first, second = entry(table, "r-good1")
+    assert "claude-sonnet-4-6" in first and "40/12" in second and "812 ms" in second
+    assert "1-2" in first  # first and last seq of the request
+    at = table.index(entry(table, "r-exp1")[0])
+    assert "label experiment:hot" in table[at + 2]
 
 
 def test_a_cut_listing_says_how_much_was_left_out(url: str) -> None:
     table = run(url, "audit", "list", "--limit", "2").stdout.splitlines()
     assert table[-1] == "2 of 5 (use --limit N or --all)"
-    assert len(table) == 1 + 2 + 1
+    # Two header lines, two lines a request, and a third for r-exp1's label (an experiment's).
+    assert len(table) == 2 + 2 * 2 + 1 + 1
     everything = run(url, "audit", "list", "--all").stdout.splitlines()
-    assert len(everything) == 1 + 5 and "of" not in everything[-1].split()[:2]
+    assert len(everything) == 2 + 5 * 2 + 1 and "of" not in everything[-1].split()[:2]
     jsonl = run(url, "audit", "list", "--limit", "2", "--format", "jsonl").stdout.splitlines()
     assert len(jsonl) == 2  # machine formats carry rows only
     assert len(json.loads(run(url, "audit", "list", "--all", "--format", "json").stdout)) == 5
@@ -183,9 +191,9 @@ def test_rows_carry_the_estimated_cost_with_cache_tokens_priced_apart(
         rid: r["cost_usd"] for rid, r in rows.items()
     }
     table = _listed(cost_url, catalog).stdout.splitlines()
-    assert "cost (USD)" in table[0]
-    assert f"${expected:,.4f}" in next(x for x in table if "r-claude1" in x)
-    assert "$0.0000" in next(x for x in table if "r-local2" in x)
+    assert "cost (USD)" in table[1]
+    assert f"${expected:,.4f}" in entry(table, "r-claude1")[1]
+    assert "$0.0000" in entry(table, "r-local2")[1]
 
 
 def test_an_unpriced_model_shows_no_cost_never_zero(cost_url: str) -> None:
@@ -194,8 +202,8 @@ def test_an_unpriced_model_shows_no_cost_never_zero(cost_url: str) -> None:
     assert rows["r-claude1"]["cost_usd"] is None  # the shipped catalog prices no Claude model
     assert rows["r-claude1"]["input_tokens"] == 100  # its usage is still shown
     table = _listed(cost_url).stdout.splitlines()
-    start = table[0].index("cost (USD)")
-    line = next(x for x in table if "r-claude1" in x)
+    start = table[1].index("cost (USD)")
+    line = entry(table, "r-claude1")[1]
     assert line[start : start + len("cost (USD)")].strip() == "-"
 
 
@@ -211,7 +219,7 @@ def test_the_table_shows_each_requests_policy_version(tmp_path: Path) -> None:
                 )
             )  # fmt: skip
     table = run(url, "audit", "list").stdout.splitlines()
-    start = table[0].index("policy")
+    start = table[1].index("policy")
     for rid, fingerprint in versions.items():
-        line = next(x for x in table if rid in x)
+        line = entry(table, rid)[1]
         assert line[start : start + 12] == fingerprint.removeprefix("sha256:")[:12]

@@ -86,9 +86,10 @@ def test_list_says_which_contract_each_request_ran_under(url: str) -> None:
     assert rows["r-opened"]["contract"] == "opened"
     assert rows["r-opened"]["requested"] == ["betas", "output_format", "system", "tools"]
     table = run(url, "audit", "list")
-    assert "contract" in table.splitlines()[0]
-    strict_line = next(line for line in table.splitlines() if "r-strict" in line)
-    assert "strict" in strict_line
+    lines = table.splitlines()
+    assert "contract" in lines[1]  # the second line of each entry
+    at = next(n for n, line in enumerate(lines) if line.endswith("r-strict"))
+    assert lines[at + 1].endswith("strict")
 
 
 def test_usage_per_task_counts_strict_and_opened_traffic(url: str) -> None:

@@ -113,3 +113,18 @@ def test_ask_upstream_failure_exits_3(env: dict[str, str], fake_api: FakeMessage
     assert code == 3
     assert API_KEY not in err
     assert "Traceback" not in err
+
+
+def test_ask_exits_1_on_an_answer_alert(env: dict[str, str], fake_api: FakeMessagesAPI) -> None:
+    fake_api.script(Reply.ok(text="Approved.", model="claude-opus-4-6"))
+    code, out, err = ask(env, "compliance_review", "Transaction: 3")
+    assert code == 1
+    assert out == "Approved.\n"  # the answer is printed all the same
+    (line,) = [x for x in err.splitlines() if x.startswith("answer alert")]
+    assert "(model)" in line and "gateway audit show req_" in line
+    assert "Warning" not in err  # said once, in words, not as a Python warning
+    fake_api.script(Reply.ok(text="Approved.", model="claude-opus-4-6"))
+    code, out, _ = ask(env, "compliance_review", "Transaction: 4", "--format", "json")
+    assert code == 1 and json.loads(out)["alerts"] == ["model"]
+    code, _, err = ask(env, "compliance_review", "Transaction: 5")
+    assert code == 0, err

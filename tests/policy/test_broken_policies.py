@@ -45,7 +45,7 @@ RULE_IDS = {
     "tool-server-not-allowed", "tools-file-invalid", "tool-schema-invalid",
     "toml-syntax", "unknown-key", "missing-key", "invalid-value", "task-name-mismatch",
     "schema-file-invalid", "file-unreadable", "file-outside-folder",
-    "nesting-too-deep", "schema-pattern-unsafe",
+    "nesting-too-deep", "schema-pattern-unsafe", "verdict-pattern",
 }  # fmt: skip
 
 

@@ -136,6 +136,7 @@ def test_public_names_are_pinned() -> None:
         "Severity",
         "TaskDiff",
         "Thinking",
+        "diff_policies",
         "diff_policy_sets",
         "chosen_model",
         "caller_parts",

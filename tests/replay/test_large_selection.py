@@ -68,7 +68,8 @@ def test_the_cli_prints_streamed_rows_after_the_summary(cli: Cli, recorded: Reco
     assert (
         table[0] == "verify: 4 request(s): 0 identical, 0 differing, 0 failed, 0 skipped, 4 passed"
     )
-    assert table[3].split()[0] == "seq" and len(table) == 4 + 4
+    assert table[3] == "selection: requests all matching"  # the header states the selection
+    assert table[4].split()[0] == "seq" and len(table) == 5 + 4
 
 
 def test_json_output_is_written_row_by_row_as_one_indented_document(

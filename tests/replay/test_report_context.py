@@ -175,3 +175,24 @@ def test_the_experiment_plot_opens_in_headless_chromium(tmp_path: Path) -> None:
     if os.environ.get("GATEWAY_UPDATE_SCREENSHOTS"):
         shutil.copyfile(plot, REPO / "docs" / "images" / "experiment-plot.png")
         (REPO / "docs" / "images" / "experiment-plot-shot.png").unlink()
+
+
+def test_the_header_states_the_selection_and_what_the_run_spent(
+    cli: Cli, three_compliance: Recorded, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    fake_api.script(*(Reply.ok(text="Verdict: PASS.") for _ in range(3)))
+    html_path = tmp_path / "live.html"
+    result = cli("--task", "compliance_review", "--since", "2020-01-01", "--live", "--report",
+                 str(html_path))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[3] == (
+        "selection: requests --task compliance_review --since 2020-01-01T00:00:00+00:00 "
+        "the newest 50"
+    )
+    assert lines[4].startswith("spent: ") and lines[4].endswith("on 3 live call(s) answered")
+    html = html_path.read_text(encoding="utf-8")
+    assert "id='selection'>Selection: requests --task compliance_review" in html
+    assert "id='spend'>spent: " in html
+    data = json.loads(cli(three_compliance.ids["quant"], "--format", "json").stdout)
+    assert data["context"]["selection"] == f"1 request id(s): {three_compliance.ids['quant']}"

@@ -97,7 +97,8 @@ def test_audit_list_escapes_names_and_json_keeps_them_exact(log: Log) -> None:
     assert text.exit_code == 0, text.output
     assert_terminal_safe(text.output)
     assert "\\x1b" in text.output
-    assert len(text.output.splitlines()) == 3  # header and two rows: no row faked or hidden
+    # Two header lines and two lines per request: no row faked or hidden
+    assert len(text.output.splitlines()) == 2 + 2 * 2
     rows = json.loads(run(log, "audit", "list", "--format", "json").stdout)
     assert {r["caller"] for r in rows} == {"desk", CALLER}
     assert {r["task"] for r in rows} == {TASK}

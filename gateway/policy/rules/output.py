@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from gateway.policy._findings import Finding, error, warning
@@ -89,6 +90,26 @@ def cache_shared_across_callers(s: Subject) -> Iterator[Finding]:
         )
 
 
+def verdict_pattern(s: Subject) -> Iterator[Finding]:
+    pattern = s.policy.output.verdict
+    if pattern is None:
+        return
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as exc:
+        problem = f"is not a regular expression ({exc})"
+    else:
+        problem = "" if groups == 1 else f"has {groups} groups, not one"
+    if problem:
+        yield error(
+            "verdict-pattern",
+            s.file,
+            "output.verdict",
+            f"The verdict pattern {pattern!r} {problem}, so no verdict can be read from an answer.",
+            "Write one group around the verdict: '<verdict>\\s*(PASS|BLOCK)\\s*</verdict>'.",
+        )
+
+
 # This module's rules, in the order their findings are reported.
 RULES: tuple[Rule, ...] = (
     json_without_schema,
@@ -97,4 +118,5 @@ RULES: tuple[Rule, ...] = (
     temperature_nondeterministic,
     reproducible_needs_replay,
     cache_shared_across_callers,
+    verdict_pattern,
 )
