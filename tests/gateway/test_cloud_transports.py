@@ -6,6 +6,7 @@ not load, with the review's explanation."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,13 @@ from audit.verify import verify_log
 from gateway import PolicyError, UpstreamError
 from gateway.catalog import Catalog
 from gateway.policy import PolicySet, plan_request, transported
-from tests.fakes.cloud_apis import CloudReply, FakeBedrock, FakeVertex
+from tests.fakes.cloud_apis import (
+    VERSIONS,
+    CloudReply,
+    FakeBedrock,
+    FakeVertex,
+    ReceivedRequest,
+)
 from tests.gateway.conftest import MakeGateway, events
 
 REGION = "eu-central-1"
@@ -76,9 +83,13 @@ def _aws_test_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
 
 
-def _recorded_as_received(db_path: Path, request_id: str, received: bytes, transport: str) -> None:
-    """The write-ahead REQUEST names the transport and its model id, and holds the exact body
-    bytes the endpoint received (no credential among them)."""
+def _recorded_as_received(
+    db_path: Path, request_id: str, sent: ReceivedRequest, transport: str, region: str
+) -> None:
+    """The write-ahead REQUEST names the transport, its model id and API version, and where
+    the request went (the URL as sent, the region), and holds the exact body bytes the
+    endpoint received (no credential or signature anywhere in it)."""
+    received = sent.body
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
         request = next(
             e for e in store.iter_events() if e.request_id == request_id and e.kind == "request"
@@ -86,6 +97,16 @@ def _recorded_as_received(db_path: Path, request_id: str, received: bytes, trans
         assert store.payload(request.payload_digests["request_body"]) == received
     assert request.data["provider"] == transport
     assert request.data["model_id"] == MODEL_IDS[transport]
+    # The version is the transport's, in the body, and the record says so.
+    assert request.data["api_version"] == VERSIONS[transport]
+    assert json.loads(received)["anthropic_version"] == VERSIONS[transport]
+    # Where the body went: the URL as sent (the model id in it) and the region.
+    target = request.data["target"]
+    assert target["method"] == "POST" and target["url"].endswith(sent.path)
+    assert f"/{MODEL_IDS[transport]}" in target["url"] and target["region"] == region
+    recorded = json.dumps(request.data)
+    for secret in ("test-secret", GOOGLE_TOKEN, "AWS4-HMAC-SHA256", "AKIDTESTFAKE0000"):
+        assert secret not in recorded
     assert b"test-secret" not in received and GOOGLE_TOKEN.encode() not in received
 
 
@@ -109,7 +130,7 @@ def test_a_bedrock_task_is_recorded_replayed_and_verified(
         ] * 2
         kinds = [str(e.kind) for e in events(db_path) if e.request_id == first.request_id]
         assert kinds == ["request", "attempt_failed", "response"]
-        _recorded_as_received(db_path, first.request_id, fake.requests[-1].body, "bedrock")
+        _recorded_as_received(db_path, first.request_id, fake.requests[-1], "bedrock", REGION)
         again = gw.complete("cloud_summary", PROMPT)
         assert again.cached and again.text == first.text and len(fake.requests) == 2
     _verify(db_path)
@@ -129,7 +150,7 @@ def test_a_vertex_task_is_recorded_replayed_and_verified(
         first = gw.complete("cloud_summary", PROMPT)
         assert first.model == "claude-sonnet-4-6" and not first.cached
         assert fake.requests[0].path.endswith("/models/claude-sonnet-4-6:rawPredict")
-        _recorded_as_received(db_path, first.request_id, fake.requests[0].body, "vertex")
+        _recorded_as_received(db_path, first.request_id, fake.requests[0], "vertex", "europe-west1")
         again = gw.complete("cloud_summary", PROMPT)
         assert again.cached and len(fake.requests) == 1
     _verify(db_path)
