@@ -27,7 +27,8 @@ Both, as the clouds do: a body whose ``anthropic_version`` is not the transport'
 ``cache_control`` (the first-party API's automatic caching, which neither cloud takes) is a
 400 in the transport's error shape. Prompt caching works on cache_control breakpoints in
 blocks: the first request with a given cached prefix reports it as
-``cache_creation_input_tokens``, every later one as ``cache_read_input_tokens``.
+``cache_creation_input_tokens``, every later one as ``cache_read_input_tokens``. Given tools,
+the fake calls the first one (``TOOL_INPUT``) unless the last message holds a tool result.
 """
 
 from __future__ import annotations
@@ -44,7 +45,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-__all__ = ["CloudReply", "FakeBedrock", "FakeVertex", "ReceivedRequest", "event_stream_frame"]
+__all__ = [
+    "TOOL_INPUT",
+    "VERSIONS",
+    "CloudReply",
+    "FakeBedrock",
+    "FakeVertex",
+    "ReceivedRequest",
+    "event_stream_frame",
+]
 
 TEXT = "The fake cloud model answers."
 
@@ -101,15 +110,32 @@ def _cached_prefix(request: dict[str, Any]) -> Any:
     return parts[: marked[-1] + 1] if marked else None
 
 
+TOOL_INPUT = {"name": "ACME Shipping Ltd", "entity_type": "organisation"}
+
+
+def _calls_a_tool(request: dict[str, Any]) -> bool:
+    """With tools, the fake calls the first one, unless it has just been given a result."""
+    if not request.get("tools"):
+        return False
+    last = request.get("messages", [{}])[-1].get("content")
+    return not (isinstance(last, list) and any(b.get("type") == "tool_result" for b in last))
+
+
 def _message(model: str, request: dict[str, Any], cache_usage: dict[str, int]) -> dict[str, Any]:
     words = sum(len(str(m.get("content", "")).split()) for m in request.get("messages", []))
+    content: list[dict[str, Any]] = [{"type": "text", "text": TEXT}]
+    if _calls_a_tool(request):
+        name = request["tools"][0]["name"]
+        content.append(
+            {"type": "tool_use", "id": "toolu_cloud_1", "name": name, "input": TOOL_INPUT}
+        )
     return {
         "id": "msg_fake_cloud",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": TEXT}],
-        "stop_reason": "end_turn",
+        "content": content,
+        "stop_reason": "tool_use" if len(content) > 1 else "end_turn",
         "stop_sequence": None,
         "usage": {
             "input_tokens": max(words, 1),
@@ -138,13 +164,32 @@ def _stream_events(message: dict[str, Any]) -> list[dict[str, Any]]:
             "delta": {"type": "text_delta", "text": text[half:]},
         },
         {"type": "content_block_stop", "index": 0},
+        *_tool_events(message),
         {
             "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
             "usage": {"output_tokens": message["usage"]["output_tokens"]},
         },
         {"type": "message_stop"},
     ]
+
+
+def _tool_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool_use block as the stream carries it: its input as partial JSON."""
+    events: list[dict[str, Any]] = []
+    for index, block in enumerate(message["content"][1:], start=1):
+        start = {**block, "input": {}}
+        partial = json.dumps(block["input"])
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": partial},
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
+    return events
 
 
 def event_stream_frame(headers: dict[str, str], payload: bytes) -> bytes:

@@ -249,3 +249,62 @@ def test_a_bedrock_stream_ends_in_a_terminal_record(
     kinds = [str(e.kind) for e in events(db_path)]
     assert kinds[0] == "request" and kinds[-1] == ("failed" if fails else "response")
     _verify(db_path)
+
+
+FIRST_PARTY_POLICY = "".join(
+    line
+    for line in BEDROCK_POLICY.splitlines(keepends=True)
+    if not line.startswith(("transport", "region"))
+)
+
+
+@pytest.mark.parametrize(
+    ("cloud", "first"),
+    [
+        ("bedrock", "anthropic"),
+        ("bedrock", "cloud"),
+        # Vertex names the model exactly as the first-party API does: only the key's
+        # transport and region keep the two apart.
+        ("vertex", "anthropic"),
+        ("vertex", "cloud"),
+    ],
+)
+def test_an_answer_recorded_on_one_transport_never_serves_another(
+    make_gateway: MakeGateway,
+    policy_dir: Path,
+    db_path: Path,
+    fake_api: Any,
+    cloud: str,
+    first: str,
+) -> None:
+    """The same task and prompt moved between Anthropic's API and a cloud: the second
+    transport is called, not served the first one's recorded answer; each transport's own
+    repeat is served from its own record."""
+    cloud_policy = BEDROCK_POLICY if cloud == "bedrock" else VERTEX_POLICY
+    policies = {"anthropic": FIRST_PARTY_POLICY, "cloud": cloud_policy}
+    second = "cloud" if first == "anthropic" else "anthropic"
+    fake_cloud = (
+        FakeBedrock(region=REGION) if cloud == "bedrock" else FakeVertex(token=GOOGLE_TOKEN)
+    )
+    with fake_cloud as fake:
+        if cloud == "bedrock":
+            settings: dict[str, Any] = {"bedrock_region": REGION, "bedrock_base_url": fake.base_url}
+        else:
+            settings = {
+                "vertex_project": "bank-risk",
+                "vertex_region": "europe-west1",
+                "vertex_base_url": f"{fake.base_url}/v1",
+                "providers": {"vertex": _vertex_with_token},
+            }
+        answers = {}
+        for side in (first, second):
+            (policy_dir / "cloud_summary.toml").write_text(policies[side])
+            gw = make_gateway(**dict(settings))
+            answer = gw.complete("cloud_summary", PROMPT)
+            assert not answer.cached, f"{side} was served the other transport's answer"
+            again = gw.complete("cloud_summary", PROMPT)
+            assert again.cached and again.request_hash == answer.request_hash
+            answers[side] = answer
+        assert len(fake.requests) == 1 and len(fake_api.requests) == 1
+        assert answers["anthropic"].request_hash != answers["cloud"].request_hash
+    _verify(db_path)
