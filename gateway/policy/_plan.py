@@ -58,6 +58,12 @@ RESERVED: dict[str, tuple[str, str]] = {
         "model.inference_geo",
         "where inference runs is the policy's ([model] inference_geo)",
     ),
+    "cache_control": (
+        "prompt.cache",
+        "prompt caching is the policy's: [prompt] cache puts the breakpoint on its system "
+        "prompt (or last tool), the form every transport takes; a top-level cache_control "
+        "(automatic caching) is refused by Bedrock and Vertex",
+    ),
     "metadata": (
         "caller.forward_user_id",
         "metadata.user_id is set by the gateway when the policy forwards a caller identifier "

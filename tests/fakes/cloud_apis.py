@@ -60,7 +60,8 @@ TEXT = "The fake cloud model answers."
 
 @dataclass(frozen=True)
 class CloudReply:
-    """One scripted answer: ``ok`` (the default), ``throttled`` or ``fails_mid_stream``."""
+    """One scripted answer: ``ok`` (the default), ``throttled``, ``hangs`` or
+    ``fails_mid_stream``."""
 
     kind: str = "ok"
 
@@ -71,6 +72,11 @@ class CloudReply:
     @classmethod
     def throttled(cls) -> CloudReply:
         return cls("throttled")
+
+    @classmethod
+    def hangs(cls) -> CloudReply:
+        """No answer until the fake closes (a call to kill a process in the middle of)."""
+        return cls("hangs")
 
     @classmethod
     def fails_mid_stream(cls) -> CloudReply:
@@ -233,7 +239,9 @@ class _CloudFake:
         self.requests: list[ReceivedRequest] = []
         self._script: deque[CloudReply] = deque()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._cached: set[str] = set()
+        self._closing = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -250,7 +258,11 @@ class _CloudFake:
                 )
                 with fake._lock:
                     fake.requests.append(request)
+                    fake._arrived.notify_all()
                     reply = fake._script.popleft() if fake._script else CloudReply.ok()
+                if reply.kind == "hangs":
+                    fake._closing.wait()
+                    return
                 status, headers, content = fake._route(request, reply)
                 self.send_response(status)
                 for name, value in {**headers, "content-length": str(len(content))}.items():
@@ -295,6 +307,11 @@ class _CloudFake:
             return {"cache_creation_input_tokens": 0, "cache_read_input_tokens": tokens}
         return {"cache_creation_input_tokens": tokens, "cache_read_input_tokens": 0}
 
+    def wait_for_requests(self, count: int, timeout: float = 60.0) -> bool:
+        """Whether ``count`` requests have arrived within ``timeout`` seconds."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= count, timeout)
+
     def script(self, *replies: CloudReply) -> None:
         with self._lock:
             self._script.extend(replies)
@@ -306,6 +323,7 @@ class _CloudFake:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 
