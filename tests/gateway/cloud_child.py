@@ -18,22 +18,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gateway import Gateway, Settings
-from gateway.providers.vertex import VertexProvider
+from tests.fakes.cloud_auth import vertex_with_token
 
 
 def main(command: dict[str, Any]) -> None:
     token = command.get("vertex_token")
-
-    def vertex(settings: Settings) -> VertexProvider:
-        assert settings.vertex_project and settings.vertex_region
-        return VertexProvider(
-            project=settings.vertex_project,
-            region=settings.vertex_region,
-            access_token=token,
-            base_url=settings.vertex_base_url,
-        )
-
-    providers: Any = {"vertex": vertex} if token else None
+    providers: Any = {"vertex": vertex_with_token(token)} if token else None
     with Gateway(Settings(**command["settings"]), providers=providers) as gw:
         for prompt in command["prompts"]:
             result = gw.complete(command["task"], prompt)

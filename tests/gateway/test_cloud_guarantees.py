@@ -22,58 +22,15 @@ import pytest
 from audit import AuditStore
 from audit.verify import verify_log
 from gateway import PolicyViolation, UpstreamError, UpstreamUnavailable
-from gateway.providers.vertex import VertexProvider
 from tests.fakes.cloud_apis import TOOL_INPUT, CloudReply, FakeBedrock, FakeVertex
+from tests.fakes.cloud_auth import GOOGLE_TOKEN, vertex_with_token
+from tests.gateway.cloud_policies import MODEL_LINES, summary_policy
 from tests.gateway.conftest import MakeGateway, events
 
-GOOGLE_TOKEN = "ya29.test-token-never-recorded"
+pytestmark = pytest.mark.usefixtures("aws_credentials")  # botocore finds the static test key
+
 CHILD = Path(__file__).with_name("cloud_child.py")
 ROOT = Path(__file__).resolve().parents[2]
-
-# The [model] lines that send claude-sonnet-4-6 over each cloud.
-MODEL_LINES = {
-    "bedrock": 'transport = "bedrock"\ntransport_id = "eu.anthropic.claude-sonnet-4-6"\n'
-    'region = "eu-central-1"\n',
-    "vertex": 'transport = "vertex"\nregion = "europe-west1"\n',
-}
-
-SUMMARY = """schema = 1
-description = "Counterparty summaries through a cloud transport."
-owner = "risk"
-risk_tier = "medium"
-
-[model]
-id = "claude-sonnet-4-6"
-{model}
-[generation]
-max_tokens = 256
-
-[output]
-format = "text"
-
-[cache]
-mode = "replay"
-"""
-
-
-@pytest.fixture(autouse=True)
-def _aws_test_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTFAKE0000")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret-never-on-the-wire")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
-
-
-def _vertex_with_token(settings: Any) -> VertexProvider:
-    # The standard chain (ADC) is google-auth's; the test hands the SDK a static token instead.
-    return VertexProvider(
-        project=settings.vertex_project,
-        region=settings.vertex_region,
-        access_token=GOOGLE_TOKEN,
-        base_url=settings.vertex_base_url,
-    )
 
 
 @dataclass
@@ -84,11 +41,8 @@ class Cloud:
 
     def policy(self, text: str) -> str:
         """``text`` (a policy on Anthropic's API) sent over this cloud."""
-        return text.replace('id = "claude-sonnet-4-6"', 'id = "claude-sonnet-4-6"\n' + self.model)
-
-    @property
-    def model(self) -> str:
-        return MODEL_LINES[self.name]
+        model = 'id = "claude-sonnet-4-6"\n'
+        return text.replace(model, model + MODEL_LINES[self.name])
 
     def serializable(self) -> dict[str, Any]:
         return {k: v for k, v in self.settings.items() if k != "providers"}
@@ -112,7 +66,7 @@ def cloud(request: pytest.FixtureRequest) -> Iterator[Cloud]:
                     "vertex_project": "bank-risk",
                     "vertex_region": "europe-west1",
                     "vertex_base_url": f"{fake.base_url}/v1",
-                    "providers": {"vertex": _vertex_with_token},
+                    "providers": {"vertex": vertex_with_token()},
                 },
             )
 
@@ -170,7 +124,7 @@ def test_a_throttling_storm_ends_in_the_typed_error_of_a_rate_limit(
     attempt is recorded and retried, and a storm longer than the attempts allowed ends in the
     error a caller gets for a rate limit on Anthropic's API (UpstreamUnavailable); one that
     passes within them is answered."""
-    (policy_dir / "cloud_summary.toml").write_text(SUMMARY.format(model=cloud.model))
+    (policy_dir / "cloud_summary.toml").write_text(summary_policy(cloud.name))
     gw = make_gateway(**cloud.settings)
     cloud.fake.script(*[CloudReply.throttled()] * 4)
     with pytest.raises(UpstreamUnavailable) as caught:
@@ -198,7 +152,7 @@ def test_a_stream_that_breaks_off_ends_in_failed(
 ) -> None:
     """Bedrock's exception frame or Vertex's error event after part of the answer: the caller
     gets the typed error after what arrived, the record ends in FAILED, nothing is resent."""
-    (policy_dir / "cloud_summary.toml").write_text(SUMMARY.format(model=cloud.model))
+    (policy_dir / "cloud_summary.toml").write_text(summary_policy(cloud.name))
     gw = make_gateway(**cloud.settings)
     cloud.fake.script(CloudReply.fails_mid_stream())
     seen: list[Any] = []
@@ -214,7 +168,7 @@ def test_a_top_level_cache_control_is_refused_before_sending(
 ) -> None:
     """Automatic caching (a top-level cache_control) is a 400 on Bedrock and Vertex: a caller
     that asks for it is refused by the policy, recorded REJECTED, and nothing is sent."""
-    (policy_dir / "cloud_summary.toml").write_text(SUMMARY.format(model=cloud.model))
+    (policy_dir / "cloud_summary.toml").write_text(summary_policy(cloud.name))
     gw = make_gateway(**cloud.settings)
     with pytest.raises(PolicyViolation, match=r"refused by Bedrock and Vertex") as caught:
         gw.complete(
@@ -233,7 +187,7 @@ def test_a_process_killed_mid_call_loses_nothing_acknowledged(
     """SIGKILL while the cloud is answering: the answer acknowledged before is in the log with
     its RESPONSE, the call in flight shows as a REQUEST without an outcome (incomplete), the
     log verifies, and a gateway started afterwards replays the acknowledged answer."""
-    (policy_dir / "cloud_summary.toml").write_text(SUMMARY.format(model=cloud.model))
+    (policy_dir / "cloud_summary.toml").write_text(summary_policy(cloud.name))
     cloud.fake.script(CloudReply.ok(), CloudReply.hangs())
     settings = {
         "policy_dir": str(policy_dir),

@@ -24,63 +24,18 @@ from tests.fakes.cloud_apis import (
     FakeVertex,
     ReceivedRequest,
 )
+from tests.fakes.cloud_auth import GOOGLE_TOKEN, vertex_with_token
+from tests.gateway.cloud_policies import summary_policy
 from tests.gateway.conftest import MakeGateway, events
 
+pytestmark = pytest.mark.usefixtures("aws_credentials")  # botocore finds the static test key
+
 REGION = "eu-central-1"
-GOOGLE_TOKEN = "ya29.test-token-never-recorded"
 MODEL_IDS = {"bedrock": "eu.anthropic.claude-sonnet-4-6", "vertex": "claude-sonnet-4-6"}
 PROMPT = "Summarise the exposure of counterparty 4711."
 
-BEDROCK_POLICY = f"""schema = 1
-description = "Counterparty summaries through Claude on Bedrock in Frankfurt."
-owner = "risk"
-risk_tier = "medium"
-
-[model]
-id = "claude-sonnet-4-6"
-transport = "bedrock"
-transport_id = "eu.anthropic.claude-sonnet-4-6"
-region = "{REGION}"
-
-[generation]
-max_tokens = 256
-
-[output]
-format = "text"
-
-[cache]
-mode = "replay"
-"""
-
-VERTEX_POLICY = """schema = 1
-description = "Counterparty summaries through Claude on Vertex AI in Belgium."
-owner = "risk"
-risk_tier = "medium"
-
-[model]
-id = "claude-sonnet-4-6"
-transport = "vertex"
-region = "europe-west1"
-
-[generation]
-max_tokens = 256
-
-[output]
-format = "text"
-
-[cache]
-mode = "replay"
-"""
-
-
-@pytest.fixture(autouse=True)
-def _aws_test_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTFAKE0000")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret-never-on-the-wire")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+BEDROCK_POLICY = summary_policy("bedrock")
+VERTEX_POLICY = summary_policy("vertex")
 
 
 def _recorded_as_received(
@@ -145,7 +100,7 @@ def test_a_vertex_task_is_recorded_replayed_and_verified(
             vertex_project="bank-risk",
             vertex_region="europe-west1",
             vertex_base_url=f"{fake.base_url}/v1",
-            providers={"vertex": _vertex_with_token},
+            providers={"vertex": vertex_with_token()},
         )
         first = gw.complete("cloud_summary", PROMPT)
         assert first.model == "claude-sonnet-4-6" and not first.cached
@@ -154,18 +109,6 @@ def test_a_vertex_task_is_recorded_replayed_and_verified(
         again = gw.complete("cloud_summary", PROMPT)
         assert again.cached and len(fake.requests) == 1
     _verify(db_path)
-
-
-def _vertex_with_token(settings: Any) -> Any:
-    # The standard chain (ADC) is google-auth's; the test hands the SDK a static token instead.
-    from gateway.providers.vertex import VertexProvider
-
-    return VertexProvider(
-        project=settings.vertex_project,
-        region=settings.vertex_region,
-        access_token=GOOGLE_TOKEN,
-        base_url=settings.vertex_base_url,
-    )
 
 
 @pytest.mark.parametrize(
@@ -294,7 +237,7 @@ def test_an_answer_recorded_on_one_transport_never_serves_another(
                 "vertex_project": "bank-risk",
                 "vertex_region": "europe-west1",
                 "vertex_base_url": f"{fake.base_url}/v1",
-                "providers": {"vertex": _vertex_with_token},
+                "providers": {"vertex": vertex_with_token()},
             }
         answers = {}
         for side in (first, second):

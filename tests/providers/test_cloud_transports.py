@@ -24,24 +24,13 @@ from gateway.providers.bedrock import BedrockProvider
 from gateway.providers.vertex import VertexProvider
 from gateway.providers.wire import MessagesProvider
 from tests.fakes.cloud_apis import VERSIONS, CloudReply, FakeBedrock, FakeVertex
+from tests.fakes.cloud_auth import AWS_KEY_ID, AWS_SECRET, GOOGLE_TOKEN
+
+pytestmark = pytest.mark.usefixtures("aws_credentials")  # botocore finds the static test key
 
 REGION = "eu-central-1"
-AWS_KEY_ID = "AKIDTESTFAKE0000"
-AWS_SECRET = "test-secret-never-on-the-wire"
-GOOGLE_TOKEN = "ya29.test-token-never-recorded"
 PROMPT = "Transaction 4711: wire 9,800 EUR to account DE89 3704 0044 0532 0130 00"
 MODEL_IDS = {"bedrock": "eu.anthropic.claude-sonnet-4-6", "vertex": "claude-sonnet-4-6"}
-
-
-@pytest.fixture(autouse=True)
-def _aws_test_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    # botocore's standard chain finds these first; no shared file or instance role is read.
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_ID)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
 
 
 Transport = tuple[str, Any, MessagesProvider]

@@ -6,7 +6,6 @@ does not send to refused before anything is recorded."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from click.testing import Result
@@ -104,16 +103,6 @@ def test_a_moved_policy_carries_the_transport_and_region(
     assert back.model.transport is None and back.model.region is None
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTFAKE0000")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret-never-on-the-wire")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
-
-
 def _replayer_run(
     recorded: Recorded, fake: FakeBedrock, *, region: str, target: str
 ) -> ReplayReport:
@@ -133,7 +122,7 @@ def _replayer_run(
         providers.close()
 
 
-@pytest.mark.usefixtures("aws")
+@pytest.mark.usefixtures("aws_credentials")
 def test_a_first_party_request_is_replayed_live_on_bedrock(recorded: Recorded) -> None:
     with FakeBedrock(region=REGION) as fake:
         report = _replayer_run(recorded, fake, region=REGION, target=TARGET)
@@ -148,7 +137,7 @@ def test_a_first_party_request_is_replayed_live_on_bedrock(recorded: Recorded) -
     assert event.data["target_model"] == TARGET
 
 
-@pytest.mark.usefixtures("aws")
+@pytest.mark.usefixtures("aws_credentials")
 def test_a_region_the_gateway_does_not_send_to_is_refused_before_recording(
     recorded: Recorded,
 ) -> None:

@@ -11,36 +11,16 @@ import anthropic
 import pytest
 
 from tests.fakes.cloud_apis import FakeBedrock
+from tests.fakes.cloud_auth import AWS_KEY_ID, aws_test_environment
 from tests.fakes.messages_api import FakeMessagesAPI
+from tests.gateway.cloud_policies import summary_policy
 from tests.server.conftest import SHIPPED, ServerProcess, server_env
 
 pytestmark = pytest.mark.slow  # `gateway serve` as a process
 
 REGION = "eu-central-1"
 MODEL_ID = "eu.anthropic.claude-sonnet-4-6"
-POLICY = f"""schema = 1
-description = "Counterparty summaries through Claude on Bedrock in Frankfurt."
-owner = "risk"
-risk_tier = "medium"
-
-[model]
-id = "claude-sonnet-4-6"
-transport = "bedrock"
-transport_id = "{MODEL_ID}"
-region = "{REGION}"
-
-[generation]
-max_tokens = 256
-
-[output]
-format = "text"
-
-[cache]
-mode = "replay"
-
-[caller]
-max_tokens = {{ min = 16, max = 1024 }}
-"""
+POLICY = summary_policy("bedrock", rest="\n[caller]\nmax_tokens = { min = 16, max = 1024 }\n")
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +39,7 @@ def server(
     env = {
         "GATEWAY_BEDROCK_REGION": REGION,
         "GATEWAY_BEDROCK_BASE_URL": bedrock.base_url,
-        # Static test credentials, found first by botocore's standard chain.
-        "AWS_ACCESS_KEY_ID": "AKIDTESTFAKE0000",
-        "AWS_SECRET_ACCESS_KEY": "test-secret-never-on-the-wire",
-        "AWS_CONFIG_FILE": str(home / "no-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-credentials"),
-        "AWS_EC2_METADATA_DISABLED": "true",
+        **aws_test_environment(home),
     }
     running = ServerProcess(home, server_env(home, fake.base_url, **env))
     running.cli("db", "upgrade")
@@ -100,7 +75,9 @@ def test_the_sdk_is_answered_from_bedrock_through_the_policy(
     assert received.path == f"/model/{MODEL_ID}/invoke"
     assert received.json["anthropic_version"] == "bedrock-2023-05-31"
     assert received.json["max_tokens"] == 512
-    assert received.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKID")
+    assert received.headers["authorization"].startswith(
+        f"AWS4-HMAC-SHA256 Credential={AWS_KEY_ID}/"
+    )
     assert len(fake.requests) == sent_first_party  # nothing went to Anthropic's API
     recorded = [e for e in server.audit_events() if e.request_id == request_id]
     assert [str(e.kind) for e in recorded] == ["request", "response"]

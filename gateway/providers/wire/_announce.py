@@ -84,28 +84,43 @@ def _wire_of(request: httpx2.Request) -> bytes:
         ) from None
 
 
-def announce_wire(request: httpx2.Request) -> None:
-    on_wire = _ON_WIRE.get()
-    if on_wire is None:
-        return
+TargetOf = Callable[[httpx2.Request], WireTarget]
+
+
+def _tell(on_wire: OnWire, request: httpx2.Request, target_of: TargetOf | None) -> object:
     content = _wire_of(request)
     try:
-        on_wire(content)
+        if target_of is None:
+            return on_wire(content)
+        return on_wire(content, target=target_of(request))
     except Exception as exc:
         raise NotSent(exc) from exc
 
 
-async def aannounce_wire(request: httpx2.Request) -> None:
-    on_wire = _ON_WIRE.get()
-    if on_wire is None:
-        return
-    content = _wire_of(request)
-    try:
-        outcome = on_wire(content)
+def _hooks(
+    target_of: TargetOf | None,
+) -> tuple[Callable[[httpx2.Request], None], Callable[[httpx2.Request], Any]]:
+    def announce(request: httpx2.Request) -> None:
+        on_wire = _ON_WIRE.get()
+        if on_wire is not None:
+            _tell(on_wire, request, target_of)
+
+    async def aannounce(request: httpx2.Request) -> None:
+        on_wire = _ON_WIRE.get()
+        if on_wire is None:
+            return
+        outcome = _tell(on_wire, request, target_of)
         if inspect.isawaitable(outcome):
-            await outcome
-    except Exception as exc:
-        raise NotSent(exc) from exc
+            try:
+                await outcome
+            except Exception as exc:
+                raise NotSent(exc) from exc
+
+    return announce, aannounce
+
+
+# The first-party API's hooks: the body is the whole request (the model id is in it).
+announce_wire, aannounce_wire = _hooks(None)
 
 
 def target_announcers(
@@ -119,29 +134,7 @@ def target_announcers(
     def target_of(request: httpx2.Request) -> WireTarget:
         return WireTarget(method=request.method, url=str(request.url), region=region)
 
-    def announce(request: httpx2.Request) -> None:
-        on_wire = _ON_WIRE.get()
-        if on_wire is None:
-            return
-        content = _wire_of(request)
-        try:
-            on_wire(content, target=target_of(request))
-        except Exception as exc:
-            raise NotSent(exc) from exc
-
-    async def aannounce(request: httpx2.Request) -> None:
-        on_wire = _ON_WIRE.get()
-        if on_wire is None:
-            return
-        content = _wire_of(request)
-        try:
-            outcome = on_wire(content, target=target_of(request))
-            if inspect.isawaitable(outcome):
-                await outcome
-        except Exception as exc:
-            raise NotSent(exc) from exc
-
-    return announce, aannounce
+    return _hooks(target_of)
 
 
 class _Announcement:
