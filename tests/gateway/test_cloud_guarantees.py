@@ -21,7 +21,7 @@ import pytest
 
 from audit import AuditStore
 from audit.verify import verify_log
-from gateway import PolicyViolation, UpstreamError, UpstreamUnavailable
+from gateway import InputError, PolicyViolation, UpstreamError, UpstreamUnavailable
 from tests.fakes.cloud_apis import TOOL_INPUT, CloudReply, FakeBedrock, FakeVertex
 from tests.fakes.cloud_auth import GOOGLE_TOKEN, vertex_with_token
 from tests.gateway.cloud_policies import MODEL_LINES, summary_policy
@@ -227,4 +227,27 @@ def test_a_process_killed_mid_call_loses_nothing_acknowledged(
     gw = make_gateway(**cloud.settings)
     again = gw.complete("cloud_summary", "Exposure of counterparty 5")
     assert again.cached and len(cloud.fake.requests) == 2
+    _verify(db_path)
+
+
+def test_token_counting_is_recorded_on_vertex_and_refused_on_bedrock(
+    cloud: Cloud, make_gateway: MakeGateway, policy_dir: Path, db_path: Path
+) -> None:
+    """Vertex counts at its count-tokens endpoint: the TOKEN_COUNT record holds the bytes it
+    received and where they went. Bedrock's InvokeModel has no counting endpoint: the count is
+    refused, in one line, before anything is sent."""
+    (policy_dir / "cloud_summary.toml").write_text(summary_policy(cloud.name))
+    gw = make_gateway(**cloud.settings)
+    if cloud.name == "bedrock":
+        with pytest.raises(InputError, match="does not count tokens"):
+            gw.count_tokens("cloud_summary", "Exposure of counterparty 7")
+        assert cloud.fake.requests == []
+        return
+    assert gw.count_tokens("cloud_summary", "Exposure of counterparty 7") > 0
+    (sent,) = cloud.fake.requests
+    (counted,) = [e for e in events(db_path) if e.kind == "token_count"]
+    with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
+        assert store.payload(counted.payload_digests["request_body"]) == sent.body
+    assert counted.data["target"]["url"].endswith("/models/count-tokens:rawPredict")
+    assert counted.data["target"]["region"] == "europe-west1"
     _verify(db_path)
