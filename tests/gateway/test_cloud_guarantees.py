@@ -41,8 +41,8 @@ class Cloud:
 
     def policy(self, text: str) -> str:
         """``text`` (a policy on Anthropic's API) sent over this cloud."""
-        model = 'id = "claude-sonnet-4-6"\n'
-        return text.replace(model, model + MODEL_LINES[self.name])
+        model = 'id = "claude-sonnet-4-6"'  # a comment may follow on its line
+        return text.replace(model, f"{model}\n{MODEL_LINES[self.name]}", 1)
 
     def serializable(self) -> dict[str, Any]:
         return {k: v for k, v in self.settings.items() if k != "providers"}
