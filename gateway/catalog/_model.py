@@ -14,7 +14,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gateway.providers.registry import PROVIDER_NAMES
+from gateway.providers.registry import PROVIDER_NAMES, capabilities
 
 TransportIds = dict[str, tuple[str, ...]]  # transport name -> the model's ids there
 Sampling = Literal["none", "temperature-or-top-p", "all"]
@@ -109,16 +109,18 @@ class ModelInfo(BaseModel):
     def on_transport(self, transport: str | None, transport_id: str | None = None) -> ModelInfo:
         """This model as reached over ``transport`` (None, or its own provider: itself), under
         ``transport_id`` (None: the transport's base id): the same capabilities, the
-        transport's provider and id (its ``transports`` kept, so review still sees which
-        transport it is reached over). KeyError when the model is not offered there or the id
-        is not one of its names on it (review refuses such a policy first)."""
+        transport's provider, id and API version (its ``transports`` kept, so review still
+        sees which transport it is reached over). KeyError when the model is not offered
+        there or the id is not one of its names on it (review refuses such a policy first)."""
         if transport is None or transport == self.provider:
             return self
         ids = self.transports[transport]
         chosen = ids[0] if transport_id is None else transport_id
         if chosen not in ids:
             raise KeyError(chosen)
-        return self.model_copy(update={"id": chosen, "provider": transport})
+        # A cloud transport takes its own API version, in the body, for every model on it.
+        version = capabilities(transport).body_version or self.api_version
+        return self.model_copy(update={"id": chosen, "provider": transport, "api_version": version})
 
     @field_validator("provider")
     @classmethod

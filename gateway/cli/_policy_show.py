@@ -94,6 +94,12 @@ def show_data(shown: Shown) -> dict[str, Any]:
         "model_id": policy.model.id,
         "provider": plan.provider,
         "api_version": plan.api_version,
+        # Where the requests go: the transport (None: Anthropic's API), the id there, region.
+        "transport": {
+            "name": policy.model.transport,
+            "model_id": plan.model_id,
+            "region": policy.model.region,
+        },
         "cache_mode": policy.cache.mode,
         "output_format": policy.output.format,
         "stream": policy.output.stream,

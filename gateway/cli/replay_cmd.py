@@ -3,6 +3,7 @@
     $ gateway replay req_4f2a...                       # --verify (the default): pass or fail
     $ gateway replay --task compliance_review --live --report replay.html
     $ gateway replay --task risk_report --model claude-opus-5-5 --live --format json
+    $ gateway replay --task risk_report --model bedrock:eu.anthropic.claude-sonnet-4-6@eu-central-1
 
 Exit codes: 0 done; 1 a verify check failed (or, with --fail-on-refused, a request the new
 model would refuse); 2 bad input (nothing recorded); 3 a live call failed; 4 the audit
@@ -50,7 +51,13 @@ TABLE_TEXT = 200  # characters of each answer in the table (the report holds mor
 @click.argument("request_ids", nargs=-1)
 @click.option("--verify", is_flag=True, help="Re-plan under the recorded policy (the default).")
 @click.option("--live", is_flag=True, help="Re-send the recorded request and diff the answer.")
-@click.option("--model", "model_id", metavar="ID", help="Re-plan on another model (migration).")
+@click.option(
+    "--model",
+    "model_id",
+    metavar="TARGET",
+    help="Re-plan on another model (migration): its id, or TRANSPORT:ID@REGION on a cloud "
+    "(bedrock:eu.anthropic.claude-sonnet-4-6@eu-central-1, vertex:claude-sonnet-4-6@europe-west1).",
+)
 @click.option("--task", help="Only requests of this task.")
 @click.option("--caller", help="Only requests from this calling service.")
 @click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")

@@ -23,6 +23,7 @@ from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._review import ReviewReport, review_policies
 from gateway.policy._routes import ANY, ROUTES_FILE, ROUTES_TASK, Route, RouteTable
 from gateway.policy._schema import Caller, CallerChoice, CallerRange, Generation, Policy, Thinking
+from gateway.policy._target import TARGET_SYNTAX, ModelTarget, parse_model_target
 
 __all__ = [
     "ANY",
@@ -30,12 +31,14 @@ __all__ = [
     "PLACEHOLDER_INPUT",
     "ROUTES_FILE",
     "ROUTES_TASK",
+    "TARGET_SYNTAX",
     "Caller",
     "CallerChoice",
     "CallerRange",
     "FieldChange",
     "Finding",
     "Generation",
+    "ModelTarget",
     "Plan",
     "Policy",
     "PolicyEntry",
@@ -58,6 +61,7 @@ __all__ = [
     "diff_policy_sets",
     "field_rows",
     "opened_keys",
+    "parse_model_target",
     "plan_request",
     "review_policies",
     "transported",

@@ -22,6 +22,10 @@ from audit.canonical import canonical_digest, digest
 from gateway.policy._findings import Finding, Severity
 from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._schema import Policy
+from gateway.providers.registry import capabilities
+
+# The transport a policy without [model] transport uses: Anthropic's own API.
+FIRST_PARTY = "anthropic"
 
 EFFORT_ORDER = ("low", "medium", "high", "xhigh", "max")
 
@@ -230,7 +234,43 @@ def _raised(old: Any, new: Any) -> bool:
     return (a is not None and b is not None and b > a) or (old is None and new is not None)
 
 
+# What a transport does or does not offer, as the registry knows it, in a reviewer's words.
+_TRANSPORT_FEATURES = (("token counting", "counts_tokens"), ("inference_geo", "inference_geo"))
+# What every Claude transport offers the gateway's policies alike.
+_ON_EVERY_TRANSPORT = "prompt caching (breakpoints in blocks), tool use, streaming"
+
+
+def _transport_risk(old: Any, new: Any) -> str:
+    """A move between transports: where the data goes, what replay keeps, what is lost."""
+    before, after = old or FIRST_PARTY, new or FIRST_PARTY
+    had, has = capabilities(before), capabilities(after)
+    lost = [name for name, fact in _TRANSPORT_FEATURES if getattr(had, fact) > getattr(has, fact)]
+    gained = [name for name, fact in _TRANSPORT_FEATURES if getattr(has, fact) > getattr(had, fact)]
+    kept = [name for name, fact in _TRANSPORT_FEATURES if getattr(had, fact) and getattr(has, fact)]
+    version = has.body_version or "the catalog's, as the anthropic-version header"
+    return (
+        f"transport moved from {before} to {after}: the requests (and the bank's data) go "
+        f"there instead; answers recorded on {before} are not replayed (the request key holds "
+        f"the transport and region); lost: {', '.join(lost) or 'nothing'}; gained: "
+        f"{', '.join(gained) or 'nothing'}; kept: {', '.join([*kept, _ON_EVERY_TRANSPORT])}; "
+        f"API version: {version}"
+    )
+
+
 def _risk(key: str, old: Any, new: Any) -> str | None:
+    if key == "transport":
+        return _transport_risk(old, new)
+    if key == "region":
+        return (
+            f"region changed from {old or 'none'} to {new or 'none'}: where the bank's data is "
+            "processed changes; recorded replays no longer match (the key holds the region)"
+        )
+    if key == "transport_id":
+        return (
+            "the model's id on the transport changed: a cross-region inference profile "
+            "(global., us., eu., ...) decides where inference may run; recorded replays no "
+            "longer match"
+        )
     if key == "model_id":
         return "model changed: answers, cost and limits change; recorded replays no longer match"
     if key == "cache_mode":

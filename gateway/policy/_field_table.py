@@ -45,7 +45,13 @@ class Shown:
 
     @classmethod
     def of(cls, policy: Policy, model: ModelInfo, *, today: date, day_named: str = "") -> Shown:
-        plan = plan_request(policy, model, [{"role": "user", "content": PLACEHOLDER_INPUT}])
+        """``model`` is the catalog's; the request is planned as it goes over the policy's
+        transport (its id, API version and body there)."""
+        try:
+            reached = model.on_transport(policy.model.transport, policy.model.transport_id)
+        except KeyError:  # review refuses this policy; show the catalog's request instead
+            reached = model
+        plan = plan_request(policy, reached, [{"role": "user", "content": PLACEHOLDER_INPUT}])
         return cls(policy, model, plan, today, day_named)
 
 
@@ -68,6 +74,12 @@ def effective_date_text(when: date | None, today: date, day_named: str = "") -> 
 
 def _model(model_id: str, s: Shown) -> str:
     return f"{model_id} ({s.plan.provider}, anthropic-version {s.plan.api_version})"
+
+
+def _transport(transport: str | None, s: Shown) -> str:
+    if transport is None:
+        return "anthropic (Anthropic's API)"
+    return f"{transport}: model id {s.plan.model_id}, region {s.policy.model.region or '-'}"
 
 
 def _lifecycle(_: str, s: Shown) -> str:
@@ -120,6 +132,7 @@ FIELDS: tuple[PolicyField, ...] = (
     PolicyField("regulations", "regulations", "signoff", lambda v, _: "; ".join(v) or "-"),
     PolicyField("policy file", "source", "signoff", _or("-")),
     PolicyField("model", "model.id", "settings", _model),
+    PolicyField("transport", "model.transport", "settings", _transport),
     PolicyField("model lifecycle", "model.id", "settings", _lifecycle),
     PolicyField(
         "model choices", "model.choices", "settings", lambda v, _: ", ".join(v or ()) or "none"

@@ -58,6 +58,12 @@ RESERVED: dict[str, tuple[str, str]] = {
         "model.inference_geo",
         "where inference runs is the policy's ([model] inference_geo)",
     ),
+    "cache_control": (
+        "prompt.cache",
+        "prompt caching is the policy's: [prompt] cache puts the breakpoint on its system "
+        "prompt (or last tool), the form every transport takes; a top-level cache_control "
+        "(automatic caching) is refused by Bedrock and Vertex",
+    ),
     "metadata": (
         "caller.forward_user_id",
         "metadata.user_id is set by the gateway when the policy forwards a caller identifier "
@@ -355,6 +361,10 @@ def _body(
     parts: CallerParts,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model.id, "max_tokens": g.max_tokens, "messages": messages}
+    if capabilities(model.provider).body_version is not None:
+        # A cloud transport reads the API version from the body: planned here, so it is the
+        # one sent (the SDK's cloud clients put their own only where the body has none).
+        body["anthropic_version"] = model.api_version
     if policy.model.inference_geo is not None and capabilities(model.provider).inference_geo:
         # A model that runs on this machine (or a transport without the field) has no
         # region to choose.

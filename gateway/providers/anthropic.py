@@ -80,6 +80,10 @@ class ApiKeyAuth:
     def secrets(self) -> tuple[str, ...]:
         return (self.api_key,)
 
+    @property
+    def region(self) -> None:
+        return None  # Anthropic's API is one endpoint; where inference runs is inference_geo
+
     def client_options(self) -> dict[str, Any]:
         return {"api_key": self.api_key}
 

@@ -37,6 +37,7 @@ __all__ = [
     "RequestNotHonoured",
     "StreamFacts",
     "StreamItem",
+    "WireTarget",
 ]
 
 
@@ -53,11 +54,18 @@ class Capabilities:
     answer's ``usage``, so a policy's pinned region is sent and checked. ``echoed_model``:
     the model name an answer to a request for ``model_id`` names (the check that the pinned
     model answered), or ``None`` where the answer names none that can be checked.
+    ``body_version``, ``counts_tokens``: see the fields.
     """
 
     offline: bool = False
     inference_geo: bool = False
     echoed_model: Callable[[str], str | None] = _same_model
+    # The API version the transport takes in the body as ``anthropic_version`` (Bedrock's
+    # and Vertex's own, whatever the model), or None: the first-party ``anthropic-version``
+    # header carries the catalog's version.
+    body_version: str | None = None
+    # Whether the transport has a token-counting endpoint (Bedrock's InvokeModel has none).
+    counts_tokens: bool = True
 
 
 class StreamFacts(BaseModel):
@@ -126,12 +134,40 @@ class RequestNotHonoured(InputError):
     summary = "the provider could not honour this request."
 
 
+@dataclass(frozen=True)
+class WireTarget:
+    """Where a transport whose URL names the model (Bedrock, Vertex) sent a request: the
+    method and the URL as sent, and the cloud region it was sent to. No header is part of
+    it, so no credential or signature reaches the record."""
+
+    method: str
+    url: str
+    region: str | None
+
+    def audit_data(self) -> dict[str, str | None]:
+        """The REQUEST event's ``target``."""
+        return {"method": self.method, "url": self.url, "region": self.region}
+
+
 OnAttemptFailed = Callable[[AttemptFailure], None]
 AsyncOnAttemptFailed = Callable[[AttemptFailure], Awaitable[None]]
-# Told the exact body bytes of an attempt just before they are sent (the recorder commits the
-# intent with them); nothing is sent before it returns, and if it raises nothing is sent.
-OnWire = Callable[[bytes], None]
-AsyncOnWire = Callable[[bytes], Awaitable[None]]
+
+
+class OnWire(Protocol):
+    """Told the exact body bytes of an attempt just before they are sent (the recorder commits
+    the intent with them); nothing is sent before it returns, and if it raises nothing is
+    sent. A transport whose URL names the model also tells ``target`` (a keyword: a
+    first-party or local request's body is the whole request, and it is told the bytes only)."""
+
+    def __call__(self, wire: bytes, /, *, target: WireTarget | None = None) -> None: ...
+
+
+class AsyncOnWire(Protocol):
+    """:class:`OnWire` for asyncio, awaited before anything is sent."""
+
+    def __call__(self, wire: bytes, /, *, target: WireTarget | None = None) -> Awaitable[None]: ...
+
+
 # What a stream yields: event dicts (one Messages API event each, as sent), then, last, the
 # ProviderReply of the whole answer.
 StreamItem = dict[str, Any] | ProviderReply

@@ -1,11 +1,12 @@
 """Claude on AWS Bedrock: its wire profile, its AWS credentials, and the provider built from them.
 
     provider = BedrockProvider(region="eu-central-1")          # the standard AWS chain
-    reply = provider.send(body, api_version="2023-06-01", on_attempt_failed=record_attempt)
+    reply = provider.send(body, api_version="bedrock-2023-05-31", on_attempt_failed=record_attempt)
 
 The SDK's ``AnthropicBedrock`` client does what is Bedrock's: it moves the model id and the
 stream flag out of the body into the URL (``POST /model/{modelId}/invoke`` or
-``/invoke-with-response-stream``), puts ``anthropic_version`` into the body, and signs each
+``/invoke-with-response-stream``), keeps the body's ``anthropic_version`` (the plan's,
+``bedrock-2023-05-31``; it adds its own only to a body without one), and signs each
 request with SigV4 through botocore (credentials from the standard chain: environment,
 shared files, SSO, instance role; never written by hand here). The Messages call around it is
 the shared :class:`~gateway.providers.wire.MessagesProvider`. What is Bedrock's besides: the
@@ -130,6 +131,7 @@ BEDROCK = WireProfile(
         }
     ),
     counts_tokens=False,
+    model_in_url=True,
     capture_credentials=MappingProxyType(
         {"aws_access_key": "capture", "aws_secret_key": "capture", "aws_region": "us-east-1"}
     ),
@@ -160,7 +162,7 @@ class AwsAuth:
         return options
 
     def call_headers(self, api_version: str) -> dict[str, str]:
-        return {}  # Bedrock takes the version in the body (the SDK sets anthropic_version)
+        return {}  # Bedrock takes the version in the body (the plan's anthropic_version)
 
 
 def bedrock_base_url(region: str) -> str:

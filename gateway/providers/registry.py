@@ -140,13 +140,22 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
         "anthropic": ProviderSpec("anthropic", _build_anthropic, Capabilities(inference_geo=True)),
         # inference_geo is the first-party API's: on a cloud the region is the endpoint's.
         "bedrock": ProviderSpec(
-            "bedrock", _build_bedrock, region=lambda settings: settings.bedrock_region
+            "bedrock",
+            _build_bedrock,
+            Capabilities(body_version="bedrock-2023-05-31", counts_tokens=False),
+            region=lambda settings: settings.bedrock_region,
         ),
         "vertex": ProviderSpec(
-            "vertex", _build_vertex, region=lambda settings: settings.vertex_region
+            "vertex",
+            _build_vertex,
+            Capabilities(body_version="vertex-2023-10-16"),
+            region=lambda settings: settings.vertex_region,
         ),
         "local": ProviderSpec(
-            "local", _build_local, Capabilities(offline=True), versioned_models=True
+            "local",
+            _build_local,
+            Capabilities(offline=True),
+            versioned_models=True,
         ),
     }
 )

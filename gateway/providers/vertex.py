@@ -1,16 +1,18 @@
 """Claude on Google Vertex AI: its wire profile, its Google credentials, and the provider.
 
     provider = VertexProvider(project="bank-prod", region="europe-west1")  # ADC credentials
-    reply = provider.send(body, api_version="2023-06-01", on_attempt_failed=record_attempt)
+    reply = provider.send(body, api_version="vertex-2023-10-16", on_attempt_failed=record_attempt)
 
 The SDK's ``AnthropicVertex`` client does what is Vertex's: it moves the model id into the
 URL (``POST /projects/{project}/locations/{region}/publishers/anthropic/models/{model}:rawPredict``,
-``:streamRawPredict`` for a stream, which stays SSE), puts ``anthropic_version`` into the body,
-and sends a bearer token from google-auth (Application Default Credentials, refreshed by
-google-auth; an explicit ``access_token`` where the caller holds one). The Messages call around
-it is the shared :class:`~gateway.providers.wire.MessagesProvider`. Vertex counts no tokens
-through the Messages endpoint here, and its errors may be Google's shape
-(``{"error": {"code", "message", "status"}}``) as well as the Messages API's.
+``:streamRawPredict`` for a stream, which stays SSE; token counting at
+``models/count-tokens:rawPredict``, the model named in the body) and sends a bearer token from
+google-auth (Application Default Credentials, refreshed by google-auth; an explicit
+``access_token`` where the caller holds one). The body's ``anthropic_version`` is the plan's
+(``vertex-2023-10-16``; the SDK adds its own only to a body without one). The Messages call
+around it is the shared :class:`~gateway.providers.wire.MessagesProvider`. Vertex's errors
+may be Google's shape (``{"error": {"code", "message", "status"}}``) as well as the Messages
+API's.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ VERTEX = WireProfile(
             "and settings.",
         }
     ),
-    counts_tokens=False,
+    model_in_url=True,
     capture_credentials=MappingProxyType(
         {"region": "us-east5", "project_id": "capture", "access_token": "capture-only"}
     ),
@@ -117,7 +119,7 @@ class VertexAuth:
         return options
 
     def call_headers(self, api_version: str) -> dict[str, str]:
-        return {}  # the SDK signs with the token and sets anthropic_version in the body
+        return {}  # the SDK sends the token; the plan put anthropic_version into the body
 
 
 def vertex_base_url(region: str) -> str:

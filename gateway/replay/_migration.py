@@ -1,6 +1,7 @@
-"""``--model ID``: re-plan a recorded request under its recorded policy with the model swapped.
+"""``--model TARGET``: re-plan a recorded request under its recorded policy with the model (and,
+for a transport-qualified target, the transport and region) swapped.
 
-    migration = plan_migration(recorded, target, messages, requested)
+    migration = plan_migration(recorded, parse_model_target(text, catalog), messages, requested)
     migration.findings        # what the review rules say about the policy on the new model
     migration.plan            # None when the new model would refuse the policy or the request
     migration.refusal         # one line: why
@@ -16,15 +17,14 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from gateway.catalog import ModelInfo
 from gateway.errors import GatewayError, PolicyLoadError
-from gateway.policy import Plan, Policy, plan_request
+from gateway.policy import ModelTarget, Plan, Policy, plan_request
 from gateway.policy.rules import Subject, check
 
 
 @dataclass(frozen=True)
 class Migration:
-    policy: Policy  # the recorded policy with the model swapped (its own fingerprint)
+    policy: Policy  # the recorded policy pinned to the target (its own fingerprint)
     plan: Plan | None
     findings: tuple[str, ...]
     refusal: str | None
@@ -32,7 +32,7 @@ class Migration:
 
 def plan_migration(
     policy: Policy,
-    target: ModelInfo,
+    target: ModelTarget,
     messages: Any,
     requested: Mapping[str, Any],
     *,
@@ -41,12 +41,17 @@ def plan_migration(
     today: date | None = None,
 ) -> Migration:
     """``user_id``: the recorded ``metadata.user_id``, kept when the policy forwards one."""
-    moved = policy.on_model(target.id)
+    moved = target.policy(policy)
     day = today or date.today()
-    findings = tuple(f.line() for f in check(Subject.of_policy(moved, target, today=day)))
+    findings = tuple(f.line() for f in check(Subject.of_policy(moved, target.model, today=day)))
     try:
         plan = plan_request(
-            moved, target, messages, overrides=dict(requested), caller=caller, user_id=user_id
+            moved,
+            target.reached,
+            messages,
+            overrides=dict(requested),
+            caller=caller,
+            user_id=user_id,
         )
     except PolicyLoadError as exc:
         refused = tuple(f.line() for f in exc.findings if hasattr(f, "line"))

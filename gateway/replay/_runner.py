@@ -29,7 +29,7 @@ from gateway._inputs import EXPERIMENT_CALLER
 from gateway._keys import GATEWAY_VERSION, request_hash_for
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
-from gateway.policy import Policy
+from gateway.policy import ModelTarget, Policy, parse_model_target
 from gateway.providers.registry import Providers
 from gateway.replay._access import answer_read
 from gateway.replay._compare import compare_answers
@@ -64,7 +64,7 @@ UNASKED = frozenset({"$.model", "$.stream"})  # body fields a migration's change
 @dataclass(frozen=True)
 class PreparedRun:
     mode: Mode
-    target: ModelInfo | None
+    target: ModelTarget | None  # --model: the model, and where it is reached
     requests: RecordedSet
     experiments_left_out: int = 0  # experiment requests the filters matched and left out
     include_failed: bool = False  # live: also re-send requests whose original call failed
@@ -137,7 +137,7 @@ class Replayer:
     def prepare(
         self, selection: Selection, *, live: bool = False, model: str | None = None
     ) -> PreparedRun:
-        target = self._target(model) if model is not None else None
+        target = self._target(model, live=live) if model is not None else None
         requests = load_selection(self.store, selection)
         mode = (
             (Mode.MODEL_LIVE if live else Mode.MODEL)
@@ -154,27 +154,33 @@ class Replayer:
             include_failed=selection.include_failed,
         )
 
-    def _target(self, model_id: str) -> ModelInfo:
-        info = self.catalog.get(model_id)
-        if info is None:
-            raise InputError(
-                f"model {model_id!r} is not in the model catalog.",
-                hint="List the known models with 'gateway models list'.",
-            )
+    def _target(self, text: str, *, live: bool) -> ModelTarget:
+        """``--model``'s target (``[TRANSPORT:]ID[@REGION]``); a live run must send to the
+        region it names, as a policy's region is a mandate."""
+        target = parse_model_target(text, self.catalog)
+        info = target.model
         if info.lifecycle == "retired":
             raise InputError(
-                f"model {model_id!r} is retired, so no request can move to it.",
+                f"model {info.id!r} is retired, so no request can move to it.",
                 hint="Choose an active model from 'gateway models list'.",
             )
-        return info
+        provider = target.reached.provider
+        configured = self.providers.region(provider)
+        if live and target.region is not None and configured != target.region:
+            raise InputError(
+                f"--model {text!r} names region {target.region!r}, but the gateway sends "
+                f"{provider} requests to {configured or 'no region'}; nothing was sent.",
+                hint=f"Set the {provider} region setting to {target.region!r} for this run.",
+            )
+        return target
 
     def _providers_needed(
-        self, mode: Mode, target: ModelInfo | None, requests: RecordedSet
+        self, mode: Mode, target: ModelTarget | None, requests: RecordedSet
     ) -> set[str]:
         """The providers this run will call, so that one that cannot be built (no API key)
         stops the run before anything is recorded."""
         if mode is Mode.MODEL_LIVE:
-            return {target.provider} if target is not None and requests else set()
+            return {target.reached.provider} if target is not None and requests else set()
         if mode is Mode.LIVE:
             return {
                 str(r.request.data.get("provider"))
@@ -240,7 +246,7 @@ class Replayer:
             experiments_left_out=prepared.experiments_left_out,
             failed_originals_left_out=failed_left_out,
             recorded_models=tuple(sorted(models)),
-            target=prepared.target.id if prepared.target else None,
+            target=prepared.target.label if prepared.target else None,
             tasks=tasks.summaries(),
         )
 
@@ -313,7 +319,7 @@ class Replayer:
         self._keep_sent(row, sent)
         return row
 
-    def _migrate(self, run_id: str, recorded: Recorded, target: ModelInfo, *, live: bool) -> _Row:
+    def _migrate(self, run_id: str, recorded: Recorded, target: ModelTarget, *, live: bool) -> _Row:
         request = recorded.request
         assert request is not None and recorded.policy is not None
         body = request_body(self.store, recorded) or {}
@@ -331,7 +337,8 @@ class Replayer:
             row.fields.update(outcome=Outcome.REFUSED, reason=migration.refusal)
             return row
         plan = migration.plan
-        version = self.providers.model_version(target.provider, target.id)
+        reached = target.reached  # the id, provider and API version on its transport
+        version = self.providers.model_version(reached.provider, reached.id)
         row.request_hash = request_hash_for(plan, version)
         # Streamed or not is how the answer was delivered, not what was asked: a streamed
         # recording compares with its re-plan as an answer, never as a "$.stream" change.
@@ -356,8 +363,8 @@ class Replayer:
             run_id=run_id,
             mode=Mode.MODEL_LIVE,
             recorded=recorded,
-            target=target.id,
-            provider=target.provider,
+            target=reached.id,
+            provider=reached.provider,
             api_version=plan.api_version,
             policy=row.policy,
             request_hash=row.request_hash,
@@ -365,7 +372,7 @@ class Replayer:
         sent = self._send(call, plan.body, row)
         row.fields.update(
             compare_answers(
-                self.store, self.catalog, recorded, sent, target.id, self.recorder.signature
+                self.store, self.catalog, recorded, sent, reached.id, self.recorder.signature
             )
         )
         self._keep_sent(row, sent)
@@ -436,7 +443,7 @@ class Replayer:
     ) -> tuple[RequestReplay, EventDraft]:
         """The row and the REPLAY event that records it."""
         first = recorded.first
-        target = prepared.target.id if prepared.target else None
+        target = prepared.target.label if prepared.target else None
         row = RequestReplay(
             request_id=recorded.request_id,
             seq=first.seq,

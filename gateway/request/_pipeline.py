@@ -51,6 +51,7 @@ from gateway.errors import (
 )
 from gateway.keys import forwarded_user_id
 from gateway.policy import Plan, Policy, PolicySet, chosen_model, plan_request, transported
+from gateway.providers.base import WireTarget
 from gateway.providers.registry import Providers, runs_offline
 from gateway.request._call_records import CallRecords
 from gateway.request._call_types import unannounced
@@ -253,13 +254,13 @@ class RequestPipeline:
         policy_canonical = self.policy_bytes(prepared.policy)
         recorded: list[bytes] = []
 
-        def on_wire(wire: bytes) -> None:
+        def on_wire(wire: bytes, *, target: WireTarget | None = None) -> None:
             # What the counting endpoint is sent is a part of the planned body (its input
             # fields), so it is recorded from the request the provider built, not planned.
             self.recorder.append(
                 prepared.labels.draft(
                     EventKind.TOKEN_COUNT,
-                    data,
+                    data if target is None else {**data, "target": target.audit_data()},
                     payloads=stored_payloads("request_body", wire),
                     policy_canonical=policy_canonical,
                 )

@@ -40,7 +40,7 @@ from gateway._attachment_payloads import stored_payloads
 from gateway._store_adapter import StoreAdapter, require_database
 from gateway.errors import AuditError, AuditWriteError, ConfigurationError
 from gateway.keys import record_signer, trusted_record_keys
-from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider
+from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider, WireTarget
 from gateway.request._call_types import CallLabels, Intended, Intent, Sent, failed, replied
 from gateway.request._threads import AuditThreads
 from gateway.settings import Settings
@@ -142,16 +142,20 @@ class Recorder:
 
     # -- one call: intent, attempts, reply or typed failure ---------------------------------
 
-    def commit(self, call: CallLabels, intended: Intended, wire: bytes) -> None:
-        """Commit ``intended`` with ``wire``, the exact body about to be sent; a retry's
-        bytes, announced again, change nothing (the outcome says whether they were the same)."""
+    def commit(
+        self, call: CallLabels, intended: Intended, wire: bytes, target: WireTarget | None = None
+    ) -> None:
+        """Commit ``intended`` with ``wire``, the exact body about to be sent, and, where the
+        transport names the model in the URL, ``target`` (where it goes); a retry's bytes,
+        announced again, change nothing (the outcome says whether they were the same)."""
         if intended.committed:
             return
         intent = intended.intent
+        data = intent.data if target is None else {**intent.data, "target": target.audit_data()}
         appended = self.append(
             call.draft(
                 intent.kind,
-                intent.data,
+                data,
                 payloads=stored_payloads("request_body", wire),
                 policy_content=intent.policy_content,
                 policy_canonical=intent.policy_canonical,
@@ -163,8 +167,8 @@ class Recorder:
         if intended.committed:
             return None
 
-        def on_wire(wire: bytes) -> None:
-            self.commit(call, intended, wire)
+        def on_wire(wire: bytes, *, target: WireTarget | None = None) -> None:
+            self.commit(call, intended, wire, target)
 
         return on_wire
 
@@ -175,10 +179,10 @@ class Recorder:
         if intended.committed:
             return None
 
-        async def on_wire(wire: bytes) -> None:
+        async def on_wire(wire: bytes, *, target: WireTarget | None = None) -> None:
             if intended.committed:
                 return  # a retry's bytes: nothing to write, so no hop
-            job = self.threads.submit(self.commit, call, intended, wire)
+            job = self.threads.submit(self.commit, call, intended, wire, target)
             try:
                 await job
             except asyncio.CancelledError:

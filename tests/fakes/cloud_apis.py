@@ -18,9 +18,17 @@ fake's region and every header it says it signed is present. ``CloudReply.thrott
 Bedrock's 429 ``ThrottlingException``.
 
 Vertex: ``POST /v1/projects/{p}/locations/{r}/publishers/anthropic/models/{m}:rawPredict``
-and ``:streamRawPredict`` (SSE); a request without ``Authorization: Bearer <the fake's
-token>`` is refused (401, Google's error shape). ``CloudReply.throttled()`` is Google's 429
-``RESOURCE_EXHAUSTED``.
+and ``:streamRawPredict`` (SSE), and ``models/count-tokens:rawPredict`` (the model named in
+the body); a request without ``Authorization: Bearer <the fake's token>`` is refused (401,
+Google's error shape). ``CloudReply.throttled()`` is Google's 429 ``RESOURCE_EXHAUSTED``.
+
+Both, as the clouds do: a body whose ``anthropic_version`` is not the transport's
+(``bedrock-2023-05-31``, ``vertex-2023-10-16``) or that carries a top-level
+``cache_control`` (the first-party API's automatic caching, which neither cloud takes) is a
+400 in the transport's error shape. Prompt caching works on cache_control breakpoints in
+blocks: the first request with a given cached prefix reports it as
+``cache_creation_input_tokens``, every later one as ``cache_read_input_tokens``. Given tools,
+the fake calls the first one (``TOOL_INPUT``) unless the last message holds a tool result.
 """
 
 from __future__ import annotations
@@ -37,14 +45,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-__all__ = ["CloudReply", "FakeBedrock", "FakeVertex", "ReceivedRequest", "event_stream_frame"]
+__all__ = [
+    "TOOL_INPUT",
+    "VERSIONS",
+    "CloudReply",
+    "FakeBedrock",
+    "FakeVertex",
+    "ReceivedRequest",
+    "event_stream_frame",
+]
 
 TEXT = "The fake cloud model answers."
 
 
 @dataclass(frozen=True)
 class CloudReply:
-    """One scripted answer: ``ok`` (the default), ``throttled`` or ``fails_mid_stream``."""
+    """One scripted answer: ``ok`` (the default), ``throttled``, ``hangs`` or
+    ``fails_mid_stream``."""
 
     kind: str = "ok"
 
@@ -55,6 +72,11 @@ class CloudReply:
     @classmethod
     def throttled(cls) -> CloudReply:
         return cls("throttled")
+
+    @classmethod
+    def hangs(cls) -> CloudReply:
+        """No answer until the fake closes (a call to kill a process in the middle of)."""
+        return cls("hangs")
 
     @classmethod
     def fails_mid_stream(cls) -> CloudReply:
@@ -74,17 +96,58 @@ class ReceivedRequest:
         return json.loads(self.body)
 
 
-def _message(model: str, request: dict[str, Any]) -> dict[str, Any]:
+VERSIONS = {"bedrock": "bedrock-2023-05-31", "vertex": "vertex-2023-10-16"}
+
+
+def _words(value: Any) -> int:
+    return len(json.dumps(value).split())
+
+
+def _cached_prefix(request: dict[str, Any]) -> Any:
+    """The prompt up to and including its last cache_control breakpoint (tools, then system,
+    then messages, the order the cache reads them), or None without a breakpoint."""
+    parts: list[Any] = [*request.get("tools", [])]
+    system = request.get("system")
+    parts += system if isinstance(system, list) else []
+    for message in request.get("messages", []):
+        content = message.get("content")
+        parts += content if isinstance(content, list) else []
+    marked = [i for i, p in enumerate(parts) if isinstance(p, dict) and "cache_control" in p]
+    return parts[: marked[-1] + 1] if marked else None
+
+
+TOOL_INPUT = {"name": "ACME Shipping Ltd", "entity_type": "organisation"}
+
+
+def _calls_a_tool(request: dict[str, Any]) -> bool:
+    """With tools, the fake calls the first one, unless it has just been given a result."""
+    if not request.get("tools"):
+        return False
+    last = request.get("messages", [{}])[-1].get("content")
+    return not (isinstance(last, list) and any(b.get("type") == "tool_result" for b in last))
+
+
+def _message(model: str, request: dict[str, Any], cache_usage: dict[str, int]) -> dict[str, Any]:
     words = sum(len(str(m.get("content", "")).split()) for m in request.get("messages", []))
+    content: list[dict[str, Any]] = [{"type": "text", "text": TEXT}]
+    if _calls_a_tool(request):
+        name = request["tools"][0]["name"]
+        content.append(
+            {"type": "tool_use", "id": "toolu_cloud_1", "name": name, "input": TOOL_INPUT}
+        )
     return {
         "id": "msg_fake_cloud",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": TEXT}],
-        "stop_reason": "end_turn",
+        "content": content,
+        "stop_reason": "tool_use" if len(content) > 1 else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": max(words, 1), "output_tokens": len(TEXT.split())},
+        "usage": {
+            "input_tokens": max(words, 1),
+            "output_tokens": len(TEXT.split()),
+            **cache_usage,
+        },
     }
 
 
@@ -107,13 +170,32 @@ def _stream_events(message: dict[str, Any]) -> list[dict[str, Any]]:
             "delta": {"type": "text_delta", "text": text[half:]},
         },
         {"type": "content_block_stop", "index": 0},
+        *_tool_events(message),
         {
             "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
             "usage": {"output_tokens": message["usage"]["output_tokens"]},
         },
         {"type": "message_stop"},
     ]
+
+
+def _tool_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A tool_use block as the stream carries it: its input as partial JSON."""
+    events: list[dict[str, Any]] = []
+    for index, block in enumerate(message["content"][1:], start=1):
+        start = {**block, "input": {}}
+        partial = json.dumps(block["input"])
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": start},
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": partial},
+            },
+            {"type": "content_block_stop", "index": index},
+        ]
+    return events
 
 
 def event_stream_frame(headers: dict[str, str], payload: bytes) -> bytes:
@@ -151,10 +233,15 @@ _SIGV4 = re.compile(
 class _CloudFake:
     """The server and the record, shared by both fakes; ``_route`` is each one's."""
 
+    transport = ""  # each fake's: the key of VERSIONS
+
     def __init__(self) -> None:
         self.requests: list[ReceivedRequest] = []
         self._script: deque[CloudReply] = deque()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._cached: set[str] = set()
+        self._closing = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -171,7 +258,11 @@ class _CloudFake:
                 )
                 with fake._lock:
                     fake.requests.append(request)
+                    fake._arrived.notify_all()
                     reply = fake._script.popleft() if fake._script else CloudReply.ok()
+                if reply.kind == "hangs":
+                    fake._closing.wait()
+                    return
                 status, headers, content = fake._route(request, reply)
                 self.send_response(status)
                 for name, value in {**headers, "content-length": str(len(content))}.items():
@@ -193,6 +284,34 @@ class _CloudFake:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    def body_problem(self, body: dict[str, Any]) -> str | None:
+        """Why the cloud would refuse ``body`` with a 400, or None."""
+        version = body.get("anthropic_version")
+        if version != VERSIONS[self.transport]:
+            return f"anthropic_version {version!r} is not {VERSIONS[self.transport]!r}"
+        if "cache_control" in body:
+            return "cache_control: Extra inputs are not permitted"
+        return None
+
+    def cache_usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """Prompt caching's usage fields: a prefix seen before is read, a new one written."""
+        prefix = _cached_prefix(body)
+        if prefix is None:
+            return {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        key = json.dumps(prefix, sort_keys=True)
+        with self._lock:
+            seen = key in self._cached
+            self._cached.add(key)
+        tokens = _words(prefix)
+        if seen:
+            return {"cache_creation_input_tokens": 0, "cache_read_input_tokens": tokens}
+        return {"cache_creation_input_tokens": tokens, "cache_read_input_tokens": 0}
+
+    def wait_for_requests(self, count: int, timeout: float = 60.0) -> bool:
+        """Whether ``count`` requests have arrived within ``timeout`` seconds."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= count, timeout)
+
     def script(self, *replies: CloudReply) -> None:
         with self._lock:
             self._script.extend(replies)
@@ -204,6 +323,7 @@ class _CloudFake:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -220,6 +340,8 @@ def _json(
 
 class FakeBedrock(_CloudFake):
     """Bedrock runtime's InvokeModel and InvokeModelWithResponseStream (see the module)."""
+
+    transport = "bedrock"
 
     _PATH = re.compile(r"/model/(?P<model>[^/]+)/(?P<op>invoke|invoke-with-response-stream)")
 
@@ -253,8 +375,13 @@ class FakeBedrock(_CloudFake):
         if reply.kind == "throttled":
             headers = {**rid, "x-amzn-errortype": "ThrottlingException:http://internal.amazon.com/"}
             return _json(429, {"message": "Too many requests, please wait."}, headers)
+        body = json.loads(request.body)
+        refused = self.body_problem(body)
+        if refused is not None:
+            headers = {**rid, "x-amzn-errortype": "ValidationException"}
+            return _json(400, {"message": f"Malformed input request: {refused}"}, headers)
         model = match["model"]
-        message = _message(model, json.loads(request.body))
+        message = _message(model, body, self.cache_usage(body))
         if match["op"] == "invoke":
             return _json(200, message, rid)
         stream = _stream_events(message)
@@ -281,6 +408,11 @@ class FakeVertex(_CloudFake):
         r"models/(?P<model>[^/:]+):(?P<op>rawPredict|streamRawPredict)"
     )
 
+    transport = "vertex"
+    _COUNT = re.compile(
+        r"/v1/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/count-tokens:rawPredict"
+    )
+
     def __init__(self, *, token: str = "fake-google-token") -> None:  # noqa: S107 - a test token
         super().__init__()
         self.token = token
@@ -292,13 +424,22 @@ class FakeVertex(_CloudFake):
         if request.headers.get("authorization") != f"Bearer {self.token}":
             error = {"code": 401, "message": "invalid credentials", "status": "UNAUTHENTICATED"}
             return _json(401, {"error": error}, rid)
+        counting = self._COUNT.fullmatch(request.path) is not None
         match = self._PATH.fullmatch(request.path)
-        if match is None:
+        if match is None and not counting:
             return _json(404, {"error": {"code": 404, "message": "no", "status": "NOT_FOUND"}}, rid)
         if reply.kind == "throttled":
             error = {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}
             return _json(429, {"error": error}, rid)
-        message = _message(match["model"], json.loads(request.body))
+        body = json.loads(request.body)
+        refused = self.body_problem(body)
+        if refused is not None:
+            error = {"code": 400, "message": refused, "status": "INVALID_ARGUMENT"}
+            return _json(400, {"error": error}, rid)
+        if counting:
+            return _json(200, {"input_tokens": _words(body.get("messages"))}, rid)
+        assert match is not None
+        message = _message(match["model"], body, self.cache_usage(body))
         if match["op"] == "rawPredict":
             return _json(200, message, rid)
         events = _stream_events(message)

@@ -6,6 +6,7 @@ not load, with the review's explanation."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,69 +17,34 @@ from audit.verify import verify_log
 from gateway import PolicyError, UpstreamError
 from gateway.catalog import Catalog
 from gateway.policy import PolicySet, plan_request, transported
-from tests.fakes.cloud_apis import CloudReply, FakeBedrock, FakeVertex
+from tests.fakes.cloud_apis import (
+    VERSIONS,
+    CloudReply,
+    FakeBedrock,
+    FakeVertex,
+    ReceivedRequest,
+)
+from tests.fakes.cloud_auth import GOOGLE_TOKEN, vertex_with_token
+from tests.gateway.cloud_policies import summary_policy
 from tests.gateway.conftest import MakeGateway, events
 
+pytestmark = pytest.mark.usefixtures("aws_credentials")  # botocore finds the static test key
+
 REGION = "eu-central-1"
-GOOGLE_TOKEN = "ya29.test-token-never-recorded"
 MODEL_IDS = {"bedrock": "eu.anthropic.claude-sonnet-4-6", "vertex": "claude-sonnet-4-6"}
 PROMPT = "Summarise the exposure of counterparty 4711."
 
-BEDROCK_POLICY = f"""schema = 1
-description = "Counterparty summaries through Claude on Bedrock in Frankfurt."
-owner = "risk"
-risk_tier = "medium"
-
-[model]
-id = "claude-sonnet-4-6"
-transport = "bedrock"
-transport_id = "eu.anthropic.claude-sonnet-4-6"
-region = "{REGION}"
-
-[generation]
-max_tokens = 256
-
-[output]
-format = "text"
-
-[cache]
-mode = "replay"
-"""
-
-VERTEX_POLICY = """schema = 1
-description = "Counterparty summaries through Claude on Vertex AI in Belgium."
-owner = "risk"
-risk_tier = "medium"
-
-[model]
-id = "claude-sonnet-4-6"
-transport = "vertex"
-region = "europe-west1"
-
-[generation]
-max_tokens = 256
-
-[output]
-format = "text"
-
-[cache]
-mode = "replay"
-"""
+BEDROCK_POLICY = summary_policy("bedrock")
+VERTEX_POLICY = summary_policy("vertex")
 
 
-@pytest.fixture(autouse=True)
-def _aws_test_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTFAKE0000")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret-never-on-the-wire")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
-
-
-def _recorded_as_received(db_path: Path, request_id: str, received: bytes, transport: str) -> None:
-    """The write-ahead REQUEST names the transport and its model id, and holds the exact body
-    bytes the endpoint received (no credential among them)."""
+def _recorded_as_received(
+    db_path: Path, request_id: str, sent: ReceivedRequest, transport: str, region: str
+) -> None:
+    """The write-ahead REQUEST names the transport, its model id and API version, and where
+    the request went (the URL as sent, the region), and holds the exact body bytes the
+    endpoint received (no credential or signature anywhere in it)."""
+    received = sent.body
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
         request = next(
             e for e in store.iter_events() if e.request_id == request_id and e.kind == "request"
@@ -86,6 +52,16 @@ def _recorded_as_received(db_path: Path, request_id: str, received: bytes, trans
         assert store.payload(request.payload_digests["request_body"]) == received
     assert request.data["provider"] == transport
     assert request.data["model_id"] == MODEL_IDS[transport]
+    # The version is the transport's, in the body, and the record says so.
+    assert request.data["api_version"] == VERSIONS[transport]
+    assert json.loads(received)["anthropic_version"] == VERSIONS[transport]
+    # Where the body went: the URL as sent (the model id in it) and the region.
+    target = request.data["target"]
+    assert target["method"] == "POST" and target["url"].endswith(sent.path)
+    assert f"/{MODEL_IDS[transport]}" in target["url"] and target["region"] == region
+    recorded = json.dumps(request.data)
+    for secret in ("test-secret", GOOGLE_TOKEN, "AWS4-HMAC-SHA256", "AKIDTESTFAKE0000"):
+        assert secret not in recorded
     assert b"test-secret" not in received and GOOGLE_TOKEN.encode() not in received
 
 
@@ -109,7 +85,7 @@ def test_a_bedrock_task_is_recorded_replayed_and_verified(
         ] * 2
         kinds = [str(e.kind) for e in events(db_path) if e.request_id == first.request_id]
         assert kinds == ["request", "attempt_failed", "response"]
-        _recorded_as_received(db_path, first.request_id, fake.requests[-1].body, "bedrock")
+        _recorded_as_received(db_path, first.request_id, fake.requests[-1], "bedrock", REGION)
         again = gw.complete("cloud_summary", PROMPT)
         assert again.cached and again.text == first.text and len(fake.requests) == 2
     _verify(db_path)
@@ -124,27 +100,15 @@ def test_a_vertex_task_is_recorded_replayed_and_verified(
             vertex_project="bank-risk",
             vertex_region="europe-west1",
             vertex_base_url=f"{fake.base_url}/v1",
-            providers={"vertex": _vertex_with_token},
+            providers={"vertex": vertex_with_token()},
         )
         first = gw.complete("cloud_summary", PROMPT)
         assert first.model == "claude-sonnet-4-6" and not first.cached
         assert fake.requests[0].path.endswith("/models/claude-sonnet-4-6:rawPredict")
-        _recorded_as_received(db_path, first.request_id, fake.requests[0].body, "vertex")
+        _recorded_as_received(db_path, first.request_id, fake.requests[0], "vertex", "europe-west1")
         again = gw.complete("cloud_summary", PROMPT)
         assert again.cached and len(fake.requests) == 1
     _verify(db_path)
-
-
-def _vertex_with_token(settings: Any) -> Any:
-    # The standard chain (ADC) is google-auth's; the test hands the SDK a static token instead.
-    from gateway.providers.vertex import VertexProvider
-
-    return VertexProvider(
-        project=settings.vertex_project,
-        region=settings.vertex_region,
-        access_token=GOOGLE_TOKEN,
-        base_url=settings.vertex_base_url,
-    )
 
 
 @pytest.mark.parametrize(
@@ -227,4 +191,63 @@ def test_a_bedrock_stream_ends_in_a_terminal_record(
         assert fake.requests[0].path.endswith("/invoke-with-response-stream")
     kinds = [str(e.kind) for e in events(db_path)]
     assert kinds[0] == "request" and kinds[-1] == ("failed" if fails else "response")
+    _verify(db_path)
+
+
+FIRST_PARTY_POLICY = "".join(
+    line
+    for line in BEDROCK_POLICY.splitlines(keepends=True)
+    if not line.startswith(("transport", "region"))
+)
+
+
+@pytest.mark.parametrize(
+    ("cloud", "first"),
+    [
+        ("bedrock", "anthropic"),
+        ("bedrock", "cloud"),
+        # Vertex names the model exactly as the first-party API does: only the key's
+        # transport and region keep the two apart.
+        ("vertex", "anthropic"),
+        ("vertex", "cloud"),
+    ],
+)
+def test_an_answer_recorded_on_one_transport_never_serves_another(
+    make_gateway: MakeGateway,
+    policy_dir: Path,
+    db_path: Path,
+    fake_api: Any,
+    cloud: str,
+    first: str,
+) -> None:
+    """The same task and prompt moved between Anthropic's API and a cloud: the second
+    transport is called, not served the first one's recorded answer; each transport's own
+    repeat is served from its own record."""
+    cloud_policy = BEDROCK_POLICY if cloud == "bedrock" else VERTEX_POLICY
+    policies = {"anthropic": FIRST_PARTY_POLICY, "cloud": cloud_policy}
+    second = "cloud" if first == "anthropic" else "anthropic"
+    fake_cloud = (
+        FakeBedrock(region=REGION) if cloud == "bedrock" else FakeVertex(token=GOOGLE_TOKEN)
+    )
+    with fake_cloud as fake:
+        if cloud == "bedrock":
+            settings: dict[str, Any] = {"bedrock_region": REGION, "bedrock_base_url": fake.base_url}
+        else:
+            settings = {
+                "vertex_project": "bank-risk",
+                "vertex_region": "europe-west1",
+                "vertex_base_url": f"{fake.base_url}/v1",
+                "providers": {"vertex": vertex_with_token()},
+            }
+        answers = {}
+        for side in (first, second):
+            (policy_dir / "cloud_summary.toml").write_text(policies[side])
+            gw = make_gateway(**dict(settings))
+            answer = gw.complete("cloud_summary", PROMPT)
+            assert not answer.cached, f"{side} was served the other transport's answer"
+            again = gw.complete("cloud_summary", PROMPT)
+            assert again.cached and again.request_hash == answer.request_hash
+            answers[side] = answer
+        assert len(fake.requests) == 1 and len(fake_api.requests) == 1
+        assert answers["anthropic"].request_hash != answers["cloud"].request_hash
     _verify(db_path)

@@ -2,8 +2,10 @@
 loopback fakes of the cloud endpoints (tests/fakes/cloud_apis.py) with static test credentials.
 
 For each transport: the body the gateway is told before sending (``on_wire``) is the body the
-endpoint received, byte for byte, and the capture gives the same bytes without sending; the
-model id travels in the URL; the answer names the transport's model id; a streamed answer
+endpoint received, byte for byte, with the transport's own ``anthropic_version``, and the
+capture gives the same bytes without sending; the model id travels in the URL, and
+``on_wire`` is told that URL and the region; the answer names the transport's model id; Vertex
+counts tokens, Bedrock refuses to before sending; a streamed answer
 (AWS event-stream framing on Bedrock, SSE on Vertex) assembles; the transport's throttling is
 retried as a rate limit; and no credential or signature is in what is recorded.
 """
@@ -17,29 +19,18 @@ from typing import Any
 import pytest
 
 from gateway.errors import UpstreamRejected, UpstreamUnavailable
-from gateway.providers.base import AttemptFailure, ProviderReply, RequestNotHonoured
+from gateway.providers.base import AttemptFailure, ProviderReply, RequestNotHonoured, WireTarget
 from gateway.providers.bedrock import BedrockProvider
 from gateway.providers.vertex import VertexProvider
 from gateway.providers.wire import MessagesProvider
-from tests.fakes.cloud_apis import CloudReply, FakeBedrock, FakeVertex
+from tests.fakes.cloud_apis import VERSIONS, CloudReply, FakeBedrock, FakeVertex
+from tests.fakes.cloud_auth import AWS_KEY_ID, AWS_SECRET, GOOGLE_TOKEN
+
+pytestmark = pytest.mark.usefixtures("aws_credentials")  # botocore finds the static test key
 
 REGION = "eu-central-1"
-AWS_KEY_ID = "AKIDTESTFAKE0000"
-AWS_SECRET = "test-secret-never-on-the-wire"
-GOOGLE_TOKEN = "ya29.test-token-never-recorded"
 PROMPT = "Transaction 4711: wire 9,800 EUR to account DE89 3704 0044 0532 0130 00"
 MODEL_IDS = {"bedrock": "eu.anthropic.claude-sonnet-4-6", "vertex": "claude-sonnet-4-6"}
-
-
-@pytest.fixture(autouse=True)
-def _aws_test_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    # botocore's standard chain finds these first; no shared file or instance role is read.
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_ID)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
 
 
 Transport = tuple[str, Any, MessagesProvider]
@@ -74,12 +65,26 @@ async def _no_async_wait(_seconds: float) -> None:
 
 
 def _body(name: str, **extra: Any) -> dict[str, Any]:
+    """A body as the plan makes it for the transport: its API version in the body."""
     return {
         "model": MODEL_IDS[name],
         "max_tokens": 64,
         "messages": [{"role": "user", "content": PROMPT}],
+        "anthropic_version": VERSIONS[name],
         **extra,
     }
+
+
+class Told:
+    """An ``on_wire`` that keeps what it is told: the bytes, and where they go."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self.targets: list[WireTarget | None] = []
+
+    def __call__(self, wire: bytes, *, target: WireTarget | None = None) -> None:
+        self.bodies.append(wire)
+        self.targets.append(target)
 
 
 def _no_secret_in(data: bytes) -> None:
@@ -89,13 +94,18 @@ def _no_secret_in(data: bytes) -> None:
 
 def test_plain_call_records_exactly_what_the_endpoint_received(transport: Transport) -> None:
     name, fake, provider = transport
-    told: list[bytes] = []
+    told = Told()
     body = _body(name)
     reply = provider.send(
-        body, api_version="2023-06-01", on_attempt_failed=pytest.fail, on_wire=told.append
+        body, api_version=VERSIONS[name], on_attempt_failed=pytest.fail, on_wire=told
     )
     received = fake.requests[-1]
-    assert told == [received.body] and reply.request_bytes == received.body
+    assert told.bodies == [received.body] and reply.request_bytes == received.body
+    assert received.json["anthropic_version"] == VERSIONS[name]  # the transport's, as planned
+    (target,) = told.targets
+    assert target is not None and target.method == "POST"
+    assert target.url == fake.base_url + received.path  # the model id in the URL, as sent
+    assert target.region == {"bedrock": REGION, "vertex": "europe-west1"}[name]
     assert provider.wire_bytes(body) == received.body  # the capture agrees, nothing sent
     assert MODEL_IDS[name] in received.path  # the model id is in the URL ...
     assert "model" not in received.json  # ... not in the body
@@ -107,13 +117,13 @@ def test_plain_call_records_exactly_what_the_endpoint_received(transport: Transp
 
 def test_stream_assembles_from_the_transports_framing(transport: Transport) -> None:
     name, fake, provider = transport
-    told: list[bytes] = []
+    told = Told()
     items = list(
         provider.stream(
             _body(name),
-            api_version="2023-06-01",
+            api_version=VERSIONS[name],
             on_attempt_failed=pytest.fail,
-            on_wire=told.append,
+            on_wire=told,
         )
     )
     reply = items[-1]
@@ -123,8 +133,9 @@ def test_stream_assembles_from_the_transports_framing(transport: Transport) -> N
     assert reply.response["content"][0]["text"] == "The fake cloud model answers."
     assert reply.response["stop_reason"] == "end_turn"
     received = fake.requests[-1]
-    assert told == [received.body]
+    assert told.bodies == [received.body]
     assert "stream" in received.path.lower()  # the streamed operation's URL
+    assert told.targets[0] is not None and told.targets[0].url.endswith(received.path)
     # Bedrock takes the stream flag out of the body; Vertex keeps it there as well.
     assert ("stream" in received.json) is (name == "vertex")
 
@@ -136,7 +147,9 @@ def test_a_stream_that_breaks_off_is_not_sent_again(transport: Transport) -> Non
     fake.script(CloudReply.fails_mid_stream())
     delivered: list[Any] = []
     with pytest.raises(UpstreamUnavailable, match="broke off") as caught:
-        for item in provider.stream(_body(name), api_version="2023-06-01", on_attempt_failed=list):
+        for item in provider.stream(
+            _body(name), api_version=VERSIONS[name], on_attempt_failed=list
+        ):
             delivered.append(item)
     assert [e["type"] for e in delivered] == [
         "message_start",
@@ -152,7 +165,9 @@ def test_throttling_is_a_rate_limit_and_retried(transport: Transport) -> None:
     name, fake, provider = transport
     fake.script(CloudReply.throttled(), CloudReply.throttled())
     failures: list[AttemptFailure] = []
-    reply = provider.send(_body(name), api_version="2023-06-01", on_attempt_failed=failures.append)
+    reply = provider.send(
+        _body(name), api_version=VERSIONS[name], on_attempt_failed=failures.append
+    )
     assert reply.attempts == 3
     assert [f.error_type for f in failures] == ["rate_limit_error", "rate_limit_error"]
     assert all(f.status == 429 and f.will_retry for f in failures)
@@ -161,27 +176,53 @@ def test_throttling_is_a_rate_limit_and_retried(transport: Transport) -> None:
 
 def test_async_send_sends_the_same_bytes(transport: Transport) -> None:
     name, fake, provider = transport
-    told: list[bytes] = []
+    told = Told()
     body = _body(name)
 
     async def run() -> ProviderReply:
         try:
             return await provider.asend(
-                body, api_version="2023-06-01", on_attempt_failed=pytest.fail, on_wire=told.append
+                body, api_version=VERSIONS[name], on_attempt_failed=pytest.fail, on_wire=told
             )
         finally:
             await provider.aclose()
 
     reply = asyncio.run(run())
-    assert told == [fake.requests[-1].body] == [provider.wire_bytes(body)]
+    assert told.bodies == [fake.requests[-1].body] == [provider.wire_bytes(body)]
+    assert told.targets[0] is not None and told.targets[0].url.endswith(fake.requests[-1].path)
     assert reply.response["model"] == MODEL_IDS[name]
 
 
-def test_neither_cloud_transport_counts_tokens(transport: Transport) -> None:
+def test_vertex_counts_tokens_and_bedrock_refuses_before_sending(transport: Transport) -> None:
     name, fake, provider = transport
-    with pytest.raises(RequestNotHonoured, match="does not count tokens"):
-        provider.count_tokens(_body(name), api_version="2023-06-01")
-    assert fake.requests == []
+    if name == "bedrock":  # InvokeModel has no counting endpoint
+        with pytest.raises(RequestNotHonoured, match="does not count tokens"):
+            provider.count_tokens(_body(name), api_version=VERSIONS[name])
+        assert fake.requests == []
+        return
+    told = Told()
+    counted = provider.count_tokens(_body(name), api_version=VERSIONS[name], on_wire=told)
+    (received,) = fake.requests
+    assert received.path.endswith("/publishers/anthropic/models/count-tokens:rawPredict")
+    assert told.bodies == [received.body]
+    assert received.json["model"] == MODEL_IDS[name]  # named in the body on this endpoint
+    assert received.json["anthropic_version"] == VERSIONS[name]
+    assert "max_tokens" not in received.json  # an output control does not change the count
+    assert counted > 0
+    _no_secret_in(received.body)
+
+
+def test_a_body_without_the_transports_version_is_refused_by_the_cloud(
+    transport: Transport,
+) -> None:
+    """The SDK's cloud clients would send the SDK's own API version, which the clouds refuse:
+    the version must be the plan's (the fakes refuse as the clouds do)."""
+    name, fake, provider = transport
+    body = {k: v for k, v in _body(name).items() if k != "anthropic_version"}
+    with pytest.raises(UpstreamRejected) as caught:
+        provider.send(body, api_version=VERSIONS[name], on_attempt_failed=list)
+    assert caught.value.status == 400 and caught.value.error_type == "invalid_request_error"
+    assert fake.requests[0].json["anthropic_version"] != VERSIONS[name]
 
 
 def test_bedrock_signs_for_its_service_and_region() -> None:
@@ -191,7 +232,9 @@ def test_bedrock_signs_for_its_service_and_region() -> None:
         provider = BedrockProvider(region=REGION, base_url=fake.base_url)
         try:
             with pytest.raises(UpstreamRejected) as caught:
-                provider.send(_body("bedrock"), api_version="2023-06-01", on_attempt_failed=list)
+                provider.send(
+                    _body("bedrock"), api_version=VERSIONS["bedrock"], on_attempt_failed=list
+                )
         finally:
             provider.close()
     assert caught.value.error_type == "permission_error"
@@ -208,7 +251,9 @@ def test_vertex_refuses_without_the_token() -> None:
         )
         try:
             with pytest.raises(UpstreamRejected) as caught:
-                provider.send(_body("vertex"), api_version="2023-06-01", on_attempt_failed=list)
+                provider.send(
+                    _body("vertex"), api_version=VERSIONS["vertex"], on_attempt_failed=list
+                )
         finally:
             provider.close()
     assert caught.value.error_type == "authentication_error"

@@ -22,14 +22,24 @@ from contextlib import (
     contextmanager,
 )
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anthropic
 import httpx2
 
 from gateway.errors import ConfigurationError
+from gateway.providers.base import WireTarget
 
-__all__ = ["NotSent", "OnWire", "aannounce_wire", "announce_wire", "asending", "calling", "sending"]
+__all__ = [
+    "NotSent",
+    "OnWire",
+    "aannounce_wire",
+    "announce_wire",
+    "asending",
+    "calling",
+    "sending",
+    "target_announcers",
+]
 
 # -- the bytes about to be sent, announced to whoever records them ------------------------------
 #
@@ -42,7 +52,9 @@ __all__ = ["NotSent", "OnWire", "aannounce_wire", "announce_wire", "asending", "
 # sends on entering ``with_streaming_response.create``), so other requests of the same
 # client (a token count) and other tasks never see it.
 
-OnWire = Callable[[bytes], object]  # may return an awaitable (the async client awaits it)
+# May return an awaitable (the async client awaits it); told ``target=`` by a client whose
+# transport names the model in the URL (target_announcers).
+OnWire = Callable[..., object]
 _ON_WIRE: ContextVar[OnWire | None] = ContextVar("gateway_on_wire", default=None)
 T = TypeVar("T")
 
@@ -72,28 +84,57 @@ def _wire_of(request: httpx2.Request) -> bytes:
         ) from None
 
 
-def announce_wire(request: httpx2.Request) -> None:
-    on_wire = _ON_WIRE.get()
-    if on_wire is None:
-        return
+TargetOf = Callable[[httpx2.Request], WireTarget]
+
+
+def _tell(on_wire: OnWire, request: httpx2.Request, target_of: TargetOf | None) -> object:
     content = _wire_of(request)
     try:
-        on_wire(content)
+        if target_of is None:
+            return on_wire(content)
+        return on_wire(content, target=target_of(request))
     except Exception as exc:
         raise NotSent(exc) from exc
 
 
-async def aannounce_wire(request: httpx2.Request) -> None:
-    on_wire = _ON_WIRE.get()
-    if on_wire is None:
-        return
-    content = _wire_of(request)
-    try:
-        outcome = on_wire(content)
+def _hooks(
+    target_of: TargetOf | None,
+) -> tuple[Callable[[httpx2.Request], None], Callable[[httpx2.Request], Any]]:
+    def announce(request: httpx2.Request) -> None:
+        on_wire = _ON_WIRE.get()
+        if on_wire is not None:
+            _tell(on_wire, request, target_of)
+
+    async def aannounce(request: httpx2.Request) -> None:
+        on_wire = _ON_WIRE.get()
+        if on_wire is None:
+            return
+        outcome = _tell(on_wire, request, target_of)
         if inspect.isawaitable(outcome):
-            await outcome
-    except Exception as exc:
-        raise NotSent(exc) from exc
+            try:
+                await outcome
+            except Exception as exc:
+                raise NotSent(exc) from exc
+
+    return announce, aannounce
+
+
+# The first-party API's hooks: the body is the whole request (the model id is in it).
+announce_wire, aannounce_wire = _hooks(None)
+
+
+def target_announcers(
+    region: str | None,
+) -> tuple[Callable[[httpx2.Request], None], Callable[[httpx2.Request], Any]]:
+    """The sync and async hooks for a transport that moves the model id (and the stream flag)
+    out of the body into the URL: ``on_wire`` is told the bytes and the request's target
+    (method, URL as sent, ``region``), so the record says where the body went. Headers are
+    never part of it: the signature and the token stay off the record."""
+
+    def target_of(request: httpx2.Request) -> WireTarget:
+        return WireTarget(method=request.method, url=str(request.url), region=region)
+
+    return _hooks(target_of)
 
 
 class _Announcement:
@@ -108,9 +149,9 @@ class _Announcement:
         self.on_wire = on_wire
         self.made = False
 
-    def __call__(self, content: bytes) -> object:
+    def __call__(self, content: bytes, **target: WireTarget) -> object:
         self.made = True
-        return self.on_wire(content)
+        return self.on_wire(content, **target)
 
     def check(self) -> None:
         if not self.made:

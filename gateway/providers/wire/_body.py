@@ -29,6 +29,7 @@ from gateway.providers.wire._transport import cause_name
 __all__ = [
     "COUNT_BODY_FIELDS",
     "TYPED_BODY_FIELDS",
+    "VERSION_FIELD",
     "MalformedResponse",
     "TruncatedResponse",
     "aiter_body",
@@ -105,9 +106,18 @@ def beta_headers(body: Mapping[str, Any]) -> dict[str, str | anthropic.Omit]:
     return {"anthropic-beta": ",".join(betas) if betas else anthropic.Omit()}
 
 
+# The API version of a transport that reads it from the body (Bedrock, Vertex).
+VERSION_FIELD = "anthropic_version"
+
+
 def count_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a planned body ``messages.count_tokens`` takes (:data:`COUNT_BODY_FIELDS`)."""
-    return {k: v for k, v in body.items() if k in COUNT_BODY_FIELDS}
+    """The part of a planned body ``messages.count_tokens`` takes (:data:`COUNT_BODY_FIELDS`),
+    and the body's API version where it has one (a cloud transport's counting endpoint reads
+    it as its Messages endpoint does)."""
+    counted = {k: v for k, v in body.items() if k in COUNT_BODY_FIELDS}
+    if VERSION_FIELD in body:
+        counted["extra_body"] = {VERSION_FIELD: body[VERSION_FIELD]}
+    return counted
 
 
 def read_body(response: httpx2.Response) -> bytes:

@@ -55,11 +55,15 @@ class WireAuth(Protocol):
     ``client_options()`` are the SDK constructor's keyword arguments that name the credentials
     (explicit, so the SDK reads none from the environment); ``call_headers(api_version)`` the
     per-request headers a call sets (the SDK's last layer, so nothing from the environment can
-    replace them); ``secrets`` what must never appear in a log, an error or the audit record.
+    replace them); ``secrets`` what must never appear in a log, an error or the audit record;
+    ``region`` the cloud region the credentials send to (None: the transport has none).
     """
 
     @property
     def secrets(self) -> tuple[str, ...]: ...
+
+    @property
+    def region(self) -> str | None: ...
 
     def client_options(self) -> dict[str, Any]: ...
 
@@ -116,6 +120,9 @@ class WireProfile:
     # What to do next, per error type, for a person reading the failure (beside the shared ones).
     hints: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     counts_tokens: bool = True
+    # The model id (and the stream flag) travel in the URL, not the body: the record of a
+    # request then says where it went (on_wire is told the target with the bytes).
+    model_in_url: bool = False
     # Options for a client that only serialises bodies and sends nothing (the wire capture):
     # credentials of the right shape that are never used.
     capture_credentials: Mapping[str, Any] = field(

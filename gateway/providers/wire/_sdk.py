@@ -21,7 +21,7 @@ import anthropic
 import httpx2
 
 from gateway.logging import hold_sdk_loggers
-from gateway.providers.wire._announce import aannounce_wire, announce_wire
+from gateway.providers.wire._announce import aannounce_wire, announce_wire, target_announcers
 from gateway.providers.wire._profile import SDK_TELEMETRY_PREFIX, WireAuth, WireProfile
 from gateway.providers.wire._transport import async_http_client
 
@@ -31,6 +31,7 @@ hold_sdk_loggers()
 
 __all__ = [
     "NO_SDK_TRACING",
+    "announcers",
     "build_async_client",
     "build_client",
     "client_options",
@@ -141,12 +142,23 @@ def _with_url_memo(sdk_client: type[C]) -> type[C]:
     return cast("type[C]", memo_class)
 
 
+def announcers(
+    profile: WireProfile, auth: WireAuth
+) -> tuple[Callable[[httpx2.Request], None], Callable[[httpx2.Request], Any]]:
+    """The sync and async hooks that tell ``on_wire`` the bytes (and, where the URL names the
+    model, the target)."""
+    if profile.model_in_url:
+        return target_announcers(auth.region)
+    return announce_wire, aannounce_wire
+
+
 def build_client(
     profile: WireProfile, auth: WireAuth, *, base_url: str | None, timeout: httpx2.Timeout
 ) -> anthropic.Anthropic:
     strip, _ = header_strippers(profile)
+    announce, _ = announcers(profile, auth)
     http = anthropic.DefaultHttpxClient(
-        event_hooks={"request": [strip, announce_wire]},
+        event_hooks={"request": [strip, announce]},
         # A redirect would send another request (a 303 turns the POST into a bodiless GET to
         # wherever it points) than the one recorded: a 3xx is the upstream's answer instead.
         follow_redirects=False,
@@ -159,6 +171,7 @@ def build_async_client(
     profile: WireProfile, auth: WireAuth, *, base_url: str | None, timeout: httpx2.Timeout
 ) -> anthropic.AsyncAnthropic:
     _, astrip = header_strippers(profile)
-    http = async_http_client({"request": [astrip, aannounce_wire]})
+    _, aannounce = announcers(profile, auth)
+    http = async_http_client({"request": [astrip, aannounce]})
     options = client_options(profile, auth, base_url=base_url, timeout=timeout)
     return _with_url_memo(profile.async_client)(**options, http_client=http)
