@@ -15,6 +15,7 @@ def test_gateway_exports_are_pinned() -> None:
         "AuditWriteError",
         "ConfigurationError",
         "Durability",
+        "ErasureRefused",
         "Gateway",
         "GatewayError",
         "InputError",

@@ -41,6 +41,7 @@ REVIEW_TABLES = ("events",)
 INTEGRATE_TABLES = ("events", "chain", "chain_checkpoints", "merkle_nodes")
 READ_TABLES = (
     *APPEND_TABLES,
+    "erased_content",
     "merkle_nodes",
     "chain",
     "chain_checkpoints",

@@ -29,6 +29,8 @@ from gateway.evidence._auditing import (
     VerifyReport,
     checkpoint_text,
 )
+from gateway.evidence._erasing import Erasing, ErasureReport, PurgeReport, PurgeRow
+from gateway.evidence._holds import Hold, HoldScope
 from gateway.evidence._database import grant_role, schema_status, upgrade_schema
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
 from gateway.evidence._integrating import Step, integrate
@@ -55,11 +57,17 @@ __all__ = [
     "ApprovalStatus",
     "Auditing",
     "ConsistencyReport",
+    "Erasing",
+    "ErasureReport",
     "EventFilter",
     "EventKind",
     "ExportVerifyReport",
     "GroupBy",
+    "Hold",
+    "HoldScope",
     "KeyRotation",
+    "PurgeReport",
+    "PurgeRow",
     "ReceiptReport",
     "RecordedContent",
     "Step",
