@@ -19,6 +19,7 @@ from gateway.cli.models_cmd import models_group
 from gateway.cli.policy_cmd import policy_group
 from gateway.cli.receipt_cmd import attach as attach_receipt_commands
 from gateway.cli.replay_cmd import replay_command
+from gateway.cli.retention_cmd import attach as attach_retention_commands
 from gateway.cli.serve_cmd import serve_command
 
 __all__ = ["main"]
@@ -47,6 +48,7 @@ for command in (
 ):
     main.add_command(command)
 attach_receipt_commands(audit_group)  # prove, tree-head, check-receipt, verify --from/--to
+attach_retention_commands(audit_group)  # purge, erase, hold, release, holds
 
 
 def run(argv: list[str] | None = None) -> Any:

@@ -29,7 +29,7 @@ from gateway.evidence._auditing import (
     VerifyReport,
     checkpoint_text,
 )
-from gateway.evidence._erasing import Erasing, ErasureReport, PurgeReport, PurgeRow
+from gateway.evidence._erasing import Erased, Erasing, ErasureReport, PurgeReport, PurgeRow
 from gateway.evidence._holds import Hold, HoldScope
 from gateway.evidence._database import grant_role, schema_status, upgrade_schema
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
@@ -57,6 +57,7 @@ __all__ = [
     "ApprovalStatus",
     "Auditing",
     "ConsistencyReport",
+    "Erased",
     "Erasing",
     "ErasureReport",
     "EventFilter",

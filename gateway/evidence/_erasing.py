@@ -28,8 +28,9 @@ from audit import AuditStore, StoredEvent
 from audit.store.erasure import erase_content, erasure_data, erasures_of
 from audit.store.models import EventDraft, EventKind
 from audit.store.signing import signature_check
+from audit.verify.authenticity import check_event
 from gateway._audit_errors import translated
-from gateway.errors import ErasureRefused, InputError
+from gateway.errors import ErasureRefused, InputError, IntegrityAlert
 from gateway.evidence._erasure_plan import Decision, ErasurePlan, SummaryRow
 from gateway.evidence._holds import (
     Hold,
@@ -44,7 +45,7 @@ from gateway.policy import Policy
 from gateway.policy._retention import minimum_days
 from gateway.settings import Settings
 
-__all__ = ["ErasureReport", "Erasing", "PurgeReport", "PurgeRow"]
+__all__ = ["Erased", "ErasureReport", "Erasing", "PurgeReport", "PurgeRow"]
 
 BATCH = 200  # erasure events appended in one transaction, then their content removed
 
@@ -78,6 +79,28 @@ class ErasureReport(BaseModel):
     already: dict[str, int]  # erased before: request id -> that event's seq
     payloads_removed: int
     payloads_kept: int
+
+
+class Erased(BaseModel):
+    """A request's content erased: by which event, when, under which rule; ``request_id``
+    is the request whose content went (for a cache hit, the one it served)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request_id: str
+    seq: int
+    on: datetime
+    rule: str
+    reason: str
+    actor: str
+    approver: str | None
+
+    def text(self) -> str:
+        by = f", approved by {self.approver}" if self.approver else ""
+        return (
+            f"content of {self.request_id} erased on {self.on:%Y-%m-%d} by event seq "
+            f"{self.seq} ({self.rule}: {self.reason}; by {self.actor}{by})"
+        )
 
 
 class _Retention:
@@ -163,6 +186,39 @@ class Erasing:
             return release_hold(self._store, hold_id, reason=reason, actor=actor)
 
     # -- erasure ----------------------------------------------------------------------------
+
+    def erasure_of(self, request_id: str) -> Erased | None:
+        """Whether the content ``audit show --content`` would read for ``request_id`` was
+        erased (its own, or for a cache hit the answer it served), authenticated first."""
+        store = self._store
+        with translated():
+            events = store.events_for_request(request_id)
+            owners = {request_id}
+            for event in events:
+                served = event.data.get("served_seq")
+                if event.kind is EventKind.CACHE_HIT and isinstance(served, int):
+                    owners.add(store.event(served).request_id)
+            found = erasures_of(store, owners)
+            if not found:
+                return None
+            erasure = min(found.values(), key=lambda e: e.seq)
+            problems = check_event(store, erasure, self._check())
+        if problems:
+            raise IntegrityAlert(
+                f"the erasure event at seq {erasure.seq} did not check out ({problems[0]}).",
+                problems=tuple(problems),
+                request_id=request_id,
+            )
+        data = erasure.data
+        return Erased(
+            request_id=erasure.request_id,
+            seq=erasure.seq,
+            on=erasure.recorded_at,
+            rule=str(data.get("rule", "")),
+            reason=str(data.get("reason", "")),
+            actor=str(data.get("actor", "")),
+            approver=data.get("approver") if isinstance(data.get("approver"), str) else None,
+        )
 
     def purge(
         self, *, actor: str, dry_run: bool = False, now: datetime | None = None

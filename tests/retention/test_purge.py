@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from audit import AuditStore
-from gateway import ErasureRefused, Gateway, Settings
+from audit import AuditStore, EventDraft, EventKind
+from gateway import ErasureRefused, Gateway, IntegrityAlert, Settings
+from gateway.cli import main
 from gateway.evidence import Auditing, Erasing, HoldScope
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
+from tests.gateway.conftest import MakeGateway
 from tests.retention.conftest import LATER
 
 PROMPT = "Transaction: pay 250 GBP to Example Ltd"
@@ -155,3 +160,56 @@ def test_content_shared_with_a_request_still_kept_is_not_removed(
         content = auditing.read_content(b.request_id, reviewer="j.smith")
     assert verified.ok, verified.defects
     assert content.messages and hold.hold_id and a.request_id
+
+
+def test_the_replay_cache_never_serves_an_erased_answer(
+    make_gateway: MakeGateway, erasing: Erasing, fake_api: FakeMessagesAPI
+) -> None:
+    gw = make_gateway()
+    first = gw.complete("compliance_review", PROMPT)
+    assert gw.complete("compliance_review", PROMPT).cached  # now in this gateway's memo
+    erasing.erase(
+        [first.request_id], rule="subject_request", reason="DSAR-1", actor="j", approver="dpo"
+    )
+    fake_api.script(Reply.ok(text="answered again"), Reply.ok(text="answered again"))
+    again = gw.complete("compliance_review", PROMPT)  # the memo is asked of the log first
+    fresh = make_gateway().complete("compliance_review", PROMPT + " ")  # a new instance
+    assert not again.cached and again.text == "answered again"
+    assert not fresh.cached
+    assert len(fake_api.requests) == 3
+
+
+def test_a_forged_erasure_does_not_decide_what_is_served(
+    make_gateway: MakeGateway, settings: Settings, fake_api: FakeMessagesAPI
+) -> None:
+    first = make_gateway().complete("compliance_review", PROMPT)
+    # An erasure event written by someone without the record key (an unsigned one).
+    with AuditStore.open(settings.database_url) as store:
+        store.append(
+            EventDraft(kind=EventKind.ERASURE, request_id=first.request_id, data={"erased": []})
+        )
+    with pytest.raises(IntegrityAlert, match="erasure event"):
+        make_gateway().complete("compliance_review", PROMPT)
+    assert len(fake_api.requests) == 1
+
+
+def test_audit_show_content_says_erased_on_date_by_event(
+    gw: Gateway, erasing: Erasing, settings: Settings, db_path: Path
+) -> None:
+    first = gw.complete("compliance_review", PROMPT)
+    hit = gw.complete("compliance_review", PROMPT)
+    report = erasing.erase(
+        [first.request_id], rule="subject_request", reason="DSAR-7", actor="j", approver="dpo"
+    )
+    seq = report.erased[first.request_id]
+    env = {"GATEWAY_DATABASE_URL": settings.database_url, "GATEWAY_POLICY_DIR": str(settings.policy_dir)}
+    for request_id in (first.request_id, hit.request_id):  # a cache hit shows what it served
+        result = CliRunner().invoke(
+            main, ["audit", "show", request_id, "--content", "--reviewer", "r"], env=env
+        )
+        assert result.exit_code == 0, result.output
+        today = datetime.now(UTC).date().isoformat()
+        assert f"erased on {today} by event seq {seq} (subject_request: DSAR-7" in result.output
+    verified = CliRunner().invoke(main, ["audit", "verify"], env=env)
+    assert verified.exit_code == 0, verified.output
+    assert f"{first.request_id}: erased by policy (event seq {seq})" in verified.output
