@@ -41,8 +41,7 @@ from gateway.evidence._holds import (
     release_hold,
 )
 from gateway.keys import record_signer, trusted_record_keys
-from gateway.policy import Policy
-from gateway.policy._retention import minimum_days
+from gateway.policy import Policy, minimum_days
 from gateway.settings import Settings
 
 __all__ = ["Erased", "ErasureReport", "Erasing", "PurgeReport", "PurgeRow"]
