@@ -110,9 +110,8 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
     """Remove the payload rows each erasure event names, ``(erasure_seq, digests)``, in one
     transaction: their ``erased_content`` rows in, then the rows out. Idempotent (a second
     run inserts and deletes nothing); returns the payload rows deleted."""
-    rows = [
-        {"digest": d, "erasure_seq": seq} for seq, digests in erasures for d in sorted(set(digests))
-    ]
+    pairs = [(seq, d) for seq, digests in erasures for d in sorted(set(digests))]
+    rows = [{"digest": d, "erasure_seq": seq} for seq, d in pairs]
     if not rows:
         return 0
     backend = store.backend
@@ -123,10 +122,11 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
             for start in range(0, len(rows), _CHUNK):
                 chunk = rows[start : start + _CHUNK]
                 conn.execute(insert(ErasedContent).values(chunk).on_conflict_do_nothing())
-                gone = delete(Payload).where(Payload.digest.in_({r["digest"] for r in chunk}))
+                named = {d for _, d in pairs[start : start + _CHUNK]}
+                gone = delete(Payload).where(Payload.digest.in_(named))
                 deleted += conn.execute(gone).rowcount or 0
     except SQLAlchemyError as exc:
-        seqs = sorted({r["erasure_seq"] for r in rows})
+        seqs = sorted({seq for seq, _ in pairs})
         raise AppendFailed(
             f"the content named by erasure event(s) seq {seqs[0]}..{seqs[-1]} could not be "
             f"removed ({db_reason(exc)}). Nothing was removed.",
@@ -143,7 +143,9 @@ def present_payloads(store: AuditStore, digests: Iterable[str]) -> set[str]:
     with store.backend.reader.connect() as conn:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
-            found.update(conn.execute(select(Payload.digest).where(Payload.digest.in_(chunk))).scalars())
+            found.update(
+                conn.execute(select(Payload.digest).where(Payload.digest.in_(chunk))).scalars()
+            )
     return found
 
 

@@ -32,13 +32,17 @@ def with_erasures(store: AuditStore, report: VerifyReport) -> VerifyReport:
     after = 0
     with store.backend.reader.connect() as conn:
         while True:
-            seqs = conn.execute(
-                select(ErasedContent.erasure_seq)
-                .where(ErasedContent.erasure_seq > after)
-                .group_by(ErasedContent.erasure_seq)
-                .order_by(ErasedContent.erasure_seq)
-                .limit(PAGE)
-            ).scalars().all()
+            seqs = (
+                conn.execute(
+                    select(ErasedContent.erasure_seq)
+                    .where(ErasedContent.erasure_seq > after)
+                    .group_by(ErasedContent.erasure_seq)
+                    .order_by(ErasedContent.erasure_seq)
+                    .limit(PAGE)
+                )
+                .scalars()
+                .all()
+            )
             if not seqs:
                 break
             after = seqs[-1]
@@ -71,7 +75,9 @@ def with_erasures(store: AuditStore, report: VerifyReport) -> VerifyReport:
                     events += 1
                     if len(notes) < NOTES:
                         notes.append(
-                            ErasureNote(request_id=event.request_id, seq=seq, erased=len(named[seq]))
+                            ErasureNote(
+                                request_id=event.request_id, seq=seq, erased=len(named[seq])
+                            )
                         )
     update: dict[str, object] = {
         "content_erased": rows,

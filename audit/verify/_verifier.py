@@ -17,8 +17,8 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any, NamedTuple
 
-from audit.store.erasure import erased_seq
 from audit.store.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, EventRow, _mirrored, link_hash
+from audit.store.erasure import erased_seq
 from audit.store.models import Checkpoint, Defect, DefectKind, Relied, TrustedKeyInfo, VerifyReport
 from audit.store.signing import Trust
 from audit.verify._ordinary_body import Ordinary, StoredBody

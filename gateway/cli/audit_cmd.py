@@ -310,8 +310,11 @@ def audit_show(
             erased = erasing.erasure_of(request_id)
     with Auditing.open(settings_of(ctx)) as auditing:
         events = auditing.request_events(request_id)
-        reading = reviewer is not None and erased is None
-        recorded = auditing.read_content(request_id, reviewer=reviewer) if reading else None
+        recorded = (
+            auditing.read_content(request_id, reviewer=reviewer)
+            if reviewer is not None and erased is None
+            else None
+        )
         reads = auditing.reads_of(request_id)
         pending = auditing.pending_integration(events)
         coverage = _coverage(auditing, events)

@@ -66,7 +66,11 @@ def _print_purge(report: PurgeReport) -> None:
         f"{verb} the content of {report.requests_erased} request(s): "
         f"{report.payloads_removed} payload(s) removed, {report.payloads_kept} kept "
         "(still named by a request that is kept)"
-        + (f"; completed {report.resumed_events} interrupted erasure(s)" if report.resumed_events else "")
+        + (
+            f"; completed {report.resumed_events} interrupted erasure(s)"
+            if report.resumed_events
+            else ""
+        )
     )
 
 

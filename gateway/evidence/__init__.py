@@ -29,10 +29,10 @@ from gateway.evidence._auditing import (
     VerifyReport,
     checkpoint_text,
 )
-from gateway.evidence._erasing import Erased, Erasing, ErasureReport, PurgeReport, PurgeRow
-from gateway.evidence._holds import Hold, HoldScope
 from gateway.evidence._database import grant_role, schema_status, upgrade_schema
+from gateway.evidence._erasing import Erased, Erasing, ErasureReport, PurgeReport, PurgeRow
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
+from gateway.evidence._holds import Hold, HoldScope
 from gateway.evidence._integrating import Step, integrate
 from gateway.evidence._key_rotation import KeyRotation, rotate_record_key
 from gateway.evidence._receipts import (

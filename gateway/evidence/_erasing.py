@@ -44,7 +44,7 @@ from gateway.keys import record_signer, trusted_record_keys
 from gateway.policy import Policy, minimum_days
 from gateway.settings import Settings
 
-__all__ = ["Erased", "ErasureReport", "Erasing", "PurgeReport", "PurgeRow"]
+__all__ = ["Erased", "Erasing", "ErasureReport", "PurgeReport", "PurgeRow"]
 
 BATCH = 200  # erasure events appended in one transaction, then their content removed
 
@@ -123,9 +123,7 @@ class _Retention:
                 self._seen[fingerprint] = (None, "-", None, None)
             else:
                 table = policy.retention
-                label = table.name or (
-                    f"{table.content_days}d" if table.content_days else "keep"
-                )
+                label = table.name or (f"{table.content_days}d" if table.content_days else "keep")
                 minimum = minimum_days(policy.regulations)
                 self._seen[fingerprint] = (
                     table.content_days,
@@ -281,9 +279,7 @@ class Erasing:
                 _, _, minimum, why = retention.of(request.policy_fingerprint)
                 if minimum is not None and request.recorded_at + timedelta(days=minimum) > moment:
                     until = (request.recorded_at + timedelta(days=minimum)).date().isoformat()
-                    return Decision(
-                        "minimum", rule, {"why": f"{why} keeps it until {until}"}
-                    )
+                    return Decision("minimum", rule, {"why": f"{why} keeps it until {until}"})
                 return Decision("erase", rule, {})
 
             plan = ErasurePlan.build(self._store, decide)

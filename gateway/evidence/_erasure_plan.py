@@ -186,7 +186,9 @@ class ErasurePlan:
         ).fetchone()
         return row is not None
 
-    def unfinished(self, store: AuditStore, size: int = 500) -> Iterator[list[tuple[int, list[str]]]]:
+    def unfinished(
+        self, store: AuditStore, size: int = 500
+    ) -> Iterator[list[tuple[int, list[str]]]]:
         """Erasure events (seq, digests) whose named content still has rows: a run killed
         between recording an erasure and removing its content. ``size`` events at a time."""
         cursor = self._db.execute("SELECT seq, digest FROM erasing ORDER BY seq")

@@ -55,7 +55,5 @@ REGULATORY_MINIMUMS: tuple[Minimum, ...] = (
 
 def minimum_days(regulations: tuple[str, ...]) -> Minimum | None:
     """The longest minimum any named regulation sets, or None when none sets one."""
-    found = [
-        m for m in REGULATORY_MINIMUMS for r in regulations if m.match in r.casefold()
-    ]
+    found = [m for m in REGULATORY_MINIMUMS for r in regulations if m.match in r.casefold()]
     return max(found, key=lambda m: m.days, default=None)

@@ -103,9 +103,12 @@ def test_even_the_eraser_cannot_remove_content_no_erasure_event_names(
         with pytest.raises(AppendFailed, match="could not be removed"):
             erase_content(store, [(request.seq, [digest])])  # a REQUEST is no erasure
     db = pg_url.rsplit("/", 1)[1]
-    with psycopg.connect(postgres_server.dsn(db, "gateway_eraser"), autocommit=True) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="erasure"):
-            conn.execute("DELETE FROM payloads")
+    dsn = postgres_server.dsn(db, "gateway_eraser")
+    with (
+        psycopg.connect(dsn, autocommit=True) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="erasure"),
+    ):
+        conn.execute("DELETE FROM payloads")
 
 
 def test_replay_on_postgres_never_serves_an_erased_answer(

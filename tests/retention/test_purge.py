@@ -128,9 +128,7 @@ def test_a_purge_killed_between_event_and_removal_is_completed_by_the_next(
     assert len(erasures) == 1  # nothing erased twice
 
 
-def test_held_content_is_not_purged_until_released(
-    gw: Gateway, erasing: Erasing
-) -> None:
+def test_held_content_is_not_purged_until_released(gw: Gateway, erasing: Erasing) -> None:
     held = gw.complete("compliance_review", PROMPT)
     hold = erasing.hold(HoldScope(task="compliance_review"), reason="Case 12-cv-881", actor="legal")
     report = erasing.purge(actor="ops", now=LATER)
@@ -202,7 +200,10 @@ def test_audit_show_content_says_erased_on_date_by_event(
         [first.request_id], rule="subject_request", reason="DSAR-7", actor="j", approver="dpo"
     )
     seq = report.erased[first.request_id]
-    env = {"GATEWAY_DATABASE_URL": settings.database_url, "GATEWAY_POLICY_DIR": str(settings.policy_dir)}
+    env = {
+        "GATEWAY_DATABASE_URL": settings.database_url,
+        "GATEWAY_POLICY_DIR": str(settings.policy_dir),
+    }
     for request_id in (first.request_id, hit.request_id):  # a cache hit shows what it served
         result = CliRunner().invoke(
             main, ["audit", "show", request_id, "--content", "--reviewer", "r"], env=env
