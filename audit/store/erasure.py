@@ -121,7 +121,8 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
         with backend.writer.begin() as conn:
             for start in range(0, len(rows), _CHUNK):
                 chunk = rows[start : start + _CHUNK]
-                conn.execute(insert(ErasedContent).values(chunk).on_conflict_do_nothing())
+                # executemany of one statement: compiled once, not per chunk of VALUES.
+                conn.execute(insert(ErasedContent).on_conflict_do_nothing(), chunk)
                 named = {d for _, d in pairs[start : start + _CHUNK]}
                 gone = delete(Payload).where(Payload.digest.in_(named))
                 deleted += conn.execute(gone).rowcount or 0
