@@ -13,6 +13,7 @@ from audit import AuditStore, EventDraft, EventKind
 from gateway import ErasureRefused, Gateway, IntegrityAlert, Settings
 from gateway.cli import main
 from gateway.evidence import Auditing, Erasing, HoldScope
+from gateway.keys import record_signer
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import MakeGateway
 from tests.retention.conftest import LATER
@@ -214,3 +215,39 @@ def test_audit_show_content_says_erased_on_date_by_event(
     verified = CliRunner().invoke(main, ["audit", "verify"], env=env)
     assert verified.exit_code == 0, verified.output
     assert f"{first.request_id}: erased by policy (event seq {seq})" in verified.output
+
+
+def test_a_content_export_of_erased_requests_verifies_offline(
+    gw: Gateway, erasing: Erasing, settings: Settings, tmp_path: Path
+) -> None:
+    first = gw.complete("compliance_review", PROMPT)
+    gw.complete("compliance_review", PROMPT)  # a cache hit of the answer that goes
+    gw.complete("quant_strategy", "FX momentum")
+    erasing.purge(actor="ops", now=LATER)
+    env = {"GATEWAY_DATABASE_URL": settings.database_url}
+    out = tmp_path / "export.jsonl"
+    public = tmp_path / "record.pub"
+    runner = CliRunner()
+    exported = runner.invoke(
+        main,
+        [
+            "audit",
+            "export",
+            "--format",
+            "jsonl",
+            "--with-content",
+            "--reviewer",
+            "r",
+            "-o",
+            str(out),
+        ],
+        env=env,
+    )
+    assert exported.exit_code == 0, exported.output
+    public.write_text(record_signer(settings, create=False).public_key + "\n")  # type: ignore[union-attr]
+    lines = out.read_text().splitlines()
+    assert sum('"erased"' in line and first.request_id in line for line in lines) >= 1
+    checked = runner.invoke(
+        main, ["audit", "verify", "--export", str(out), "--public-key", str(public)], env=env
+    )
+    assert checked.exit_code == 0, checked.output
