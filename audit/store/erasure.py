@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from audit.errors import AppendFailed
 from audit.store._reads import stored_event
 from audit.store._store import AuditStore
-from audit.store.backend import db_reason
+from audit.store.backend import Backend, db_reason
 from audit.store.chain import EventRow
 from audit.store.models import EventKind, StoredEvent
 from audit.store.schema import ErasedContent, Event, Payload
@@ -119,6 +119,10 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
     deleted = 0
     try:
         with backend.writer.begin() as conn:
+            if backend.dialect == "sqlite":
+                # Deleted rows' bytes overwritten with zeros in the file, not left on free
+                # pages for whoever copies the file next (docs/security.md).
+                conn.exec_driver_sql("PRAGMA secure_delete = ON")
             for start in range(0, len(rows), _CHUNK):
                 chunk = rows[start : start + _CHUNK]
                 # executemany of one statement: compiled once, not per chunk of VALUES.
@@ -134,7 +138,19 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
             hint="Only the eraser role may remove content (gateway db grant ROLE --eraser); "
             "run the erasure again: it completes what was begun.",
         ) from exc
+    if deleted and backend.dialect == "sqlite":
+        _checkpoint_wal(backend)
     return deleted
+
+
+def _checkpoint_wal(backend: Backend) -> None:
+    """Copy the WAL into the file and empty it, so the erased pages' earlier versions do not
+    linger in ``-wal`` (best effort: a reader holding an old snapshot keeps them until the
+    next checkpoint; SQLite retries at its own)."""
+    with backend.writer.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def present_payloads(store: AuditStore, digests: Iterable[str]) -> set[str]:

@@ -251,3 +251,16 @@ def test_a_content_export_of_erased_requests_verifies_offline(
         main, ["audit", "verify", "--export", str(out), "--public-key", str(public)], env=env
     )
     assert checked.exit_code == 0, checked.output
+
+
+def test_after_a_purge_the_prompt_is_nowhere_in_the_database_files(
+    gw: Gateway, erasing: Erasing, db_path: Path
+) -> None:
+    secret = "Transfer 9,999 GBP for client Zebulon Quartermaine"
+    gw.complete("compliance_review", secret)
+    assert any(secret.encode() in p.read_bytes() for p in db_path.parent.glob("audit.db*"))
+    erasing.purge(actor="ops", now=LATER)
+    leftovers = [
+        p.name for p in db_path.parent.glob("audit.db*") if secret.encode() in p.read_bytes()
+    ]
+    assert leftovers == []
