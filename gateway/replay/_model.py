@@ -33,6 +33,7 @@ class Outcome(StrEnum):
     REFUSED = "refused"  # model: the policy cannot be honoured by the new model
     FAILED = "failed"  # verify: a check failed; live: the call failed
     SKIPPED = "skipped"  # not replayable in this mode (retired model, rejected, cache hit)
+    ERASED = "erased"  # its content was erased by policy (an erasure event): nothing to check
 
 
 # The four the issue names always show in a summary; the others only when they occur.
@@ -43,6 +44,7 @@ SUMMARY_ORDER = (
     Outcome.SKIPPED,
     Outcome.PASSED,
     Outcome.REFUSED,
+    Outcome.ERASED,
 )
 ALWAYS_SHOWN = frozenset(SUMMARY_ORDER[:4])
 

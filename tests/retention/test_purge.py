@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -264,3 +265,19 @@ def test_after_a_purge_the_prompt_is_nowhere_in_the_database_files(
         p.name for p in db_path.parent.glob("audit.db*") if secret.encode() in p.read_bytes()
     ]
     assert leftovers == []
+
+
+def test_replay_verify_counts_erased_requests_apart_from_failures(
+    gw: Gateway, erasing: Erasing, settings: Settings
+) -> None:
+    gw.complete("compliance_review", PROMPT)
+    gw.complete("quant_strategy", "FX momentum")
+    erasing.purge(actor="ops", now=LATER)
+    env = {
+        "GATEWAY_DATABASE_URL": settings.database_url,
+        "GATEWAY_POLICY_DIR": str(settings.policy_dir),
+    }
+    result = CliRunner().invoke(main, ["replay", "--verify", "--all", "--format", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output[result.output.index("{") :])["summary"]
+    assert summary["counts"]["erased"] == 1 and summary["counts"].get("failed", 0) == 0
