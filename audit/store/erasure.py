@@ -20,8 +20,9 @@ erasure event after the referencing event names it (audit.verify), else as tampe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -32,13 +33,15 @@ from audit.errors import AppendFailed
 from audit.store._reads import stored_event
 from audit.store._store import AuditStore
 from audit.store.backend import Backend, db_reason
-from audit.store.chain import EventRow
+from audit.store.bounded import loads as bounded_loads
+from audit.store.chain import EventRow, as_bytes
 from audit.store.models import EventKind, StoredEvent
 from audit.store.schema import ErasedContent, Event, Payload
 
 __all__ = [
     "ERASED_PREFIX",
     "RULES",
+    "Reference",
     "erase_content",
     "erased_digests",
     "erased_mark",
@@ -47,6 +50,7 @@ __all__ = [
     "erasures_of",
     "events_at",
     "present_payloads",
+    "references",
 ]
 
 # How the verify walk's content lookup marks a digest an erasure removed: "erased:<seq>".
@@ -164,6 +168,59 @@ def present_payloads(store: AuditStore, digests: Iterable[str]) -> set[str]:
                 conn.execute(select(Payload.digest).where(Payload.digest.in_(chunk))).scalars()
             )
     return found
+
+
+class Reference(NamedTuple):
+    """What an erasure's planning needs of one event, read without the rest of it."""
+
+    seq: int
+    request_id: str
+    kind: str
+    recorded_at: datetime
+    task: str | None
+    caller: str | None
+    policy_fingerprint: str | None
+    payloads: tuple[str, ...]  # the digests it names
+    erased: tuple[str, ...]  # an erasure event's ``erased`` list (empty for other kinds)
+
+
+def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
+    """Every event's references, in seq order, a keyset page at a time (flat memory). A
+    body that cannot be read names nothing (verify names the defect)."""
+    columns = (
+        Event.seq,
+        Event.request_id,
+        Event.kind,
+        Event.recorded_at,
+        Event.task,
+        Event.caller,
+        Event.policy_fingerprint,
+        Event.body,
+    )
+    last = 0
+    while True:
+        with store.backend.reader.connect() as conn:
+            rows = conn.execute(
+                select(*columns).where(Event.seq > last).order_by(Event.seq).limit(page)
+            ).all()
+        for seq, request_id, kind, at, task, caller, fingerprint, body in rows:
+            try:
+                parsed = bounded_loads(as_bytes(body))
+                named = parsed.get("payloads") or {}
+                data = parsed.get("data") or {}
+                digests = tuple(v for v in named.values() if isinstance(v, str))
+                listed = data.get("erased") if kind == EventKind.ERASURE.value else None
+                erased = (
+                    tuple(d for d in listed if isinstance(d, str))
+                    if isinstance(listed, list)
+                    else ()
+                )
+            except (ValueError, AttributeError):
+                digests, erased = (), ()
+            yield Reference(seq, request_id, kind, at, task, caller, fingerprint, digests, erased)
+        if len(rows) < page:
+            return
+        last = rows[-1][0]
 
 
 def events_at(conn: Connection, seqs: Iterable[int]) -> dict[int, StoredEvent]:

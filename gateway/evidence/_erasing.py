@@ -24,8 +24,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from audit import AuditStore, StoredEvent
-from audit.store.erasure import erase_content, erasure_data, erasures_of
+from audit import AuditStore
+from audit.store.erasure import Reference, erase_content, erasure_data, erasures_of
 from audit.store.models import EventDraft, EventKind
 from audit.store.signing import signature_check
 from audit.verify.authenticity import check_event
@@ -227,7 +227,7 @@ class Erasing:
         with translated():
             holds = active_holds(self._store, self._check())
 
-            def decide(request: StoredEvent) -> Decision | None:
+            def decide(request: Reference) -> Decision | None:
                 days, label, minimum, rule = retention.of(request.policy_fingerprint)
                 if days is None or request.recorded_at + timedelta(days=days) > moment:
                     return None
@@ -270,7 +270,7 @@ class Erasing:
         with translated():
             holds = active_holds(self._store, self._check())
 
-            def decide(request: StoredEvent) -> Decision | None:
+            def decide(request: Reference) -> Decision | None:
                 if request.request_id not in wanted:
                     return None
                 hold = holding(holds, request)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from audit import AuditStore, StoredEvent
-from audit.store.erasure import erased_digests, present_payloads
+from audit import AuditStore
+from audit.store.erasure import Reference, present_payloads, references
 from audit.store.models import EventKind
 
 __all__ = ["Decision", "ErasurePlan", "Planned", "SummaryRow"]
@@ -84,7 +84,7 @@ class ErasurePlan:
 
     @classmethod
     def build(
-        cls, store: AuditStore, decide: Callable[[StoredEvent], Decision | None]
+        cls, store: AuditStore, decide: Callable[[Reference], Decision | None]
     ) -> ErasurePlan:
         folder = tempfile.TemporaryDirectory(prefix="gateway-erasure-")
         db = sqlite3.connect(Path(folder.name) / "plan.db", isolation_level=None)
@@ -94,23 +94,22 @@ class ErasurePlan:
             db.execute(statement)
         plan = cls(folder, db)
         db.execute("BEGIN")
-        for event in store.iter_events():
-            for digest in set(event.payload_digests.values()):
-                db.execute("INSERT INTO refs VALUES (?, ?)", (digest, event.request_id))
-            if event.kind is EventKind.ERASURE:
-                db.execute("INSERT INTO erased VALUES (?, ?)", (event.request_id, event.seq))
+        for ref in references(store):
+            for digest in set(ref.payloads):
+                db.execute("INSERT INTO refs VALUES (?, ?)", (digest, ref.request_id))
+            if ref.kind == EventKind.ERASURE.value:
+                db.execute("INSERT INTO erased VALUES (?, ?)", (ref.request_id, ref.seq))
                 db.executemany(
-                    "INSERT INTO erasing VALUES (?, ?)",
-                    [(event.seq, d) for d in erased_digests(event)],
+                    "INSERT INTO erasing VALUES (?, ?)", [(ref.seq, d) for d in ref.erased]
                 )
-            elif event.kind is EventKind.REQUEST:
-                decision = decide(event)
+            elif ref.kind == EventKind.REQUEST.value:
+                decision = decide(ref)
                 if decision is not None:
                     db.execute(
                         "INSERT OR IGNORE INTO requests VALUES (?, ?, ?, ?, ?)",
                         (
-                            event.request_id,
-                            event.task,
+                            ref.request_id,
+                            ref.task,
                             decision.outcome,
                             decision.label,
                             json.dumps(decision.detail),

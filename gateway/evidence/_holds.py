@@ -21,6 +21,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from audit import AuditStore, StoredEvent
+from audit.store.erasure import Reference
 from audit.store.models import EventDraft, EventKind
 from audit.verify.authenticity import SignatureCheck, check_event
 from gateway.errors import InputError, IntegrityAlert
@@ -40,7 +41,7 @@ class HoldScope(BaseModel):
     since: datetime | None = None
     until: datetime | None = None
 
-    def covers(self, event: StoredEvent) -> bool:
+    def covers(self, event: Reference | StoredEvent) -> bool:
         return (
             (self.task is None or event.task == self.task)
             and (self.caller is None or event.caller == self.caller)
@@ -118,6 +119,6 @@ def active_holds(store: AuditStore, signature: SignatureCheck | None) -> list[Ho
     return [h for hold_id, h in held.items() if hold_id not in released]
 
 
-def holding(holds: list[Hold], request: StoredEvent) -> Hold | None:
+def holding(holds: list[Hold], request: Reference | StoredEvent) -> Hold | None:
     """The first active hold whose scope covers ``request`` (its REQUEST event)."""
     return next((h for h in holds if h.scope.covers(request)), None)
