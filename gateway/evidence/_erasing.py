@@ -30,7 +30,7 @@ from audit.store.models import EventDraft, EventKind
 from audit.store.signing import signature_check
 from audit.verify.authenticity import check_event
 from gateway._audit_errors import translated
-from gateway.errors import ErasureRefused, InputError, IntegrityAlert
+from gateway.errors import ConfigurationError, ErasureRefused, InputError, IntegrityAlert
 from gateway.evidence._erasure_plan import Decision, ErasurePlan, SummaryRow
 from gateway.evidence._holds import (
     Hold,
@@ -145,6 +145,13 @@ class Erasing:
         with translated():
             store = AuditStore.open(
                 settings.database_url, settings.durability.value, signer=signer, create=False
+            )
+        if store.sequenced_from is not None:
+            store.close()
+            raise ConfigurationError(
+                "this audit log is in format 2, where erasure is not supported yet (verify's "
+                "format-2 walk does not read erased content).",
+                hint="Run purge, erase and holds on a format-1 log.",
             )
         return cls(store, settings)
 
