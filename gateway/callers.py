@@ -31,13 +31,13 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from audit import EventDraft, EventKind, StoredEvent
+from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from audit.store import LogFollower
 from audit.verify.authenticity import check_event
-from gateway._audit_errors import translated
 from gateway._inputs import check_caller, check_name
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
+from gateway._store_adapter import audit_call
 from gateway.errors import InputError
 from gateway.request import Recorder
 from gateway.settings import Settings
@@ -175,11 +175,12 @@ class CallerKeys:
 
     def events(self, *, after_seq: int) -> Iterator[tuple[StoredEvent, bool]]:
         """Key events after ``after_seq`` in seq order, each with whether it checks out."""
-        store = self._recorder.store
-        with translated():
-            found = [
-                e for kind in _KINDS for e in store.iter_events(kind=kind, after_seq=after_seq)
-            ]
+        reads = self._recorder.reads
+        found = [
+            e
+            for kind in _KINDS
+            for e in reads.each(AuditStore.iter_events, kind=kind, after_seq=after_seq)
+        ]
         found.sort(key=lambda e: e.seq)
         return self.checked(found)
 
@@ -189,18 +190,16 @@ class CallerKeys:
 
     def checked(self, events: Iterable[StoredEvent]) -> Iterator[tuple[StoredEvent, bool]]:
         """Each of ``events`` with whether its hash, link and record signature check out."""
-        store = self._recorder.store
+        reads = self._recorder.reads
         signature = self._recorder.signature
-        with translated():
-            for event in events:
-                problems = check_event(store, event, signature)
-                if problems:
-                    log.error("caller_key_event_untrusted", seq=event.seq, problem=problems[0])
-                yield event, not problems
+        for event in events:
+            problems = reads.run(check_event, event, signature)
+            if problems:
+                log.error("caller_key_event_untrusted", seq=event.seq, problem=problems[0])
+            yield event, not problems
 
     def head_seq(self) -> int:
-        with translated():
-            return self._recorder.store.head()[0]
+        return self._recorder.reads.run(AuditStore.head)[0]
 
 
 def _fold(
@@ -259,8 +258,7 @@ class KeyRing:
         """Read new key events; returns how many active keys there are."""
         with self._lock:
             by_id = dict(self._by_id)
-            with translated():
-                new = self._follower.read()
+            new = audit_call(self._follower.read)
             _fold(self._keys.checked(new), by_id)
             self._by_id = by_id
             self._by_hash = {k.key_hash: k for k in by_id.values() if k.active}

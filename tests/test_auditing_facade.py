@@ -22,7 +22,7 @@ from gateway import (
     InputError,
     Settings,
 )
-from gateway._audit_errors import audit_failure
+from gateway._store_adapter import audit_failure
 from gateway.evidence import (
     Auditing,
     EventFilter,

@@ -46,9 +46,9 @@ from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from audit.canonical import canonical_bytes
 from audit.store.signing import TrustedKeys, UnusableKey, key_id
 from audit.verify.authenticity import SignatureCheck, check_event
-from gateway._audit_errors import translated
 from gateway._inputs import check_name
 from gateway._log import log
+from gateway._store_adapter import StoreAdapter
 from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyNotApproved
 from gateway.policy import Policy, PolicySet
 from gateway.settings import Settings
@@ -196,7 +196,7 @@ def _why_not(
     fingerprint: str,
     trusted_approvers: Mapping[str, str] | None,
     signature: SignatureCheck | None,
-    store: AuditStore,
+    log: StoreAdapter,
 ) -> str | None:
     """None when ``event`` is a valid approval of ``task``'s ``fingerprint``, else why not."""
     data = event.data
@@ -223,7 +223,7 @@ def _why_not(
                 f"({key_id(bytes.fromhex(pinned))})"
             )
     if signature is not None:
-        problems = check_event(store, event, signature)
+        problems = log.run(check_event, event, signature)
         if problems:
             return problems[0]
     return None
@@ -246,22 +246,22 @@ def approval_status(
     found: dict[str, tuple[list[str], list[int], set[str], list[str]]] = {
         task: ([], [], set(), []) for task in current
     }
-    with translated():
-        for event in store.iter_events(kind=EventKind.APPROVAL):
-            task = event.task or ""
-            if task not in current or event.policy_fingerprint != current[task]:
-                continue
-            names, seqs, keys, rejected = found[task]
-            reason = _why_not(event, task, current[task], trusted_approvers, signature, store)
-            if reason is not None:
-                rejected.append(reason)
-                continue
-            approver, public_key = event.data["approver"], event.data["public_key"]
-            if approver in names or public_key in keys:
-                continue  # one approver (or one key) counts once
-            names.append(approver)
-            keys.add(public_key)
-            seqs.append(event.seq)
+    log = StoreAdapter(store)
+    for event in log.each(AuditStore.iter_events, kind=EventKind.APPROVAL):
+        task = event.task or ""
+        if task not in current or event.policy_fingerprint != current[task]:
+            continue
+        names, seqs, keys, rejected = found[task]
+        reason = _why_not(event, task, current[task], trusted_approvers, signature, log)
+        if reason is not None:
+            rejected.append(reason)
+            continue
+        approver, public_key = event.data["approver"], event.data["public_key"]
+        if approver in names or public_key in keys:
+            continue  # one approver (or one key) counts once
+        names.append(approver)
+        keys.add(public_key)
+        seqs.append(event.seq)
     pinned = trusted_approvers is not None
     return {
         task: ApprovalStatus(task, current[task], tuple(n), tuple(s), tuple(r), pinned)
@@ -269,22 +269,21 @@ def approval_status(
     }
 
 
-def on_record(store: AuditStore, approval: Approval, signature: SignatureCheck | None) -> bool:
+def on_record(log: StoreAdapter, approval: Approval, signature: SignatureCheck | None) -> bool:
     """Whether the log already holds ``approval``'s approver signing its fingerprint with its
     key (pins aside: an approval that does not count is not written again on every run;
     a planted row that fails its record signature does not stop a genuine one)."""
-    with translated():
-        for event in store.iter_events(kind=EventKind.APPROVAL):
-            data = event.data
-            same = (
-                event.task == approval.task
-                and event.policy_fingerprint == approval.fingerprint
-                and data.get("approver") == approval.approver
-                and data.get("public_key") == approval.public_key
-            )
-            fingerprint = approval.fingerprint
-            if same and _why_not(event, approval.task, fingerprint, None, signature, store) is None:
-                return True
+    for event in log.each(AuditStore.iter_events, kind=EventKind.APPROVAL):
+        data = event.data
+        same = (
+            event.task == approval.task
+            and event.policy_fingerprint == approval.fingerprint
+            and data.get("approver") == approval.approver
+            and data.get("public_key") == approval.public_key
+        )
+        fingerprint = approval.fingerprint
+        if same and _why_not(event, approval.task, fingerprint, None, signature, log) is None:
+            return True
     return False
 
 

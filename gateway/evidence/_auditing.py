@@ -5,16 +5,9 @@
             print(request.request_id, request.status)
         report = auditing.verify(checkpoint=Path("head.json"))
 
-Every error the audit store raises is translated here, once, into the
-gateway's tree (:func:`audit_failure`), so a caller catches ``GatewayError`` and nothing else:
-
-    AuditStoreError                  becomes
-    ├── NotFound                     InputError        (a request id or seq that is not there)
-    ├── CheckpointError              InputError        (an unreadable or foreign checkpoint)
-    ├── DatabaseUnavailable          AuditUnavailable
-    ├── SchemaMismatch               AuditUnavailable
-    ├── AppendFailed                 AuditWriteError
-    └── anything else                AuditError        (ContentMismatch: altered content)
+The store is reached through :class:`gateway._store_adapter.StoreAdapter`, so every error
+the audit store raises leaves as the gateway's (the table is there): a caller catches
+``GatewayError`` and nothing else.
 """
 
 from __future__ import annotations
@@ -48,8 +41,9 @@ from audit.store.signing import (
     signature_check,
 )
 from audit.verify import check_checkpoint, verify_log
-from gateway._audit_errors import translated
+from audit.verify.authenticity import SignatureCheck
 from gateway._inputs import check_name
+from gateway._store_adapter import StoreAdapter, audit_call
 from gateway._vocabulary import request_status
 from gateway.catalog import Catalog
 from gateway.errors import (
@@ -107,38 +101,29 @@ def checkpoint_text(head: Checkpoint) -> str:
 class Auditing:
     """An open audit log. Reads are plain; an export and a checkpoint are recorded as events."""
 
-    def __init__(self, store: AuditStore, settings: Settings) -> None:
-        self._store = store
+    def __init__(self, log: StoreAdapter, settings: Settings) -> None:
+        self._log = log
         self._settings = settings
 
     @classmethod
     def open(cls, settings: Settings) -> Auditing:
         """Open an existing audit database: a SQLite file that is not there is
         :class:`AuditUnavailable` ("no audit database at PATH"), and nothing is created."""
-        signer = record_signer(settings, create=False)
-        with translated():
-            store = AuditStore.open(
-                settings.database_url, settings.durability.value, signer=signer, create=False
-            )
-        return cls(store, settings)
+        return cls(
+            StoreAdapter.open(settings, signer=record_signer(settings, create=False)), settings
+        )
 
-    def _writing(self) -> AuditStore:
+    def _writing(self) -> StoreAdapter:
         """The store, able to sign: an export and a checkpoint record themselves."""
-        if self._store.signer is None:
+        if self._log.store.signer is None:
             signer = record_signer(self._settings, create=True)
-            with translated():
-                store = AuditStore.open(
-                    self._settings.database_url,
-                    self._settings.durability.value,
-                    signer=signer,
-                    create=False,
-                )
-            self._store.close()
-            self._store = store
-        return self._store
+            log = StoreAdapter.open(self._settings, signer=signer)
+            self._log.close()
+            self._log = log
+        return self._log
 
     def close(self) -> None:
-        self._store.close()
+        self._log.close()
 
     def __enter__(self) -> Self:
         return self
@@ -162,16 +147,14 @@ class Auditing:
         each with its estimated cost priced from ``catalog`` (the configured one by default;
         ``cost_usd`` None where unpriced, as :meth:`usage`) and its caller ``contract``."""
         catalog = catalog if catalog is not None else Catalog.load(self._settings.catalog_override)
-        with translated():
-            rows = list_requests(self._store, filters, status=request_status, limit=limit)
-            return covered(rows, catalog, self._store.policy_content)
+        rows = self._log.run(list_requests, filters, status=request_status, limit=limit)
+        return self._log.run(_covered, rows, catalog)
 
     def count_requests(self, filters: EventFilter | None = None) -> int:
         """How many requests :meth:`requests` would list without a limit (counted by the
         database)."""
         filters = filters or EventFilter()
-        with translated():
-            return self._store.count_requests(**filters.model_dump())
+        return self._log.run(AuditStore.count_requests, **filters.model_dump())
 
     def usage(
         self, by: GroupBy, filters: EventFilter | None = None, *, catalog: Catalog | None = None
@@ -183,26 +166,21 @@ class Auditing:
         without a sourced price is counted as unpriced, never estimated."""
         if catalog is None:
             catalog = Catalog.load(self._settings.catalog_override)
-        store = self._store
-        with translated():
-            return usage_report(
-                store.iter_events, catalog, by=by, filters=filters, content=store.policy_content
-            )
+        return self._log.run(_usage, catalog, by, filters)
 
     def contract(self, fingerprint: str | None) -> str | None:
         """The caller contract ("strict", "opened") of a recorded policy version, or None."""
-        with translated():
-            return contract_of(self._store.policy_content(fingerprint)) if fingerprint else None
+        if not fingerprint:
+            return None
+        return contract_of(self._log.run(AuditStore.policy_content, fingerprint))
 
     def pending_integration(self, events: list[StoredEvent]) -> set[int]:
         """The seqs of ``events`` a format-2 log has not linked yet (audit show marks them)."""
-        with translated():
-            return self._store.pending_integration(e.seq for e in events)
+        return self._log.run(AuditStore.pending_integration, [e.seq for e in events])
 
     def request_events(self, request_id: str) -> list[StoredEvent]:
         """A request's whole life in seq order; an ``InputError`` when nothing is recorded."""
-        with translated():
-            events = self._store.events_for_request(request_id)
+        events = self._log.run(AuditStore.events_for_request, request_id)
         if not events:
             raise InputError(
                 f"no audit events for request {request_id!r}.",
@@ -221,10 +199,8 @@ class Auditing:
         """
         reviewer = check_name(reviewer, "reviewer", example="j.smith") or ""
         events = self.request_events(request_id)
-        store = self._writing()
-        check = signature_check(trusted_record_keys(self._settings, store.signer), store.store_id)
-        with translated():
-            found = recorded_content(store, events, signature=check)
+        log = self._writing()
+        found = log.run(recorded_content, events, signature=self._signature_check())
         if found.nothing is not None:
             raise InputError(
                 f"request {request_id!r} has no recorded content: {found.nothing}.",
@@ -248,8 +224,7 @@ class Auditing:
             caller=reviewer,
             data=data,
         )
-        with translated():
-            appended = store.append(draft)
+        appended = log.run(AuditStore.append, draft)
         if found.content is None:
             problems = found.problems or ["the record did not check out"]
             raise IntegrityAlert(
@@ -275,14 +250,9 @@ class Auditing:
             key.get_secret_value(), task=task, fingerprint=fingerprint, approver=approver
         )
         refuse_unsound(approval, trusted_approvers(self._settings), reviewed)  # nothing written
-        check = signature_check(
-            trusted_record_keys(self._settings, self._store.signer), self._store.store_id
-        )
-        recorded = not on_record(self._store, approval, check)
+        recorded = not on_record(self._log, approval, self._signature_check())
         if recorded:
-            store = self._writing()
-            with translated():
-                store.append(approval_draft(approval, content))
+            self._writing().run(AuditStore.append, approval_draft(approval, content))
         return self.approvals(policies, [task])[task], recorded
 
     def approvals(
@@ -290,24 +260,21 @@ class Auditing:
     ) -> dict[str, ApprovalStatus]:
         """Who has approved each loaded task's current fingerprint; approval events count
         only when written by a trusted gateway (record signatures, as :meth:`verify`)."""
-        check = signature_check(
-            trusted_record_keys(self._settings, self._store.signer), self._store.store_id
-        )
         pins = trusted_approvers(self._settings)
+        check = self._signature_check()
         return approval_status(
-            self._store, policies, tasks=tasks, trusted_approvers=pins, signature=check
+            self._log.store, policies, tasks=tasks, trusted_approvers=pins, signature=check
         )
 
     def reads_of(self, request_id: str) -> list[StoredEvent]:
         """The ACCESS events that read ``request_id``'s content, oldest first: content reads
         of that request, and content exports whose selection held it."""
-        with translated():
-            life = self._store.events_for_request(request_id)
-            return [
-                e
-                for e in self._store.iter_events(kind=EventKind.ACCESS)
-                if e.data.get("read_request_id") == request_id or selected_by_export(e, life)
-            ]
+        life = self._log.run(AuditStore.events_for_request, request_id)
+        return [
+            e
+            for e in self._log.each(AuditStore.iter_events, kind=EventKind.ACCESS)
+            if e.data.get("read_request_id") == request_id or selected_by_export(e, life)
+        ]
 
     def verify(
         self,
@@ -341,7 +308,7 @@ class Auditing:
         is).
         ``measure_head``: for a verified checkpoint.
         """
-        keys = trusted_record_keys(self._settings, self._store.signer, trusted_keys)
+        keys = trusted_record_keys(self._settings, self._log.store.signer, trusted_keys)
         head = None
         pinned = None
         pins = {k.public_key for k in keys}
@@ -355,28 +322,28 @@ class Auditing:
             # for the signatures a later verify then skips.
             attesters = {checkpoints.public_key(own)} if own is not None else set()
             base = self._load_checkpoint(since_verified)
-            with translated():
-                check_checkpoint(self._store, base)
-                relied = checkpoints.relied_on(base, keys, attesters)
+            self._log.run(check_checkpoint, base)
+            relied = audit_call(checkpoints.relied_on, base, keys, attesters)
         if checkpoint is not None:
             head = self._load_checkpoint(checkpoint)
-            with translated():
-                check_checkpoint(self._store, head)  # another database's: say that first
-                pinned = checkpoints.pinned(
-                    head, pins, unsafe_accept_unpinned=unsafe_accept_unpinned_checkpoint
-                )
-        trust = Trust(keys, allow_unsigned_before or 1, integrator_keys(self._settings))
-        with translated():
-            report = verify_log(
-                self._store,
-                progress,
-                checkpoint=head,
-                trust=trust,
-                relied=relied,
-                measure_head=measure_head,
-                jobs=jobs,
-                stalled_after_s=self._settings.integration_stalled_after_s,
+            self._log.run(check_checkpoint, head)  # another database's: say that first
+            pinned = audit_call(
+                checkpoints.pinned,
+                head,
+                pins,
+                unsafe_accept_unpinned=unsafe_accept_unpinned_checkpoint,
             )
+        trust = Trust(keys, allow_unsigned_before or 1, integrator_keys(self._settings))
+        report = self._log.run(
+            verify_log,
+            progress,
+            checkpoint=head,
+            trust=trust,
+            relied=relied,
+            measure_head=measure_head,
+            jobs=jobs,
+            stalled_after_s=self._settings.integration_stalled_after_s,
+        )
         if base is not None:
             report = report.model_copy(update={"signatures_attested": checkpoints.signed_by(base)})
         if head is None:
@@ -402,7 +369,7 @@ class Auditing:
         ``content``, each checked as :meth:`read_content` checks it (a record that does not
         check out is written as ``{"refused": [...]}``, never shown); the read is recorded
         first as an ACCESS event naming the reviewer and the selection."""
-        store = self._writing()
+        log = self._writing()
         filters = filters or EventFilter()
         annotate = None
         if with_content:
@@ -411,9 +378,7 @@ class Auditing:
             reviewer = check_name(reviewer, "reviewer", example="j.smith")
             if not reviewer:
                 raise InputError("a content export needs the reviewer's name: it is recorded.")
-            check = signature_check(
-                trusted_record_keys(self._settings, store.signer), store.store_id
-            )
+            check = self._signature_check()
             draft = EventDraft(
                 kind=EventKind.ACCESS,
                 request_id=f"access-{uuid.uuid4().hex}",
@@ -425,21 +390,18 @@ class Auditing:
                     "shown": True,
                 },
             )
-            with translated():
-                store.append(draft)
+            log.run(AuditStore.append, draft)
+            annotate = content_annotator(log.store, check)
 
-            annotate = content_annotator(store, check)
-
-        with translated():
-            return export_events(
-                store,
-                out,
-                fmt,
-                filters,
-                reviewer=reviewer,
-                annotate=annotate,
-                with_content=annotate is not None,
-            )
+        return log.run(
+            export_events,
+            out,
+            fmt,
+            filters,
+            reviewer=reviewer,
+            annotate=annotate,
+            with_content=annotate is not None,
+        )
 
     def checkpoint(self, *, unsigned: bool = False) -> Checkpoint:
         """Record a CHECKPOINT event and return the head it made, signed with
@@ -450,13 +412,12 @@ class Auditing:
             raise ConfigurationError(
                 "no checkpoint signing key is configured.", hint=checkpoints.KEY_HINT
             )
-        store = self._writing()
+        log = self._writing()
         # A format-2 log's head is the integrator's newest checkpoint, checked under its key.
         integrators = [k.public_key for k in integrator_keys(self._settings) or ()]
-        with translated():
-            if store.sequenced_from is not None:
-                return integrated_checkpoint(store, key, integrators)
-            return take_checkpoint(store, key)
+        if log.store.sequenced_from is not None:
+            return log.run(integrated_checkpoint, key, integrators)
+        return log.run(take_checkpoint, key)
 
     def verified_checkpoint(self, report: VerifyReport, rests_on: Path | None = None) -> Checkpoint:
         """Sign, with ``GATEWAY_CHECKPOINT_KEY``, that ``report`` (a :meth:`verify` with
@@ -469,8 +430,12 @@ class Auditing:
                 hint=checkpoints.KEY_HINT,
             )
         base = self._load_checkpoint(rests_on) if rests_on is not None else None
-        with translated():
-            return verified_checkpoint(self._store, report, key, base)
+        return self._log.run(verified_checkpoint, report, key, base)
+
+    def _signature_check(self) -> SignatureCheck:
+        """Record signatures under the keys :meth:`verify` trusts by default."""
+        store = self._log.store
+        return signature_check(trusted_record_keys(self._settings, store.signer), store.store_id)
 
     def _signing_key(self) -> bytes | None:
         secret = self._settings.checkpoint_key
@@ -491,8 +456,21 @@ class Auditing:
                 f"cannot read the checkpoint file {str(path)!r}: {reason}.",
                 hint="Pass the file written by `gateway audit checkpoint`.",
             ) from exc
-        with translated():
-            return checkpoints.loads(text)
+        return audit_call(checkpoints.loads, text)
+
+
+def _covered(
+    store: AuditStore, rows: list[RequestSummary], catalog: Catalog
+) -> list[RequestSummary]:
+    return covered(rows, catalog, store.policy_content)
+
+
+def _usage(
+    store: AuditStore, catalog: Catalog, by: GroupBy, filters: EventFilter | None
+) -> UsageReport:
+    return usage_report(
+        store.iter_events, catalog, by=by, filters=filters, content=store.policy_content
+    )
 
 
 def _filter_json(filters: EventFilter) -> dict[str, object]:

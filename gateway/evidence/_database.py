@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from audit.store import migrate, roles
-from gateway._audit_errors import translated
+from gateway._store_adapter import audit_call
 from gateway.settings import Settings
 
 __all__ = ["SchemaStatus", "grant_role", "schema_status", "upgrade_schema"]
@@ -29,15 +29,12 @@ class SchemaStatus(BaseModel):
 
 def upgrade_schema(settings: Settings) -> str | None:
     """Migrate the audit database to the schema this gateway needs; returns its revision."""
-    with translated():
-        return migrate.upgrade(settings.database_url)
+    return audit_call(migrate.upgrade, settings.database_url)
 
 
 def schema_status(settings: Settings) -> SchemaStatus:
-    with translated():
-        return SchemaStatus(
-            current=migrate.current(settings.database_url), head=migrate.head_revision()
-        )
+    current = audit_call(migrate.current, settings.database_url)
+    return SchemaStatus(current=current, head=audit_call(migrate.head_revision))
 
 
 def grant_role(
@@ -50,7 +47,11 @@ def grant_role(
 ) -> list[str]:
     """Give a PostgreSQL role what the gateway (or, read-only, a reviewer; or the format-2
     integrator) needs; returns the statements run."""
-    with translated():
-        return roles.grant(
-            settings.database_url, role, read_only=read_only, integrator=integrator, eraser=eraser
-        )
+    return audit_call(
+        roles.grant,
+        settings.database_url,
+        role,
+        read_only=read_only,
+        integrator=integrator,
+        eraser=eraser,
+    )

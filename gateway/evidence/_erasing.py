@@ -24,12 +24,12 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from audit import AuditStore
+from audit import AuditStore, StoredEvent
 from audit.store.erasure import Reference, erase_content, erasure_data, erasures_of
 from audit.store.models import EventDraft, EventKind
 from audit.store.signing import signature_check
 from audit.verify.authenticity import check_event
-from gateway._audit_errors import translated
+from gateway._store_adapter import StoreAdapter
 from gateway.errors import ConfigurationError, ErasureRefused, InputError, IntegrityAlert
 from gateway.evidence._erasure_plan import Decision, ErasurePlan, SummaryRow
 from gateway.evidence._holds import (
@@ -135,28 +135,25 @@ class _Retention:
 
 
 class Erasing:
-    def __init__(self, store: AuditStore, settings: Settings) -> None:
-        self._store = store
+    def __init__(self, log: StoreAdapter, settings: Settings) -> None:
+        self._log = log
+        self._store = log.store
         self._settings = settings
 
     @classmethod
     def open(cls, settings: Settings) -> Erasing:
-        signer = record_signer(settings, create=True)
-        with translated():
-            store = AuditStore.open(
-                settings.database_url, settings.durability.value, signer=signer, create=False
-            )
-        if store.sequenced_from is not None:
-            store.close()
+        log = StoreAdapter.open(settings, signer=record_signer(settings, create=True))
+        if log.store.sequenced_from is not None:
+            log.close()
             raise ConfigurationError(
                 "this audit log is in format 2, where erasure is not supported yet (verify's "
                 "format-2 walk does not read erased content).",
                 hint="Run purge, erase and holds on a format-1 log.",
             )
-        return cls(store, settings)
+        return cls(log, settings)
 
     def close(self) -> None:
-        self._store.close()
+        self._log.close()
 
     def __enter__(self) -> Self:
         return self
@@ -176,37 +173,25 @@ class Erasing:
         return signature_check(trusted_record_keys(self._settings, store.signer), store.store_id)
 
     def holds(self) -> list[Hold]:
-        with translated():
-            return active_holds(self._store, self._check())
+        return self._log.run(active_holds, self._check())
 
     def hold(self, scope: HoldScope, *, reason: str, actor: str) -> Hold:
         _required(reason, "--reason")
-        with translated():
-            return place_hold(self._store, scope, reason=reason, actor=actor)
+        return self._log.run(place_hold, scope, reason=reason, actor=actor)
 
     def release(self, hold_id: str, *, reason: str, actor: str) -> int:
         _required(reason, "--reason")
-        with translated():
-            return release_hold(self._store, hold_id, reason=reason, actor=actor)
+        return self._log.run(release_hold, hold_id, reason=reason, actor=actor)
 
     # -- erasure ----------------------------------------------------------------------------
 
     def erasure_of(self, request_id: str) -> Erased | None:
         """Whether the content ``audit show --content`` would read for ``request_id`` was
         erased (its own, or for a cache hit the answer it served), authenticated first."""
-        store = self._store
-        with translated():
-            events = store.events_for_request(request_id)
-            owners = {request_id}
-            for event in events:
-                served = event.data.get("served_seq")
-                if event.kind is EventKind.CACHE_HIT and isinstance(served, int):
-                    owners.add(store.event(served).request_id)
-            found = erasures_of(store, owners)
-            if not found:
-                return None
-            erasure = min(found.values(), key=lambda e: e.seq)
-            problems = check_event(store, erasure, self._check())
+        erasure = self._log.run(_erasure_of, request_id)
+        if erasure is None:
+            return None
+        problems = self._log.run(check_event, erasure, self._check())
         if problems:
             raise IntegrityAlert(
                 f"the erasure event at seq {erasure.seq} did not check out ({problems[0]}).",
@@ -229,32 +214,33 @@ class Erasing:
     ) -> PurgeReport:
         """Erase the content whose retention class has run out and that no hold or
         regulatory minimum keeps; complete any erasure an earlier run left unfinished."""
-        moment = now or datetime.now(UTC)
-        retention = _Retention(self._store)
-        with translated():
-            holds = active_holds(self._store, self._check())
+        return self._log.run(self._purge, actor, dry_run, now or datetime.now(UTC))
 
-            def decide(request: Reference) -> Decision | None:
-                days, label, minimum, rule = retention.of(request.policy_fingerprint)
-                if days is None or request.recorded_at + timedelta(days=days) > moment:
-                    return None
-                hold = holding(holds, request)
-                if hold is not None:
-                    return Decision("held", label, {"why": _held(hold)})
-                if minimum is not None and request.recorded_at + timedelta(days=minimum) > moment:
-                    return Decision("minimum", label, {"why": f"{rule} has not run out"})
-                detail = {
-                    "retention_class": label,
-                    "content_days": days,
-                    "policy_fingerprint": request.policy_fingerprint,
-                }
-                return Decision("erase", label, detail)
+    def _purge(self, store: AuditStore, actor: str, dry_run: bool, moment: datetime) -> PurgeReport:
+        retention = _Retention(store)
+        holds = active_holds(store, self._check())
 
-            plan = ErasurePlan.build(self._store, decide)
-            try:
-                return self._run(plan, "retention", "retention class expired", actor, None, dry_run)
-            finally:
-                plan.close()
+        def decide(request: Reference) -> Decision | None:
+            days, label, minimum, rule = retention.of(request.policy_fingerprint)
+            if days is None or request.recorded_at + timedelta(days=days) > moment:
+                return None
+            hold = holding(holds, request)
+            if hold is not None:
+                return Decision("held", label, {"why": _held(hold)})
+            if minimum is not None and request.recorded_at + timedelta(days=minimum) > moment:
+                return Decision("minimum", label, {"why": f"{rule} has not run out"})
+            detail = {
+                "retention_class": label,
+                "content_days": days,
+                "policy_fingerprint": request.policy_fingerprint,
+            }
+            return Decision("erase", label, detail)
+
+        plan = ErasurePlan.build(store, decide)
+        try:
+            return self._run(plan, "retention", "retention class expired", actor, None, dry_run)
+        finally:
+            plan.close()
 
     def erase(
         self,
@@ -271,45 +257,55 @@ class Erasing:
         under a regulatory minimum period."""
         _required(reason, "--reason")
         _required(approver, "--approver")
-        wanted = set(request_ids)
         moment = now or datetime.now(UTC)
-        retention = _Retention(self._store)
-        with translated():
-            holds = active_holds(self._store, self._check())
+        return self._log.run(self._erase, set(request_ids), rule, reason, actor, approver, moment)
 
-            def decide(request: Reference) -> Decision | None:
-                if request.request_id not in wanted:
-                    return None
-                hold = holding(holds, request)
-                if hold is not None:
-                    return Decision("held", rule, {"why": _held(hold)})
-                _, _, minimum, why = retention.of(request.policy_fingerprint)
-                if minimum is not None and request.recorded_at + timedelta(days=minimum) > moment:
-                    until = (request.recorded_at + timedelta(days=minimum)).date().isoformat()
-                    return Decision("minimum", rule, {"why": f"{why} keeps it until {until}"})
-                return Decision("erase", rule, {})
+    def _erase(
+        self,
+        store: AuditStore,
+        wanted: set[str],
+        rule: str,
+        reason: str,
+        actor: str,
+        approver: str,
+        moment: datetime,
+    ) -> ErasureReport:
+        retention = _Retention(store)
+        holds = active_holds(store, self._check())
 
-            plan = ErasurePlan.build(self._store, decide)
-            try:
-                already = {r: s for r in wanted if (s := plan.already_erased(r)) is not None}
-                found = {r for r, _ in plan.refusals()}
-                refused = list(plan.refusals())
-                if refused:
-                    request_id, why = refused[0]
-                    raise ErasureRefused(
-                        f"the content of request {request_id} may not be erased: {why}. "
-                        f"Nothing was erased ({len(refused)} of {len(wanted)} refused)."
-                    )
-                to_erase = {p.request_id for b in plan.batches(BATCH) for p in b}
-                unknown = wanted - to_erase - set(already) - found
-                if unknown:
-                    raise InputError(
-                        f"no recorded request {sorted(unknown)[0]!r}.",
-                        hint="List request ids with `gateway audit list`.",
-                    )
-                report = self._run(plan, rule, reason, actor, approver, dry_run=False)
-            finally:
-                plan.close()
+        def decide(request: Reference) -> Decision | None:
+            if request.request_id not in wanted:
+                return None
+            hold = holding(holds, request)
+            if hold is not None:
+                return Decision("held", rule, {"why": _held(hold)})
+            _, _, minimum, why = retention.of(request.policy_fingerprint)
+            if minimum is not None and request.recorded_at + timedelta(days=minimum) > moment:
+                until = (request.recorded_at + timedelta(days=minimum)).date().isoformat()
+                return Decision("minimum", rule, {"why": f"{why} keeps it until {until}"})
+            return Decision("erase", rule, {})
+
+        plan = ErasurePlan.build(store, decide)
+        try:
+            already = {r: s for r in wanted if (s := plan.already_erased(r)) is not None}
+            found = {r for r, _ in plan.refusals()}
+            refused = list(plan.refusals())
+            if refused:
+                request_id, why = refused[0]
+                raise ErasureRefused(
+                    f"the content of request {request_id} may not be erased: {why}. "
+                    f"Nothing was erased ({len(refused)} of {len(wanted)} refused)."
+                )
+            to_erase = {p.request_id for b in plan.batches(BATCH) for p in b}
+            unknown = wanted - to_erase - set(already) - found
+            if unknown:
+                raise InputError(
+                    f"no recorded request {sorted(unknown)[0]!r}.",
+                    hint="List request ids with `gateway audit list`.",
+                )
+            report = self._run(plan, rule, reason, actor, approver, dry_run=False)
+        finally:
+            plan.close()
         erased = self._erasure_seqs(to_erase)
         return ErasureReport(
             erased=erased,
@@ -319,8 +315,7 @@ class Erasing:
         )
 
     def _erasure_seqs(self, request_ids: set[str]) -> dict[str, int]:
-        with translated():
-            return {r: e.seq for r, e in erasures_of(self._store, request_ids).items()}
+        return {r: e.seq for r, e in erasures_of(self._store, request_ids).items()}
 
     def _run(
         self,
@@ -373,6 +368,18 @@ class Erasing:
             resumed_events=resumed,
             rows=tuple(_row(r) for r in plan.summary.values()),
         )
+
+
+def _erasure_of(store: AuditStore, request_id: str) -> StoredEvent | None:
+    """The first erasure event of ``request_id``'s content, or for a cache hit of the
+    answer it served; not authenticated here."""
+    owners = {request_id}
+    for event in store.events_for_request(request_id):
+        served = event.data.get("served_seq")
+        if event.kind is EventKind.CACHE_HIT and isinstance(served, int):
+            owners.add(store.event(served).request_id)
+    found = erasures_of(store, owners)
+    return min(found.values(), key=lambda e: e.seq) if found else None
 
 
 def _row(row: SummaryRow) -> PurgeRow:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import closing
 
-from audit import AuditStore
 from audit.sequenced.integrator import DEFAULT_CHECKPOINT_EVERY_S, DEFAULT_GRACE_S, Integrator, Step
-from gateway._audit_errors import translated
 from gateway._inputs import key_seed
+from gateway._store_adapter import StoreAdapter, audit_call
 from gateway.settings import Settings
 
 __all__ = ["Step", "integrate", "integrator_seed"]
@@ -47,21 +47,12 @@ def integrate(
     on_warning: Callable[[str], None] | None = None,
 ) -> Step:
     seed = integrator_seed(key_text)
-    with translated():
-        store = AuditStore.open(
-            settings.database_url,
-            settings.durability.value,
-            create=False,
-            log_format=settings.audit_format,
+    with closing(StoreAdapter.open(settings, log_format=settings.audit_format)) as log:
+        integrator = log.run(
+            Integrator, seed, grace_s=grace_s, checkpoint_every_s=checkpoint_every_s
         )
-        try:
-            integrator = Integrator(
-                store, seed, grace_s=grace_s, checkpoint_every_s=checkpoint_every_s
-            )
-            if on_ready is not None:
-                on_ready(integrator)
-            return integrator.run(
-                interval_s, stop or threading.Event(), once=once, on_warning=on_warning
-            )
-        finally:
-            store.close()
+        if on_ready is not None:
+            on_ready(integrator)
+        return audit_call(
+            integrator.run, interval_s, stop or threading.Event(), once=once, on_warning=on_warning
+        )

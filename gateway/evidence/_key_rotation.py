@@ -16,13 +16,14 @@ started with the wrong key must not retire the others' key by starting.
 from __future__ import annotations
 
 import uuid
+from contextlib import closing
 from typing import NamedTuple
 
 from audit import AuditStore
 from audit.store.models import EventDraft, EventKind
 from audit.store.signing import Signer, TrustedKey, TrustedKeys, UnusableKey, signature_check
 from audit.verify.eras import KeyEras, rotation_data
-from gateway._audit_errors import translated
+from gateway._store_adapter import StoreAdapter
 from gateway.errors import ConfigurationError, InputError
 from gateway.keys import record_signer, trusted_record_keys
 from gateway.settings import Settings
@@ -57,22 +58,17 @@ def rotate_record_key(settings: Settings, *, retire: str) -> KeyRotation:
             hint="Configure the new record key first, keep the old public key in "
             "GATEWAY_TRUSTED_KEYS, then retire the old key.",
         )
-    with translated():
-        store = AuditStore.open(
-            settings.database_url, settings.durability.value, signer=signer, create=False
+    with closing(StoreAdapter.open(settings, signer=signer)) as log:
+        eras = log.run(KeyEras.read, signature_check(trusted, log.store.store_id))
+        _refuse_if_retired(eras, signer, retired)
+        appended = log.run(
+            AuditStore.append,
+            EventDraft(
+                kind=EventKind.KEY_ROTATION,
+                request_id=f"key_rotation_{uuid.uuid4().hex}",
+                data=rotation_data(retired),
+            ),
         )
-        try:
-            eras = KeyEras.read(store, signature_check(trusted, store.store_id))
-            _refuse_if_retired(eras, signer, retired)
-            appended = store.append(
-                EventDraft(
-                    kind=EventKind.KEY_ROTATION,
-                    request_id=f"key_rotation_{uuid.uuid4().hex}",
-                    data=rotation_data(retired),
-                )
-            )
-        finally:
-            store.close()
     return KeyRotation(appended.seq, retired.key_id, signer.key_id)
 
 

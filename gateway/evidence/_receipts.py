@@ -5,9 +5,10 @@
     report = check_receipt(Path("receipt.json"), [public_key_hex])       # no database
     report = check_consistency(settings, Path("old.json"), Path("new.json"), [])
 
-Errors leave as the gateway's (``translated``): an unreadable file or an unusable key is an
-:class:`~gateway.errors.InputError`, a missing key a ``ConfigurationError``. A receipt or a
-pair of checkpoints that does not check out is a report with ``ok`` false and its reasons.
+Errors leave as the gateway's (through ``gateway._store_adapter``): an unreadable file or an
+unusable key is an :class:`~gateway.errors.InputError`, a missing key a
+``ConfigurationError``. A receipt or a pair of checkpoints that does not check out is a
+report with ``ok`` false and its reasons.
 
 A receipt or a tree head vouches for events, so both are signed only over events that
 authenticate as the gateway's own (hash, link, columns, record signature under a trusted
@@ -18,6 +19,7 @@ every event its tree covers. Anything else is refused with the first event that 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 
 from audit.errors import CheckpointError
@@ -48,8 +50,8 @@ from audit.store.models import DefectKind
 from audit.store.signing import Trust, TrustedKeys, UnusableKey, signature_check
 from audit.verify import check_event, verify_log
 from audit.verify.eras import KeyEras
-from gateway._audit_errors import translated
 from gateway._inputs import read_text_file
+from gateway._store_adapter import StoreAdapter, audit_call
 from gateway.errors import ConfigurationError, InputError
 from gateway.evidence._timestamping import tsa_roots
 from gateway.keys import integrator_keys, record_signer, trusted_record_keys
@@ -83,11 +85,6 @@ def _signing_key(settings: Settings) -> bytes:
         return checkpoints.parse_key(secret.get_secret_value())
     except CheckpointError as exc:
         raise ConfigurationError(exc.message, hint=exc.hint) from exc
-
-
-def _open(settings: Settings) -> AuditStore:
-    with translated():
-        return AuditStore.open(settings.database_url, settings.durability.value, create=False)
 
 
 # What makes an event not the gateway's own record: a tree head over one would vouch for it.
@@ -154,21 +151,16 @@ def prove(settings: Settings, request_id: str) -> Receipt:
     checkpoint of the whole log as it is now, signed with ``GATEWAY_CHECKPOINT_KEY``; on a
     format-2 log against the newest integrator checkpoint that covers them, as the
     integrator signed it (``GATEWAY_INTEGRATOR_PUBLIC_KEYS`` says whose key to trust)."""
-    store = _open(settings)
-    try:
-        if store.sequenced_from is not None:
+    with closing(StoreAdapter.open(settings)) as log:
+        if log.store.sequenced_from is not None:
             keys = _integrator_keys(settings)
             record_keys = _record_keys(settings)
-            with translated():
-                _authentic_events(store, request_id, record_keys)
-                return make_integrated_receipt(store, request_id, keys)
+            log.run(_authentic_events, request_id, record_keys)
+            return log.run(make_integrated_receipt, request_id, keys)
         key = _signing_key(settings)
         record_keys = _record_keys(settings)
-        with translated():
-            _authentic_events(store, request_id, record_keys)
-            return make_receipt(store, request_id, key)
-    finally:
-        store.close()
+        log.run(_authentic_events, request_id, record_keys)
+        return log.run(make_receipt, request_id, key)
 
 
 def _integrator_keys(settings: Settings) -> list[str]:
@@ -196,27 +188,21 @@ def tree_head(
     earlier = None
     if proof_from is not None:
         text = read_text_file(proof_from, "earlier checkpoint")
-        with translated():
-            earlier = load_checkpoint(text)
+        earlier = audit_call(load_checkpoint, text)
     record_keys = _record_keys(settings)
-    store = _open(settings)
-    try:
-        if store.sequenced_from is not None:
+    with closing(StoreAdapter.open(settings)) as log:
+        if log.store.sequenced_from is not None:
             keys = _integrator_keys(settings)
-            with translated():
-                head = integrated_head(store, keys)
-                _authentic_log(store, settings, record_keys, head.size)
-                if rebuild:
-                    rebuild_integrated_tree(store, head.size)
-                return signed_head(store, key, earlier, head=head)
-        with translated():
+            head = log.run(integrated_head, keys)
+            log.run(_authentic_log, settings, record_keys, head.size)
             if rebuild:
-                rebuild_tree(store)
-            signed = signed_head(store, key, earlier)
-            _authentic_log(store, settings, record_keys, signed.tree_size)
-            return signed
-    finally:
-        store.close()
+                log.run(rebuild_integrated_tree, head.size)
+            return log.run(signed_head, key, earlier, head=head)
+        if rebuild:
+            log.run(rebuild_tree)
+        signed = log.run(signed_head, key, earlier)
+        log.run(_authentic_log, settings, record_keys, signed.tree_size)
+        return signed
 
 
 def receipt_text(receipt: Receipt) -> str:
@@ -254,9 +240,8 @@ def check_receipt(
         TrustedKeys.of(record_keys)
     except UnusableKey as exc:
         raise InputError(f"--record-key: {exc}") from None
-    with translated():
-        required = [Witness.parse(w) for w in witnesses]
-        return _check_receipt(text, public_keys, required, roots, record_keys)
+    required = [audit_call(Witness.parse, w) for w in witnesses]
+    return audit_call(_check_receipt, text, public_keys, required, roots, record_keys)
 
 
 def check_consistency(
@@ -281,11 +266,6 @@ def check_consistency(
         )
     old_text, new_text = read_text_file(old, "checkpoint"), read_text_file(new, "checkpoint")
     roots = tsa_roots(tsa_certs)
-    with translated():
-        required = [Witness.parse(w) for w in witnesses]
-    store = _open(settings)
-    try:
-        with translated():
-            return _check_consistency(store, old_text, new_text, keys, required, roots)
-    finally:
-        store.close()
+    required = [audit_call(Witness.parse, w) for w in witnesses]
+    with closing(StoreAdapter.open(settings)) as log:
+        return log.run(_check_consistency, old_text, new_text, keys, required, roots)

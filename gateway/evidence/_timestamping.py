@@ -33,8 +33,8 @@ from audit.proofs.timestamp import (
     note_text,
     time_stamp_query,
 )
-from gateway._audit_errors import translated
 from gateway._inputs import read_text_file
+from gateway._store_adapter import audit_call
 from gateway.errors import InputError
 
 __all__ = ["StampOutcome", "timestamp", "tsa_roots"]
@@ -61,8 +61,7 @@ def tsa_roots(paths: Sequence[Path]) -> list[Certificate]:
         except OSError as exc:
             reason = exc.strerror
             raise InputError(f"cannot read the TSA certificate {str(path)!r}: {reason}.") from None
-        with translated():
-            roots += load_tsa_certificates(pem)
+        roots += audit_call(load_tsa_certificates, pem)
     return roots
 
 
@@ -101,22 +100,19 @@ def timestamp(
     """Ask the TSA at ``tsa`` for a token over the checkpoint's text and add it to the file."""
     roots = tsa_roots(tsa_certs)
     text = read_text_file(checkpoint_file, "checkpoint")
-    with translated():
-        checkpoint = load_checkpoint(text)
-        query = time_stamp_query(note_text(checkpoint.note))
+    checkpoint = audit_call(load_checkpoint, text)
+    query = audit_call(time_stamp_query, audit_call(note_text, checkpoint.note))
     raw = _post(tsa, query.as_bytes())
-    with translated():
-        stamp = accept_response(query, raw, tsa)
-        stamped = checkpoint.model_copy(update={"timestamps": (*checkpoint.timestamps, stamp)})
-        check = check_time_stamps(stamped.note, [stamp], roots)[0] if roots else None
+    stamp = audit_call(accept_response, query, raw, tsa)
+    stamped = checkpoint.model_copy(update={"timestamps": (*checkpoint.timestamps, stamp)})
+    check = audit_call(check_time_stamps, stamped.note, [stamp], roots)[0] if roots else None
     if check is not None and not check.ok:
         raise InputError(
             f"{check.problem}; nothing was written.",
             hint="Pass the --tsa-cert of the TSA you trust, or ask that TSA.",
         )
     if json.loads(text).get("format") == RECEIPT_FORMAT:
-        with translated():
-            receipt = load_receipt(text)
+        receipt = audit_call(load_receipt, text)
         new_text = dumps(receipt.model_copy(update={"checkpoint": stamped}))
     else:
         new_text = dumps(stamped)

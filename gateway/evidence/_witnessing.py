@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from audit.errors import AuditStoreError
 from audit.proofs.cosignature import cosigner_vkey, public_of
 from audit.proofs.receipts import (
     RECEIPT_FORMAT,
@@ -34,10 +33,9 @@ from audit.proofs.receipts import (
     stored_consistency_proof,
 )
 from audit.proofs.witness import Witnessed, WitnessState, cosign
-from audit.store import AuditStore
-from gateway._audit_errors import translated
 from gateway._inputs import key_seed, read_text_file
-from gateway.errors import InputError
+from gateway._store_adapter import StoreAdapter, audit_call
+from gateway.errors import GatewayError, InputError
 from gateway.settings import Settings
 
 __all__ = ["WitnessOutcome", "witness"]
@@ -136,47 +134,47 @@ def _witness(
             hint="Pass --log-key KEY: the public key of the log's GATEWAY_CHECKPOINT_KEY.",
         )
     text = read_text_file(checkpoint_file, "checkpoint")
-    with translated():
-        checkpoint = load_checkpoint(text)
-        state = (
-            WitnessState.loads(read_text_file(state_file, "witness state"))
-            if state_file.exists()
-            else WitnessState.new(name, seed)
+    checkpoint = audit_call(load_checkpoint, text)
+    state = (
+        audit_call(WitnessState.loads, read_text_file(state_file, "witness state"))
+        if state_file.exists()
+        else audit_call(WitnessState.new, name, seed)
+    )
+    log: StoreAdapter | None = None
+
+    def proof_for(old_size: int, new_size: int) -> list[bytes]:
+        nonlocal log
+        carried = checkpoint.consistency
+        if carried is not None and carried.from_size == old_size:
+            return carried.hashes()  # checked against both roots, like any other
+        if log is None:
+            try:
+                log = StoreAdapter.open(settings)
+            except GatewayError as exc:
+                raise InputError(
+                    f"the checkpoint carries no consistency proof from size {old_size} "
+                    f"(the last tree this witness cosigned), and the log's database is "
+                    f"not reachable: {exc.message}",
+                    hint="Ask the log's operator for `gateway audit tree-head --proof-from "
+                    "FILE` with the head this witness last cosigned, or point "
+                    "GATEWAY_DATABASE_URL at the log.",
+                ) from None
+        # Raw, not through the adapter: cosign reads a CheckpointError here as a fork refusal.
+        return stored_consistency_proof(log.store, old_size, new_size)
+
+    try:
+        result = audit_call(
+            cosign, checkpoint, seed, name, log_keys, state, proof_for, int(time.time())
         )
-        store: AuditStore | None = None
-
-        def proof_for(old_size: int, new_size: int) -> list[bytes]:
-            nonlocal store
-            carried = checkpoint.consistency
-            if carried is not None and carried.from_size == old_size:
-                return carried.hashes()  # checked against both roots, like any other
-            if store is None:
-                try:
-                    url = settings.database_url
-                    store = AuditStore.open(url, settings.durability.value, create=False)
-                except AuditStoreError as exc:
-                    raise InputError(
-                        f"the checkpoint carries no consistency proof from size {old_size} "
-                        f"(the last tree this witness cosigned), and the log's database is "
-                        f"not reachable: {exc.message}",
-                        hint="Ask the log's operator for `gateway audit tree-head --proof-from "
-                        "FILE` with the head this witness last cosigned, or point "
-                        "GATEWAY_DATABASE_URL at the log.",
-                    ) from None
-            return stored_consistency_proof(store, old_size, new_size)
-
-        try:
-            result = cosign(checkpoint, seed, name, log_keys, state, proof_for, int(time.time()))
-        finally:
-            if store is not None:
-                store.close()
+    finally:
+        if log is not None:
+            log.close()
     public = public_of(seed)
     written = None
     if result.refused is None:
         _write_atomically(state_file, result.state.dumps())
         if json.loads(text).get("format") == RECEIPT_FORMAT:  # read once already: bounded
-            with translated():
-                receipt = load_receipt(text)
+            receipt = audit_call(load_receipt, text)
             new_text = dumps(receipt.model_copy(update={"checkpoint": result.checkpoint}))
         else:
             new_text = dumps(result.checkpoint)

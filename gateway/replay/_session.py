@@ -14,6 +14,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from gateway._inputs import EXPERIMENT_CALLER, check_name
+from gateway._store_adapter import audit_call
 from gateway.catalog import Catalog
 from gateway.errors import InputError
 from gateway.providers.registry import Providers
@@ -62,15 +63,13 @@ class ReplaySession:
         self, selection: Selection, *, live: bool = False, model: str | None = None
     ) -> PreparedRun:
         """Validate the whole run; raises before anything is recorded."""
-        with self._recorder.reading():
-            return self.replayer.prepare(selection, live=live, model=model)
+        return audit_call(self.replayer.prepare, selection, live=live, model=model)
 
     def run(
         self, prepared: PreparedRun, progress: Progress | None = None, *, keep_rows: bool = True
     ) -> ReplayReport:
         """``keep_rows=False``: the rows reach ``progress`` only (flat memory)."""
-        with self._recorder.reading():
-            return self.replayer.run(prepared, progress, keep_rows=keep_rows)
+        return audit_call(self.replayer.run, prepared, progress, keep_rows=keep_rows)
 
     def close(self) -> None:
         try:

@@ -19,7 +19,7 @@ A call is: an intent event with the exact wire bytes, committed before anything 
 ATTEMPT_FAILED event per failed attempt, committed before any retry; then a reply, or a
 typed :class:`UpstreamError` for whatever went wrong after the intent. Every
 append goes through :meth:`Recorder.append`, the one place where an audit-store error becomes
-the gateway's :class:`AuditWriteError` (reads translate through gateway._audit_errors); when
+the gateway's :class:`AuditWriteError` (reads go through ``reads``, a StoreAdapter); when
 an intent or an attempt cannot be recorded the call stops there (fail closed) and that error
 propagates.
 """
@@ -29,17 +29,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from typing import Any
 
 from audit import Appended, AuditStore, EventDraft, EventKind
 from audit.errors import AuditStoreError, ContentConflict
-from audit.store import missing_database
 from audit.store.signing import Signer, signature_check
 from audit.verify.authenticity import SignatureCheck
 from audit.verify.eras import KeyEras
 from gateway._attachment_payloads import stored_payloads
-from gateway._audit_errors import translated
+from gateway._store_adapter import StoreAdapter, require_database
 from gateway.errors import AuditError, AuditWriteError, ConfigurationError
 from gateway.keys import record_signer, trusted_record_keys
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider
@@ -63,6 +61,7 @@ class Recorder:
         threads: AuditThreads | None = None,
     ) -> None:
         self.store = store
+        self.reads = StoreAdapter(store)  # reads outside a call: the gateway's errors
         self.signature = signature
         self.threads = threads if threads is not None else AuditThreads()
 
@@ -77,24 +76,19 @@ class Recorder:
         (docs/audit.md, log format 2).
         """
         if not create:
-            with translated():
-                missing = missing_database(settings.database_url)
-                if missing is not None:
-                    raise missing
+            require_database(settings)  # before the record key: a refusal creates nothing
         signer = record_signer(settings, create=True)
         trusted = trusted_record_keys(settings, signer)
-        with translated():
-            store = AuditStore.open(
-                settings.database_url,
-                durability=settings.durability,
-                signer=signer,
-                create=create,
-                log_format=settings.audit_format,  # 2 begins format 2 (once) on PostgreSQL
-            )
-        check = signature_check(trusted, store.store_id)
+        reads = StoreAdapter.open(
+            settings,
+            signer=signer,
+            create=create,
+            log_format=settings.audit_format,  # 2 begins format 2 (once) on PostgreSQL
+        )
+        check = signature_check(trusted, reads.store.store_id)
         if signer is not None:
-            _refuse_retired_signer(store, signer, check)
-        return cls(store, signature=check)
+            _refuse_retired_signer(reads, signer, check)
+        return cls(reads.store, signature=check)
 
     # -- the one translation of audit-store errors --------------------------------------------
 
@@ -145,11 +139,6 @@ class Recorder:
         )
         with contextlib.suppress(AuditStoreError):
             self.store.append(alert)
-
-    @staticmethod
-    def reading() -> AbstractContextManager[None]:
-        """Reads of the log outside a call (replay selections, recorded payloads)."""
-        return translated()
 
     # -- one call: intent, attempts, reply or typed failure ---------------------------------
 
@@ -282,15 +271,14 @@ class Recorder:
         return replied(provider, call, intended, reply)
 
 
-def _refuse_retired_signer(store: AuditStore, signer: Signer, check: SignatureCheck) -> None:
+def _refuse_retired_signer(reads: StoreAdapter, signer: Signer, check: SignatureCheck) -> None:
     """A gateway whose record key a rotation retired would write events every reader refuses:
     it does not start (an old host or a restored configuration, docs/security.md). Only a
     rotation signed by a key this gateway trusts counts, as for every reader."""
-    with translated():
-        retired = KeyEras.read(store, check).retired.get(signer.key_id)
+    retired = reads.run(KeyEras.read, check).retired.get(signer.key_id)
     if retired is None:
         return
-    store.close()
+    reads.close()
     raise ConfigurationError(
         f"the record key {signer.key_id} was retired by the key rotation at seq "
         f"{retired.from_seq} (signed by key {retired.by_key_id}): every reader refuses what "

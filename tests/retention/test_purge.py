@@ -125,7 +125,8 @@ def test_a_purge_killed_between_event_and_removal_is_completed_by_the_next(
     assert again.payloads_removed >= 2
     with Auditing.open(settings) as auditing:
         report = auditing.verify()
-        erasures = [e for e in auditing._store.iter_events(kind="erasure")]
+    with AuditStore.open(settings.database_url) as store:
+        erasures = list(store.iter_events(kind="erasure"))
     assert report.ok, report.defects
     assert len(erasures) == 1  # nothing erased twice
 

@@ -135,7 +135,7 @@ def test_a_payload_written_ahead_fails_the_append_closed(any_url: str, store: Au
     assert caught.value.table == "payloads" and caught.value.digests == (key,)
     assert isinstance(caught.value, AppendFailed)
     assert store.head() == head  # nothing written
-    from gateway._audit_errors import audit_failure
+    from gateway._store_adapter import audit_failure
     from gateway.errors import AuditWriteError
 
     assert isinstance(audit_failure(caught.value), AuditWriteError)
