@@ -199,8 +199,15 @@ def test_grants_from_before_row_security_keep_working_and_downgrade_restores_the
         assert _rls(postgres_server.dsn(db)) == (
             True,
             False,
-            # events_append_voids: the integrator's voids (0010)
-            {"events_read", "events_append", "events_append_reads", "events_append_voids"},
+            # events_append_voids: the integrator's voids (0010); the eraser's (0012)
+            {
+                "events_read",
+                "events_append",
+                "events_append_reads",
+                "events_append_voids",
+                "events_append_erasures",
+                "events_erasure_by_eraser",
+            },
         )
         app_url = postgres_server.url(db, "legacy_app")
         reader_url = postgres_server.url(db, "legacy_reader")
