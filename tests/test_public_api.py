@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import audit
 import gateway
 
@@ -37,6 +39,7 @@ def test_gateway_exports_are_pinned() -> None:
         assert hasattr(gateway, name), name
 
 
+@pytest.mark.slow  # a fresh interpreter imports audit
 def test_audit_exports_resolve_and_audit_imports_nothing_from_gateway() -> None:
     for name in audit.__all__:
         assert hasattr(audit, name), name

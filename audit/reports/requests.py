@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict
 from audit.reports.export import EventFilter
 from audit.store import AuditStore
 from audit.store.models import EventKind, StoredEvent
-from audit.store.sequenced import unlinked_requests
 
 # The recorded usage fields the list carries, and the column each is shown in.
 USAGE_COLUMNS = {
@@ -171,19 +170,12 @@ def list_requests(
     return _marked_pending(store, selected[-limit:] if limit else selected)
 
 
-def _pending(store: AuditStore, request_ids: list[str]) -> set[str]:
-    if store.sequenced_from is None:
-        return set()
-    with store.backend.reader.connect() as conn:
-        return unlinked_requests(conn, store.sequenced_from, request_ids)
-
-
 def _marked_pending(store: AuditStore, rows: list[RequestSummary]) -> list[RequestSummary]:
     """``rows`` with ``pending_integration`` set, one query a page of rows."""
     marked: list[RequestSummary] = []
     for at in range(0, len(rows), PENDING_PAGE):
         page = rows[at : at + PENDING_PAGE]
-        pending = _pending(store, [r.request_id for r in page])
+        pending = store.pending_requests(r.request_id for r in page)
         marked += [
             r.model_copy(update={"pending_integration": True}) if r.request_id in pending else r
             for r in page

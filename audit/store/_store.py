@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from audit.canonical import digest
 from audit.errors import (
+    AuditStoreError,
     ContentMismatch,
     DatabaseUnavailable,
     LogFormatUnsupported,
@@ -44,8 +45,8 @@ from audit.store.chain import GENESIS, EventRow, as_bytes
 from audit.store.migrate import check_at_head, create_schema, current_revision
 from audit.store.models import Appended, EventDraft, EventKind, StoredEvent
 from audit.store.schema import AuditMeta, Event, Payload, PolicyVersion
-from audit.store.sequenced import LOG_FORMATS, sequenced_from, unlinked
-from audit.store.signing import Signer
+from audit.store.sequenced import LOG_FORMATS, sequenced_from, unlinked, unlinked_requests
+from audit.store.signing import SEQUENCED_PREV, Signer
 
 
 class AuditStore:
@@ -211,6 +212,22 @@ class AuditStore:
             raise NotFound(f"there is no audit event with seq {seq}.")
         return stored_event(rows[0])
 
+    def link_of(self, event: StoredEvent) -> str | None:
+        """What ``event`` must link to, as the log's format has it: genesis at seq 1, else
+        the hash of the event before it (None when that cannot be read); a format-2 event
+        links nowhere itself (the integrator links it, and verify checks those links)."""
+        era = self.sequenced_from
+        if era is None and event.prev_hash == SEQUENCED_PREV:
+            era = self.follow_era()  # the log may have begun format 2 since the store opened
+        if era is not None and event.seq >= era and event.prev_hash == SEQUENCED_PREV:
+            return SEQUENCED_PREV
+        if event.seq == 1:
+            return GENESIS
+        try:
+            return self.event(event.seq - 1).hash
+        except AuditStoreError:
+            return None
+
     def events_for_request(self, request_id: str) -> list[StoredEvent]:
         return list(self._iter_where([Event.request_id == request_id]))
 
@@ -312,6 +329,14 @@ class AuditStore:
         )
         with self._backend.reader.connect() as conn:
             return [EventKey(*row) for row in conn.execute(query)]
+
+    def pending_requests(self, request_ids: Iterable[str]) -> set[str]:
+        """Which of ``request_ids`` have an event not linked yet (none in a format-1 log):
+        one query for them all (audit list asks once a page, not once a row)."""
+        if self.sequenced_from is None:
+            return set()
+        with self._backend.reader.connect() as conn:
+            return unlinked_requests(conn, self.sequenced_from, list(request_ids))
 
     def pending_integration(self, seqs: Iterable[int]) -> set[int]:
         """Which of ``seqs`` are format-2 events not linked yet (none in a format-1 log)."""

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from audit.errors import AuditStoreError
 from audit.store import AuditStore
-from audit.store.chain import GENESIS, MIRRORED, link_hash
+from audit.store.chain import MIRRORED, link_hash
 from audit.store.models import EventKind, StoredEvent
-from audit.store.signing import SEQUENCED_PREV, SignatureCheck, signature_check
+from audit.store.signing import SignatureCheck, signature_check
 from audit.verify.body import parse_body
 from audit.verify.eras import KeyEras
 from audit.verify.lifecycle import TERMINAL
@@ -46,21 +46,7 @@ def check_event(
     problems: list[str] = []
     if link_hash(event.prev_hash, event.body) != event.hash:
         problems.append(f"seq {seq}: its hash does not match its body")
-    era = store.sequenced_from
-    if era is None and event.prev_hash == SEQUENCED_PREV:
-        era = store.follow_era()  # the log may have begun format 2 since the store opened
-    if era is not None and seq >= era and event.prev_hash == SEQUENCED_PREV:
-        # A format-2 event links nowhere itself (audit.store.sequenced): the integrator links it,
-        # and verify checks those links. Its own hash and its signature are checked here.
-        previous_hash = SEQUENCED_PREV
-    elif seq == 1:
-        previous_hash = GENESIS
-    else:
-        try:
-            previous_hash = store.event(seq - 1).hash
-        except AuditStoreError:
-            previous_hash = None
-    if previous_hash != event.prev_hash:
+    if store.link_of(event) != event.prev_hash:
         problems.append(f"seq {seq}: it does not link to the event before it")
     parsed = parse_body(event.body)
     if isinstance(parsed, str):

@@ -13,15 +13,13 @@ the audit store raises leaves as the gateway's (the table is there): a caller ca
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Self, TextIO
 
 from audit import (
     AuditStore,
     Checkpoint,
-    CheckpointError,
     EventFilter,
     EventKind,
     ExportSummary,
@@ -32,18 +30,14 @@ from audit import (
     list_requests,
 )
 from audit.proofs import checkpoint as checkpoints
-from audit.proofs import take_checkpoint, verified_checkpoint
 from audit.reports.export import ExportFormat
-from audit.sequenced import integrated_checkpoint
 from audit.store.models import EventDraft
 from audit.store.signing import (
-    Trust,
     signature_check,
 )
-from audit.verify import check_checkpoint, verify_log
 from audit.verify.authenticity import SignatureCheck
 from gateway._inputs import check_name
-from gateway._store_adapter import StoreAdapter, audit_call
+from gateway._store_adapter import StoreAdapter
 from gateway._vocabulary import request_status
 from gateway.catalog import Catalog
 from gateway.errors import (
@@ -67,8 +61,9 @@ from gateway.evidence._audit_content import (
     selected_by_export,
 )
 from gateway.evidence._export_content import content_annotator
+from gateway.evidence._proving import Proving
 from gateway.evidence._usage import GroupBy, UsageReport, covered, usage_report
-from gateway.keys import integrator_keys, record_signer, trusted_record_keys
+from gateway.keys import record_signer, trusted_record_keys
 from gateway.policy import PolicySet, contract_of
 from gateway.settings import Settings
 
@@ -85,8 +80,6 @@ __all__ = [
     "checkpoint_text",
 ]
 
-Progress = Callable[[int, int], None]
-
 APPROVER_KEY_HINT = (
     "Set GATEWAY_APPROVER_KEY to your own Ed25519 approver key, kept by you and never in "
     "the database; make one with `gateway keys new approver --out FILE`."
@@ -98,7 +91,7 @@ def checkpoint_text(head: Checkpoint) -> str:
     return checkpoints.dumps(head)
 
 
-class Auditing:
+class Auditing(Proving):
     """An open audit log. Reads are plain; an export and a checkpoint are recorded as events."""
 
     def __init__(self, log: StoreAdapter, settings: Settings) -> None:
@@ -276,82 +269,6 @@ class Auditing:
             if e.data.get("read_request_id") == request_id or selected_by_export(e, life)
         ]
 
-    def verify(
-        self,
-        *,
-        checkpoint: Path | None = None,
-        trusted_keys: Sequence[str] = (),
-        allow_unsigned_before: int | None = None,
-        unsafe_accept_unpinned_checkpoint: bool = False,
-        progress: Progress | None = None,
-        since_verified: Path | None = None,
-        measure_head: bool = False,
-        jobs: int | None = None,
-    ) -> VerifyReport:
-        """Recompute every hash and link, check each request's life and every record
-        signature; with ``checkpoint``, also prove the log still holds and extends it.
-        ``jobs``: worker processes (None: one per core on a large log; 1: this process).
-
-        Trusted keys (the report lists them): this gateway's own record key, the configured
-        ``trusted_keys`` and ``trusted_keys`` given here (public keys, hex). An event signed
-        by none of them, or unsigned, is a defect; ``allow_unsigned_before=SEQ`` accepts
-        unsigned events below SEQ (a log that predates signing; the report counts them).
-
-        The checkpoint's signer must be pinned: a trusted key, or the public key of
-        ``GATEWAY_CHECKPOINT_KEY``. Else it is refused (:class:`InputError`), unless
-        ``unsafe_accept_unpinned_checkpoint`` - then the report's ``checkpoint_pinned`` is
-        False, and whoever shows it must say so.
-
-        ``since_verified``: a verified checkpoint (:meth:`verified_checkpoint`) signed by
-        ``GATEWAY_CHECKPOINT_KEY`` (not a record key), never accepted unpinned; the record
-        signatures it attests are not checked again (audit.proofs.checkpoint.relied_on says what
-        is).
-        ``measure_head``: for a verified checkpoint.
-        """
-        keys = trusted_record_keys(self._settings, self._log.store.signer, trusted_keys)
-        head = None
-        pinned = None
-        pins = {k.public_key for k in keys}
-        own = self._signing_key()
-        if own is not None:
-            pins.add(checkpoints.public_key(own))
-        base = relied = None
-        if since_verified is not None:
-            # Only the checkpoint key attests a verify: a record key's holder (a rotated-out
-            # key still trusted for its old events, a partner's) must not be able to vouch
-            # for the signatures a later verify then skips.
-            attesters = {checkpoints.public_key(own)} if own is not None else set()
-            base = self._load_checkpoint(since_verified)
-            self._log.run(check_checkpoint, base)
-            relied = audit_call(checkpoints.relied_on, base, keys, attesters)
-        if checkpoint is not None:
-            head = self._load_checkpoint(checkpoint)
-            self._log.run(check_checkpoint, head)  # another database's: say that first
-            pinned = audit_call(
-                checkpoints.pinned,
-                head,
-                pins,
-                unsafe_accept_unpinned=unsafe_accept_unpinned_checkpoint,
-            )
-        trust = Trust(keys, allow_unsigned_before or 1, integrator_keys(self._settings))
-        report = self._log.run(
-            verify_log,
-            progress,
-            checkpoint=head,
-            trust=trust,
-            relied=relied,
-            measure_head=measure_head,
-            jobs=jobs,
-            stalled_after_s=self._settings.integration_stalled_after_s,
-        )
-        if base is not None:
-            report = report.model_copy(update={"signatures_attested": checkpoints.signed_by(base)})
-        if head is None:
-            return report
-        return report.model_copy(
-            update={"checkpoint_signer": head.public_key, "checkpoint_pinned": pinned}
-        )
-
     def export(
         self,
         out: TextIO,
@@ -403,60 +320,10 @@ class Auditing:
             with_content=annotate is not None,
         )
 
-    def checkpoint(self, *, unsigned: bool = False) -> Checkpoint:
-        """Record a CHECKPOINT event and return the head it made, signed with
-        ``GATEWAY_CHECKPOINT_KEY``; unsigned only when no key is set and ``unsigned`` is asked
-        for. Keep it with :func:`checkpoint_text`; ``verify(checkpoint=...)`` reads it back."""
-        key = self._signing_key()
-        if key is None and not unsigned:
-            raise ConfigurationError(
-                "no checkpoint signing key is configured.", hint=checkpoints.KEY_HINT
-            )
-        log = self._writing()
-        # A format-2 log's head is the integrator's newest checkpoint, checked under its key.
-        integrators = [k.public_key for k in integrator_keys(self._settings) or ()]
-        if log.store.sequenced_from is not None:
-            return log.run(integrated_checkpoint, key, integrators)
-        return log.run(take_checkpoint, key)
-
-    def verified_checkpoint(self, report: VerifyReport, rests_on: Path | None = None) -> Checkpoint:
-        """Sign, with ``GATEWAY_CHECKPOINT_KEY``, that ``report`` (a :meth:`verify` with
-        ``measure_head``, relying on the verified checkpoint ``rests_on`` if given) found the
-        log intact through its head. Nothing is written to the log: a verify only reads."""
-        key = self._signing_key()
-        if key is None:
-            raise ConfigurationError(
-                "no checkpoint signing key is configured: a verified checkpoint is signed.",
-                hint=checkpoints.KEY_HINT,
-            )
-        base = self._load_checkpoint(rests_on) if rests_on is not None else None
-        return self._log.run(verified_checkpoint, report, key, base)
-
     def _signature_check(self) -> SignatureCheck:
         """Record signatures under the keys :meth:`verify` trusts by default."""
         store = self._log.store
         return signature_check(trusted_record_keys(self._settings, store.signer), store.store_id)
-
-    def _signing_key(self) -> bytes | None:
-        secret = self._settings.checkpoint_key
-        if secret is None:
-            return None
-        try:
-            return checkpoints.parse_key(secret.get_secret_value())
-        except CheckpointError as exc:
-            raise ConfigurationError(exc.message, hint=exc.hint) from exc
-
-    def _load_checkpoint(self, path: Path) -> Checkpoint:
-        """The checkpoint, unaltered since its signer signed it (who that is, is pinned)."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-            raise InputError(
-                f"cannot read the checkpoint file {str(path)!r}: {reason}.",
-                hint="Pass the file written by `gateway audit checkpoint`.",
-            ) from exc
-        return audit_call(checkpoints.loads, text)
 
 
 def _covered(

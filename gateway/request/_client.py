@@ -16,10 +16,10 @@ make one upstream call per instance: the others wait and are served from the aud
 derives the policy actually used from the reviewed one (experiments use it to vary sampling);
 the derived policy is what the audit log records, with its own fingerprint.
 
-Both clients take the same steps (_prepared): ``_Core.begin`` resolves, plans and keys
+Both clients take the same steps (_prepared): ``Core.begin`` resolves, plans and keys
 the request, then gives a :class:`Hit` (served from the log), a :class:`Send` (to be sent), or
 a :class:`Miss` (a replay miss), which takes the request's lock and looks again
-(``_Core.looked_again``) before it is sent. Whether a recorded answer may be served is decided
+(``Core.looked_again``) before it is sent. Whether a recorded answer may be served is decided
 in one place, _served.
 """
 
@@ -33,149 +33,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from gateway.catalog import Catalog
 from gateway.errors import ConfigurationError
-from gateway.evidence import pinned_for_start, withhold_unapproved
-from gateway.policy import Policy, PolicySet
+from gateway.policy import PolicySet
 from gateway.providers.base import Provider
-from gateway.providers.registry import Providers
-from gateway.request._call_types import Failed, Intended, Replied, Sent, Terminal, cancel_reason
+from gateway.request._call_types import Sent, Terminal, cancel_reason
+from gateway.request._core import Core, PolicyTransform
 from gateway.request._locks import AsyncKeyedLocks, KeyedLocks
-from gateway.request._offline import offline_policy
-from gateway.request._pipeline import RequestPipeline
 from gateway.request._prepared import Hit, Miss, Prepared, Refusal, Request, Send, Step
-from gateway.request._recording import Recorder
 from gateway.request._streams import AsyncOpened, AsyncStream, Opened, Stream, aopened, opened
 from gateway.result import Result
 from gateway.settings import Settings
 
 S = TypeVar("S", bound=Step)
-
-
-class _Core:
-    """What both clients share: settings, catalog, policies, the recorder, the providers, and
-    the stages that do I/O (each method below is one worker-thread hop for AsyncGateway:
-    audit reads and writes block, so they are grouped to make as few hops as the locking
-    allows)."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        offline: bool,
-        policy_transform: PolicyTransform | None,
-        providers: Mapping[str, Callable[[Settings], Provider]] | None = None,
-    ) -> None:
-        self.settings = settings
-        self.catalog = Catalog.load(settings.catalog_override)
-        self.policies = PolicySet.load(Path(settings.policy_dir), self.catalog)
-        approvers = pinned_for_start(settings)  # before the store: a refusal creates nothing
-        self.recorder = Recorder.open(settings)
-        self.store = self.recorder.store
-        try:  # four eyes: with require_approvals = N, an unapproved task is refused, alone
-            required, signature = settings.require_approvals, self.recorder.signature
-            withhold_unapproved(self.store, self.policies, required, approvers, signature)
-        except BaseException:
-            self.store.close()
-            raise
-        self.providers = Providers(settings, overrides=providers)
-        transform = _compose(
-            functools.partial(offline_policy, catalog=self.catalog) if offline else None,
-            policy_transform,
-        )
-        self.pipeline = RequestPipeline(
-            policies=self.policies,
-            catalog=self.catalog,
-            recorder=self.recorder,
-            providers=self.providers,
-            durability=str(settings.durability),
-            default_caller=settings.default_caller,
-            user_id_salt=settings.user_id_salt,
-            policy_transform=transform,
-            derives_policies=policy_transform is not None,
-        )
-        self.records = self.pipeline.records
-        self.cache = self.pipeline.cache
-        # A service pays each provider's start-up (the SDK's import: about a second) now,
-        # rather than on its first request.
-        in_use = self._providers_in_use(transform)
-        self.providers.warm(in_use)
-        # Planning is CPU work but for a versioned model's version (a local model is built
-        # on first use): with none in use, AsyncGateway plans on its event loop.
-        self.plans_on_loop = not any(self.providers.versioned(name) for name in in_use)
-
-    def _providers_in_use(self, transform: PolicyTransform | None) -> set[str]:
-        names: set[str] = set()
-        for policy in self.policies.policies():
-            model = self.catalog.get((transform(policy) if transform else policy).model.id)
-            if model is not None:
-                names.add(model.provider)
-        return names
-
-    def begin(self, request: Request) -> Step:
-        """Resolve, plan and key (a refusal is recorded and raised); then :meth:`planned`."""
-        return self.planned(self.pipeline.prepare(request))
-
-    def planned(self, prepared: Prepared) -> Step:
-        """Serve a recorded answer (replay: a lookup) or go on to send (record: no I/O here,
-        the intent is committed by the provider). A replay miss is a :class:`Miss`."""
-        if prepared.plan.cache_mode != "replay":
-            return Send(prepared, Intended(self.records.intent(prepared)))
-        served = self.cache.lookup(prepared)
-        if served is None:
-            return Miss(prepared)
-        return Hit(prepared, self.records.cache_hit(prepared, served), served.response)
-
-    def looked_again(self, prepared: Prepared) -> Hit | Send:
-        """Under a replay miss's lock, so that concurrent identical misses make one upstream
-        call: the answer recorded meanwhile, or go on to send. Both clients do this."""
-        match self.planned(prepared):
-            case Miss():
-                return Send(prepared, Intended(self.records.intent(prepared)))
-            case Hit() | Send() as step:
-                return step
-
-    def provider(self, prepared: Prepared) -> Provider:
-        return self.providers.get(prepared.plan.provider)
-
-    def cancelled(self, prepared: Prepared, reason: str, sent: Sent | None) -> None:
-        """Record CANCELLED for a call its caller left (whether its answer had arrived)."""
-        reply = sent.reply if isinstance(sent, Replied) else None
-        self.records.record_cancelled(prepared, reason=reason, reply=reply)
-
-    def finish(self, prepared: Prepared, sent: Sent, terminal: Terminal | None = None) -> Result:
-        """Record the call's outcome: RESPONSE, or FAILED and the typed error raised.
-        ``terminal``: the claim a cancellation may have taken first (then nothing is done)."""
-        if terminal is not None and not terminal.claim():
-            raise _AlreadyCancelled
-        match sent:
-            case Replied(wire=wire, reply=reply):
-                return self.records.record_outcome(prepared, reply, wire)
-            case Failed(error=error, detail=detail):
-                self.records.record_failed(prepared, error, detail=detail)
-                sent.raise_error()
-
-    def close(self) -> None:
-        try:
-            self.providers.close()
-        finally:
-            try:
-                self.recorder.threads.close()  # audit writes still running finish first
-            finally:
-                self.store.close()
-
-
-class _AlreadyCancelled(Exception):
-    """The call's CANCELLED outcome was recorded before its answer could be."""
-
-
-PolicyTransform = Callable[[Policy], Policy]
-
-
-def _compose(first: PolicyTransform | None, then: PolicyTransform | None) -> PolicyTransform | None:
-    if first is None or then is None:
-        return first or then
-    return lambda policy: then(first(policy))
 
 
 def _settings(settings: Settings | None, **given: Any) -> Settings:
@@ -214,7 +83,7 @@ class _Client:
             durability=durability,
             default_caller=default_caller,
         )
-        self._core = _Core(
+        self._core = Core(
             self.settings, offline=offline, policy_transform=policy_transform, providers=providers
         )
         self._init_locks()
@@ -370,7 +239,7 @@ class AsyncGateway(_Client):
         return await self._complete(step)
 
     async def _begin(self, request: Request, *, told: Callable[[str], object] | None) -> Step:
-        """:meth:`_Core.begin` for asyncio: planned on the loop where that needs no I/O
+        """:meth:`Core.begin` for asyncio: planned on the loop where that needs no I/O
         (then a record-mode miss makes no hop before the provider's), else in one hop."""
         core = self._core
         if not core.plans_on_loop:

@@ -85,6 +85,7 @@ def test_complete_parts_fold_to_rfc_subtrees() -> None:
         complete_parts(1, 4)  # [1, 2) then [2, 4): not a node of any RFC 6962 tree
 
 
+@pytest.mark.slow  # builds the stored tree of a 300-event log 60 times: the audit tests' longest
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_proofs_from_the_stored_tree_equal_the_streamed_ones(

@@ -162,6 +162,7 @@ def test_disk_full_fails_closed_and_the_log_stays_sound(
     print(f"disk full: acked={len(acks)} refused={len(errors)} limit={limit}")
 
 
+@pytest.mark.slow  # a gateway process in a fork server
 def test_database_the_process_cannot_write_is_refused_before_any_call(
     fork_server: ForkServer, fake_api: FakeMessagesAPI, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

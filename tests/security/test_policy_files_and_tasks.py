@@ -72,6 +72,7 @@ def test_a_policy_file_linked_from_outside_the_folder_does_not_load(
     assert "linked_task" not in [p.task for p in loaded.policies()]
 
 
+@pytest.mark.slow  # the CLI as a process, given time to hang
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 def test_a_fifo_as_system_prompt_is_a_finding_and_review_does_not_hang(
     policy_dir: Path,

@@ -9,8 +9,12 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.server.conftest import ServerProcess, server_env
+
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
 
 
 def test_a_busy_port_is_a_configuration_error_before_anything_says_serving(

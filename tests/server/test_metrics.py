@@ -22,6 +22,8 @@ import gateway.errors
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ROOT, ServerProcess, running_server, server_env
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process, with two workers
+
 TOKEN = "metrics-token-for-the-scraper-only"
 _numbers = itertools.count()
 

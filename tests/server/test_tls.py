@@ -24,6 +24,8 @@ from cryptography.x509.oid import NameOID
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.server.conftest import ServerProcess, server_env
 
+pytestmark = pytest.mark.slow  # `gateway serve` as a process
+
 
 def _name(common: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
