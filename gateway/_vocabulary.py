@@ -50,6 +50,11 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
         EventKind.KEY_ROTATION: "key rotation",
         EventKind.UNAPPROVED_TASKS: "unapproved tasks",
         EventKind.EVIDENCE_PACK: "evidence pack",
+        # A hold is a request of its own (its id, then its release under the same id).
+        EventKind.LEGAL_HOLD: "legal hold",
+        EventKind.HOLD_RELEASE: "hold released",
+        # Alone only if the request's own events are not in the selection.
+        EventKind.ERASURE: "erasure",
     }
 )
 
@@ -59,13 +64,15 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
 READ_RECORDS: frozenset[EventKind] = frozenset(
     {EventKind.EXPORT, EventKind.CHECKPOINT, EventKind.ACCESS, EventKind.EVIDENCE_PACK}
 )
+# Recorded under the id of the request whose content went: its outcome stays its status.
+KEEPS_STATUS: frozenset[EventKind] = frozenset({*READ_RECORDS, EventKind.ERASURE})
 
 
 def request_status(status: str, event: StoredEvent) -> str:
     """A request's status once ``event`` (its next event in seq order) is read; ``status``
     is the status so far, "" before its first event. A read record under the id of a request
     that has events already leaves its status as it was."""
-    if status and event.kind in READ_RECORDS:
+    if status and event.kind in KEEPS_STATUS:
         return status
     if event.kind == EventKind.RESPONSE and event.data.get("ok") is False:
         return FLAGGED

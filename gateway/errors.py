@@ -124,6 +124,11 @@ class InputError(GatewayError):
     pass
 
 
+class ErasureRefused(PolicyError):
+    """An erasure the record forbids: content under a legal hold, or under a regulatory
+    minimum period that has not run out. Nothing was erased."""
+
+
 class AuditError(GatewayError):
     pass
 

@@ -18,6 +18,7 @@ def test_gateway_exports_are_pinned() -> None:
         "AuditWriteError",
         "ConfigurationError",
         "Durability",
+        "ErasureRefused",
         "Gateway",
         "GatewayError",
         "InputError",

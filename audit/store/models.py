@@ -80,6 +80,12 @@ class EventKind(StrEnum):
     # An evidence pack built for a regime (`gateway evidence`): the regime, the period, who
     # built it, each item's verdict and the digest of every file in the pack.
     EVIDENCE_PACK = "evidence_pack"
+    # A request's content made unrecoverable (audit.erasure): which payload digests, under
+    # which rule, by whom and who approved it. Its request_id is the erased request's.
+    ERASURE = "erasure"
+    # A legal hold (its scope and reason) and its release: held content is never erased.
+    LEGAL_HOLD = "legal_hold"
+    HOLD_RELEASE = "hold_release"
 
 
 class _Frozen(BaseModel):
@@ -268,6 +274,15 @@ class Checkpoint(_Frozen):
         return fields
 
 
+class ErasureNote(_Frozen):
+    """Content verify found erased by policy: the request, the erasure event's seq, and how
+    many of the payloads that event names are gone."""
+
+    request_id: str
+    seq: int
+    erased: int
+
+
 class VerifyReport(_Frozen):
     ok: bool
     events_checked: int
@@ -307,6 +322,11 @@ class VerifyReport(_Frozen):
     integrator_keys: tuple[TrustedKeyInfo, ...] = ()
     integrator_checkpoints_checked: int = 0
     voids_checked: int = 0
+    # Content removed under erasure events (audit.store.erasure), each checked against the
+    # event that names it: how many payload rows, how many events, the first of them.
+    content_erased: int = 0
+    erasure_events: int = 0
+    erasures: tuple[ErasureNote, ...] = ()
 
     @property
     def first_bad_seq(self) -> int | None:

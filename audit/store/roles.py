@@ -42,8 +42,13 @@ REVIEW_TABLES = ("events",)
 # stored tree would then take that position as stored and answer from it. The app and
 # reviewer roles still prove: audit.proofs.tree streams the hash column when it cannot write.
 INTEGRATE_TABLES = ("events", "chain", "chain_checkpoints", "merkle_nodes")
+# The eraser (migration 0014): removes content under its own erasure events and records holds;
+# DELETE on payloads is what row security and the payloads trigger recognise it by. It never
+# INSERTs content, so it cannot forge a request or an answer.
+ERASE_TABLES = ("events", "erased_content")
 READ_TABLES = (
     *APPEND_TABLES,
+    "erased_content",
     "merkle_nodes",
     "chain",
     "chain_checkpoints",
@@ -82,9 +87,12 @@ def _check_owner(conn: Connection, role: str) -> None:
         )
 
 
-def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = False) -> list[str]:
+def grant(
+    url: str, role: str, *, read_only: bool = False, integrator: bool = False, eraser: bool = False
+) -> list[str]:
     """Grant ``role`` exactly what the gateway needs (``integrator``: what `gateway audit
-    integrate` needs); returns the statements run."""
+    integrate` needs; ``eraser``: what `gateway audit purge|erase|hold` need); returns the
+    statements run."""
     if not _ROLE.match(role):
         raise DatabaseUnavailable(
             f"{role!r} is not a plain PostgreSQL role name.",
@@ -104,10 +112,20 @@ def grant(url: str, role: str, *, read_only: bool = False, integrator: bool = Fa
         f"GRANT USAGE ON SCHEMA public TO {role}",
         f"GRANT SELECT ON {tables} TO {role}",
     ]
-    inserts = INTEGRATE_TABLES if integrator else REVIEW_TABLES if read_only else APPEND_TABLES
+    inserts = (
+        INTEGRATE_TABLES
+        if integrator
+        else ERASE_TABLES
+        if eraser
+        else REVIEW_TABLES
+        if read_only
+        else APPEND_TABLES
+    )
     statements.append(f"GRANT INSERT ON {', '.join(inserts)} TO {role}")
+    if eraser:
+        statements.append(f"GRANT DELETE ON payloads TO {role}")
     statements.append(f"REVOKE ALL ON SEQUENCE events_seq FROM {role}")
-    if not integrator and not read_only:
+    if not integrator and not read_only and not eraser:
         # Format-2 appenders reserve their seqs through audit_reserve() (0011), which needs
         # no grant; USAGE lets the application role call nextval too. A reviewer gets no
         # USAGE: audit_reserve() bounds what it may reserve for its own records.

@@ -104,6 +104,18 @@ class Payload(Base):
     content: Mapped[bytes] = mapped_column(LargeBinary)
 
 
+class ErasedContent(Base):
+    """A payload an ERASURE event removed (migration 0014): written in the transaction that
+    deletes the payload row, and the only thing that lets the row go. Verify reads a missing
+    payload with a row here, named by the erasure event at ``erasure_seq``, as erased by
+    policy rather than tampered with (audit.erasure)."""
+
+    __tablename__ = "erased_content"
+
+    digest: Mapped[str] = mapped_column(String(80), primary_key=True)
+    erasure_seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+
+
 class PolicyVersion(Base):
     __tablename__ = "policies"
 

@@ -36,6 +36,7 @@ from sqlalchemy import select
 from audit.canonical import digest
 from audit.store.backend import Backend
 from audit.store.chain import EventRow, as_bytes
+from audit.store.erasure import erased_mark
 from audit.store.schema import EVENT_COLUMNS, Event
 
 PAGE_ROWS = 2000  # the default; verify passes audit.verify._walk.PAGE
@@ -166,6 +167,9 @@ class ChainReader:
                     for start in range(0, len(digests), _CHUNK):
                         chunk = digests[start : start + _CHUNK]
                         found.update(self._digests(cursor, table, key, chunk))
+                gone = [d for d in wanted if d not in found]
+                for start in range(0, len(gone), _CHUNK):
+                    found.update(self._erased(cursor, gone[start : start + _CHUNK]))
             finally:
                 cursor.close()
         return found
@@ -205,6 +209,25 @@ class ChainReader:
                 (chunk,),
             )
             yield from cursor.fetchall()
+
+    def _erased(self, cursor: Any, chunk: list[str]) -> Iterator[tuple[str, str]]:
+        """Missing digests that an erasure removed: ``erased_mark(seq)`` of the newest erasure
+        event named for each (audit.erasure; checked against that event after the walk)."""
+        if self._sqlite:
+            marks = ", ".join("?" * len(chunk))
+            cursor.execute(
+                "SELECT digest, max(erasure_seq) FROM erased_content "
+                f"WHERE digest IN ({marks}) GROUP BY digest",
+                chunk,
+            )
+        else:
+            cursor.execute(
+                "SELECT digest, max(erasure_seq) FROM erased_content WHERE digest = ANY(%s) "
+                "GROUP BY digest",
+                (chunk,),
+            )
+        for name, seq in cursor.fetchall():
+            yield name, erased_mark(int(seq))
 
     # -- recorded_at ----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from audit.store.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, EventRow, _mirrored, link_hash
+from audit.store.erasure import erased_seq
 from audit.store.models import Checkpoint, Defect, DefectKind, Relied, TrustedKeyInfo, VerifyReport
 from audit.store.signing import Trust
 from audit.verify._ordinary_body import Ordinary, StoredBody
@@ -359,6 +360,12 @@ class Verifier:
             actual = contents.get(ref)
             if actual is None:
                 self._defect(seq, DefectKind.MISSING_CONTENT, f"content {ref} is missing")
+            elif actual != ref and (erasure := erased_seq(actual)) is not None:
+                # Gone under an erasure event (checked against its body after the walk): by
+                # policy only if that event came after this one, else deleted beforehand.
+                if erasure <= seq:
+                    detail = f"content {ref} is missing (erasure seq {erasure} precedes it)"
+                    self._defect(seq, DefectKind.MISSING_CONTENT, detail)
             elif actual != ref:
                 self._defect(seq, DefectKind.CONTENT_MISMATCH, f"content {ref} hashes to {actual}")
 

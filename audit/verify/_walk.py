@@ -22,6 +22,7 @@ from audit.store.chain import MAX_DEFECTS, Census, EventRow
 from audit.store.models import Checkpoint, Relied, VerifyReport
 from audit.store.schema import Event
 from audit.store.signing import Trust, TrustedKeys
+from audit.verify._erasures import with_erasures
 from audit.verify._parallel import RangeWalk, absorb, setup_of, walk_jobs
 from audit.verify._read import ChainReader
 from audit.verify._sequenced import DEFAULT_STALLED_AFTER_S, format_1_census, verify_sequenced
@@ -98,7 +99,7 @@ def verify_log(
         _verify_ranges(store, verifier, census, workers, page_rows, progress)
         verifier.account(census)
         report = _with_sequenced(store, verifier, trust, stalled_after_s, linked_checkpoint)
-        return _with_eras(store, report, trust)
+        return with_erasures(store, _with_eras(store, report, trust))
     after = relied.seq if relied is not None else 0
     # Signatures are checked by worker processes a page ahead of the walk (a large log);
     # those a verified checkpoint stands for are not sent.
@@ -131,7 +132,7 @@ def verify_log(
             pool.close()
     verifier.account(census)
     report = _with_sequenced(store, verifier, trust, stalled_after_s, linked_checkpoint)
-    return _with_eras(store, report, trust)
+    return with_erasures(store, _with_eras(store, report, trust))
 
 
 def _with_eras(store: AuditStore, report: VerifyReport, trust: Trust | None) -> VerifyReport:

@@ -50,6 +50,7 @@ EXIT_CODES: Mapping[type[errors.GatewayError], ExitCode] = MappingProxyType(
         errors.PolicyNotApproved: ExitCode.BAD_INPUT,
         errors.UnknownTask: ExitCode.BAD_INPUT,
         errors.PolicyViolation: ExitCode.BAD_INPUT,
+        errors.ErasureRefused: ExitCode.BAD_INPUT,
         errors.InputError: ExitCode.BAD_INPUT,
         errors.AuditError: ExitCode.AUDIT,
         errors.AuditUnavailable: ExitCode.AUDIT,

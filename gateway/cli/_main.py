@@ -80,8 +80,10 @@ class LazyGroup(GatewayGroup):
             command: click.Command = getattr(importlib.import_module(module_name), attribute)
             if isinstance(command, click.Group) and cmd_name == "audit":
                 from gateway.cli.receipt_cmd import attach
+                from gateway.cli.retention_cmd import attach as attach_retention
 
                 attach(command)  # prove, tree-head, check-receipt, verify --from/--to
+                attach_retention(command)  # purge, erase, hold, release, holds
             self.add_command(command, cmd_name)
         return self.commands[cmd_name]
 

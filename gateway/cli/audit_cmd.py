@@ -34,6 +34,7 @@ from gateway.cli.integrate_cmd import integrate_command
 from gateway.cli.verify_cmd import checkpoint_command, verify_command
 from gateway.evidence import (
     Auditing,
+    Erasing,
     EventFilter,
     EventKind,
     GroupBy,
@@ -152,9 +153,17 @@ def audit_show(
         raise click.UsageError("--content needs --reviewer NAME: every content read is recorded")
     if reviewer is not None and not content:
         raise click.UsageError("--reviewer is recorded with a content read: add --content")
+    erased = None
+    if reviewer is not None:
+        with Erasing.open(settings_of(ctx)) as erasing:
+            erased = erasing.erasure_of(request_id)
     with Auditing.open(settings_of(ctx)) as auditing:
         events = auditing.request_events(request_id)
-        recorded = auditing.read_content(request_id, reviewer=reviewer) if reviewer else None
+        recorded = (
+            auditing.read_content(request_id, reviewer=reviewer)
+            if reviewer is not None and erased is None
+            else None
+        )
         reads = auditing.reads_of(request_id)
         pending = auditing.pending_integration(events)
         coverage = _coverage(auditing, events)
@@ -175,6 +184,8 @@ def audit_show(
             out["reads"] = [_read_json(e) for e in reads]
         if recorded is not None:
             out["content"] = recorded.model_dump(mode="json")
+        if erased is not None:
+            out["content"] = {"erased": erased.model_dump(mode="json")}
         echo_json(out)
         return
     click.echo(
@@ -211,6 +222,8 @@ def audit_show(
             )
     if recorded is not None:
         _print_content(recorded)
+    if erased is not None:
+        click.echo(shown(erased.text()))
 
 
 def _coverage(auditing: Auditing, events: list[StoredEvent]) -> dict[str, Any]:

@@ -49,11 +49,20 @@ def db_current(ctx: click.Context) -> None:
     help="`gateway audit integrate` (format 2): read everything, insert links, checkpoints "
     "and voids.",
 )
+@click.option(
+    "--eraser",
+    is_flag=True,
+    help="`gateway audit purge|erase|hold`: read everything, record erasures and holds, and "
+    "remove content named by its own erasure events (the only role that may).",
+)
 @click.pass_context
-def db_grant(ctx: click.Context, role: str, read_only: bool, integrator: bool) -> None:
+def db_grant(
+    ctx: click.Context, role: str, read_only: bool, integrator: bool, eraser: bool
+) -> None:
     """Give a PostgreSQL ROLE INSERT and SELECT on the audit tables, and nothing else."""
-    if read_only and integrator:
-        raise click.UsageError("--read-only and --integrator are two different roles.")
+    if read_only + integrator + eraser > 1:
+        raise click.UsageError("--read-only, --integrator and --eraser are different roles.")
     settings = settings_of(ctx)
-    for statement in grant_role(settings, role, read_only=read_only, integrator=integrator):
+    granted = grant_role(settings, role, read_only=read_only, integrator=integrator, eraser=eraser)
+    for statement in granted:
         click.echo(statement + ";")

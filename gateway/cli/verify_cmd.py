@@ -79,6 +79,16 @@ def _trust_lines(report: VerifyReport) -> list[str]:
             + (f" (checked; the oldest recorded at {since:%Y-%m-%d %H:%M:%S} UTC)" if since else "")
         )
         lines.append(_integrator_line(report))
+    if report.erasure_events:
+        lines.append(
+            f"content erased by policy: {report.content_erased} payload(s) of "
+            f"{report.erasure_events} request(s), each named by its erasure event"
+        )
+        lines.extend(
+            f"  {n.request_id}: erased by policy (event seq {n.seq})" for n in report.erasures
+        )
+        if report.erasure_events > len(report.erasures):
+            lines.append(f"  ... and {report.erasure_events - len(report.erasures)} more")
     if report.tree_root_checked:
         lines.append("Merkle tree root of the checkpoint recomputed from the log")
     if report.checkpoint_seq is not None:

@@ -31,7 +31,9 @@ from gateway.evidence._auditing import (
     checkpoint_text,
 )
 from gateway.evidence._database import grant_role, schema_status, upgrade_schema
+from gateway.evidence._erasing import Erased, Erasing, ErasureReport, PurgeReport, PurgeRow
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
+from gateway.evidence._holds import Hold, HoldScope
 from gateway.evidence._integrating import Step, integrate
 from gateway.evidence._key_rotation import KeyRotation, rotate_record_key
 from gateway.evidence._listing import LISTED_STATUSES, fingerprint_prefix, wanted
@@ -67,13 +69,20 @@ __all__ = [
     "ApprovalStatus",
     "Auditing",
     "ConsistencyReport",
+    "Erased",
+    "Erasing",
+    "ErasureReport",
     "EventFilter",
     "EventKind",
     "ExportVerifyReport",
     "GroupBy",
+    "Hold",
+    "HoldScope",
     "KeyRotation",
     "PolicyRecords",
     "PolicyVersion",
+    "PurgeReport",
+    "PurgeRow",
     "ReceiptReport",
     "RecordedContent",
     "RecordedPack",

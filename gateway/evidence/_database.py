@@ -38,10 +38,20 @@ def schema_status(settings: Settings) -> SchemaStatus:
 
 
 def grant_role(
-    settings: Settings, role: str, *, read_only: bool = False, integrator: bool = False
+    settings: Settings,
+    role: str,
+    *,
+    read_only: bool = False,
+    integrator: bool = False,
+    eraser: bool = False,
 ) -> list[str]:
     """Give a PostgreSQL role what the gateway (or, read-only, a reviewer; or the format-2
     integrator) needs; returns the statements run."""
     return audit_call(
-        roles.grant, settings.database_url, role, read_only=read_only, integrator=integrator
+        roles.grant,
+        settings.database_url,
+        role,
+        read_only=read_only,
+        integrator=integrator,
+        eraser=eraser,
     )

@@ -28,7 +28,8 @@ from typing import Any
 from audit import AuditStore, EventKind, StoredEvent
 from audit.canonical import digest
 from audit.reports.export import Annotate
-from audit.verify.authenticity import SignatureCheck
+from audit.store.erasure import erasures_of
+from audit.verify.authenticity import SignatureCheck, check_event
 from audit.verify.lifecycle import TERMINAL
 from gateway._attachment_payloads import stored_payloads
 from gateway.evidence._audit_content import (
@@ -58,7 +59,11 @@ def content_annotator(store: AuditStore, check: SignatureCheck | None) -> Annota
     def annotate(event: StoredEvent) -> dict[str, Any] | None:
         if event.kind != EventKind.REQUEST:
             return None
-        found = recorded_content(store, store.events_for_request(event.request_id), signature=check)
+        events = store.events_for_request(event.request_id)
+        found = recorded_content(store, events, signature=check)
+        erased = erasure_evidence(store, events, check) if found.content is None else None
+        if erased is not None:
+            return {CONTENT_KEY: {"erased": erased}}
         if found.content is None:
             refused = found.problems or [found.nothing or "nothing was sent"]
             return {CONTENT_KEY: {"refused": refused}}
@@ -68,6 +73,25 @@ def content_annotator(store: AuditStore, check: SignatureCheck | None) -> Annota
         return {CONTENT_KEY: {**shown, EVIDENCE_KEY: content_evidence(found)}}
 
     return annotate
+
+
+def erasure_evidence(
+    store: AuditStore, events: list[StoredEvent], check: SignatureCheck | None
+) -> dict[str, Any] | None:
+    """For a request whose content (or, a cache hit, the answer it served) was erased: the
+    erasure event, signed, that says so; None when there is none that checks out."""
+    owners = {e.request_id for e in events}
+    for e in events:
+        served = e.data.get("served_seq")
+        if e.kind is EventKind.CACHE_HIT and isinstance(served, int):
+            owners.add(store.event(served).request_id)
+    for erasure in sorted(erasures_of(store, owners).values(), key=lambda e: e.seq):
+        if not check_event(store, erasure, check):
+            item = {"seq": erasure.seq, EVIDENCE_KEY: {"events": [erasure.export_row(signed=True)]}}
+            if erasure.request_id != events[0].request_id:
+                item["served_from"] = erasure.request_id  # a cache hit of an erased answer
+            return item
+    return None
 
 
 def content_evidence(found: ContentRead) -> dict[str, Any]:
@@ -132,6 +156,8 @@ class ContentChecks:
         if not isinstance(content, dict):
             self._bad(line, seq, "content_mismatch", "its content is not a JSON object")
             return False
+        if "erased" in content:
+            return self._erased(line, seq, content["erased"])
         if "refused" in content:
             self._bad(
                 line, seq, "content_refused",
@@ -175,6 +201,29 @@ class ContentChecks:
         if not any(r.get("kind") in OUTCOMES for r, _ in bodies):
             self._unanswered[str(rid)] = (line, seq)
         return self._shown(line, seq, record, content, bodies, data)
+
+    def _erased(self, line: int, seq: int | None, erased: Any) -> bool:
+        """Content erased by policy: the item carries the signed erasure event that says so,
+        checked as any exported record, of this request."""
+        evidence = erased.get(EVIDENCE_KEY) if isinstance(erased, dict) else None
+        events = evidence.get("events") if isinstance(evidence, dict) else None
+        if not isinstance(events, list) or len(events) != 1 or not isinstance(events[0], dict):
+            self._bad(line, seq, "content_unverifiable", "erased, with no erasure event to show it")
+            return False
+        record = events[0]
+        before = self._reported()
+        parsed = self._event(line, record, f"request {self._request}: erasure evidence: ")
+        if not parsed or self._reported() != before:
+            return False
+        owner = erased.get("served_from") or self._request
+        if (
+            record.get("kind") != "erasure"
+            or record.get("seq") != erased.get("seq")
+            or record.get("request_id") != owner
+        ):
+            self._bad(line, seq, "content_mismatch", "its erasure evidence is not an erasure")
+            return False
+        return True
 
     def finish(self) -> None:
         """After the last record: an item shown without an answer whose request has an

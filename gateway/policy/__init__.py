@@ -20,6 +20,7 @@ from gateway.policy._findings import Finding, Severity
 from gateway.policy._model_choice import chosen_model, transported
 from gateway.policy._plan import Plan, plan_request
 from gateway.policy._policy_set import PolicyEntry, PolicySet
+from gateway.policy._retention import Minimum, RetentionTable, minimum_days
 from gateway.policy._review import ReviewReport, review_policies
 from gateway.policy._routes import ANY, ROUTES_FILE, ROUTES_TASK, Route, RouteTable
 from gateway.policy._schema import Caller, CallerChoice, CallerRange, Generation, Policy, Thinking
@@ -38,12 +39,14 @@ __all__ = [
     "FieldChange",
     "Finding",
     "Generation",
+    "Minimum",
     "ModelTarget",
     "Plan",
     "Policy",
     "PolicyEntry",
     "PolicyField",
     "PolicySet",
+    "RetentionTable",
     "ReviewReport",
     "Route",
     "RouteTable",
@@ -60,6 +63,7 @@ __all__ = [
     "diff_policies",
     "diff_policy_sets",
     "field_rows",
+    "minimum_days",
     "opened_keys",
     "parse_model_target",
     "plan_request",

@@ -24,6 +24,7 @@ from audit.canonical import canonical_digest, digest
 from gateway.catalog import ModelInfo
 from gateway.policy._contract_text import caller_grants, contract_kind
 from gateway.policy._plan import Plan, plan_request
+from gateway.policy._retention import RetentionTable
 from gateway.policy._schema import AttachmentLimits, Policy, ToolsTable
 
 PLACEHOLDER_INPUT = "<user input>"
@@ -110,6 +111,13 @@ def _limits(limits: AttachmentLimits | None, _: Shown) -> str:
     return f"up to {limits.max_count} per request, {limits.max_bytes:,} bytes each; {urls}"
 
 
+def _retention(table: RetentionTable, _: Shown) -> str:
+    kept = "for the log's life" if table.content_days is None else f"{table.content_days} days"
+    named = f"{table.name}: " if table.name else ""
+    limit = f" (data-protection maximum {table.max_days} days)" if table.max_days else ""
+    return f"{named}content {kept}{limit}; metadata for the log's life"
+
+
 def _or(empty: str) -> Callable[[Any, Shown], str]:
     return lambda value, _: str(value) if value else empty
 
@@ -139,6 +147,7 @@ FIELDS: tuple[PolicyField, ...] = (
     ),
     PolicyField("reproducible", "reproducible", "settings", _yes_no("yes", "no")),
     PolicyField("cache mode", "cache.mode", "settings", _or("-")),
+    PolicyField("retention", "retention", "settings", _retention),
     PolicyField("output", "output.format", "settings", _or("-")),
     PolicyField("stream", "output.stream", "settings", _or("-")),
     PolicyField("verdict pattern", "output.verdict", "settings", _or("-")),

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from audit.canonical import canonical_digest
 from gateway.policy import _content_form
 from gateway.policy._content_form import In
+from gateway.policy._retention import RetentionTable
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 ThinkingType = Literal["enabled", "adaptive", "disabled", "between_tools"]
@@ -377,6 +378,8 @@ class Policy(BaseModel):
     output: Annotated[OutputTable, In(flatten=True)] = OutputTable()
     cache: Annotated[CacheTable, In(flatten=True)] = CacheTable()
     caller: Caller = Caller()
+    # Left out at its default (kept forever), so every earlier fingerprint stands.
+    retention: Annotated[RetentionTable, In(omitted=RetentionTable())] = RetentionTable()
     derived: Annotated[Derivation | None, In(omitted=None, loaded=True)] = None
     # Where it was loaded from: for messages only, never part of content or fingerprint.
     source: Annotated[str | None, In(left_out=True, loaded=True)] = Field(

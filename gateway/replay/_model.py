@@ -34,6 +34,7 @@ class Outcome(StrEnum):
     FAILED = "failed"  # verify: a check failed; live: the call failed
     SKIPPED = "skipped"  # not replayable in this mode (retired model, rejected, cache hit)
     INVALID = "invalid"  # live: the new answer fails the check production runs (its schema)
+    ERASED = "erased"  # its content was erased by policy (an erasure event): nothing to check
 
 
 # The four the issue names always show in a summary; the others only when they occur.
@@ -45,6 +46,7 @@ SUMMARY_ORDER = (
     Outcome.PASSED,
     Outcome.REFUSED,
     Outcome.INVALID,
+    Outcome.ERASED,
 )
 ALWAYS_SHOWN = frozenset(SUMMARY_ORDER[:4])
 

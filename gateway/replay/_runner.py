@@ -254,6 +254,10 @@ class Replayer:
         # Verify's checks are offline (re-plan, hashes, bodies, digests), so they run on a
         # record of provider-run tools too; only re-sending it depends on the outside world.
         verifiable = prepared.mode is Mode.VERIFY and recorded.checkable
+        erasure = next((e for e in recorded.events if e.kind is EventKind.ERASURE), None)
+        if erasure is not None:  # counted apart from failures: audit verify checks the erasure
+            reason = f"content erased by policy (event seq {erasure.seq})"
+            return _Row({"outcome": Outcome.ERASED, "reason": reason})
         if recorded.skip is not None and not verifiable:
             return _Row({"outcome": Outcome.SKIPPED, "reason": recorded.skip})
         row = _Row({}, policy=recorded.policy)

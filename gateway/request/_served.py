@@ -37,7 +37,8 @@ from typing import Any
 
 from audit import EventKind, StoredEvent
 from audit.errors import AuditStoreError
-from audit.verify.authenticity import check_outcome
+from audit.store.erasure import erasures_of
+from audit.verify.authenticity import check_event, check_outcome
 from gateway.errors import AuditWriteError, IntegrityAlert
 from gateway.providers.stream import MalformedStream, StreamErrorEvent, StreamRelay
 from gateway.request._prepared import Prepared
@@ -110,6 +111,8 @@ class ReplayCache:
         if not replays(prepared):
             return None
         if isinstance(answer, StoredEvent):
+            if self._erased(prepared, answer.request_id):
+                return None  # its content was erased by policy: never served, a miss
             # Authenticated before anything in it is read (invariant 12): what a candidate
             # says of itself (ok, alerts, sent as recorded) may decide that it is skipped only
             # once it is known to be the gateway's own record. A tampered one fails closed.
@@ -149,7 +152,11 @@ class ReplayCache:
             return None
         served = self._memo.get(prepared.request_hash)
         if served is not None:
-            return served
+            # The memo outlives an erasure another process records: asked of the log (one
+            # indexed lookup) before each memo hit.
+            if not self._erased(prepared, served.request_id):
+                return served
+            self._memo.drop(prepared.request_hash)
         try:
             candidates = self._recorder.store.responses(prepared.request_hash)
             for candidate in islice(candidates, MAX_CANDIDATES):
@@ -163,6 +170,36 @@ class ReplayCache:
                 request_id=prepared.request_id,
             ) from exc
         return None
+
+    def _erased(self, prepared: Prepared, request_id: str) -> bool:
+        """Whether the content of ``request_id`` was erased (audit.store.erasure). The
+        erasure event is authenticated before it decides anything (invariant 12): one that
+        does not check out is an integrity alert, and nothing is served."""
+        recorder = self._recorder
+        try:
+            erasure = erasures_of(recorder.store, [request_id]).get(request_id)
+        except AuditStoreError as exc:
+            raise AuditWriteError(
+                f"the audit database could not be searched for an erasure: {exc}",
+                request_id=prepared.request_id,
+            ) from exc
+        if erasure is None:
+            return False
+        problems = check_event(recorder.store, erasure, recorder.signature)
+        if problems:
+            recorder.append(
+                prepared.labels.draft(
+                    EventKind.INTEGRITY_ALERT,
+                    {"served_seq": erasure.seq, "check": "erasure", "problems": problems},
+                )
+            )
+            raise IntegrityAlert(
+                f"the erasure event at seq {erasure.seq} did not check out ({problems[0]}), "
+                "so the answer it names was not served.",
+                problems=tuple(problems),
+                request_id=prepared.request_id,
+            )
+        return True
 
     def _authenticate(self, prepared: Prepared, event: StoredEvent) -> None:
         """Invariant 8: an answer that does not check out is never served; an INTEGRITY_ALERT
@@ -227,6 +264,11 @@ class ServedMemo:
             if served is not None:
                 self._entries.move_to_end(request_hash)
             return served
+
+    def drop(self, request_hash: str) -> None:
+        with self._lock:
+            old = self._entries.pop(request_hash, None)
+            self._bytes -= old.size if old else 0
 
     def put(self, request_hash: str, served: Served) -> None:
         if served.size > self._max_bytes:

@@ -45,6 +45,7 @@ ANSWERS: Mapping[type[errors.GatewayError], Row] = MappingProxyType(
         errors.PolicyNotApproved: Row(403, "permission_error", retry=False),
         errors.UnknownTask: Row(404, "not_found_error", retry=False),
         errors.PolicyViolation: Row(400, "invalid_request_error", retry=False),
+        errors.ErasureRefused: Row(403, "permission_error", retry=False),
         errors.InputError: Row(400, "invalid_request_error", retry=False),
         errors.AuditError: Row(503, "api_error", retry=True),
         errors.AuditUnavailable: Row(503, "api_error", retry=True),

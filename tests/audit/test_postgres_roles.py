@@ -65,7 +65,7 @@ def _owned_database(server: PostgresServer, owner: str) -> str:
     return name
 
 
-# What a reviewer's store hears for any other kind (migration 0012).
+# What a reviewer's store hears for any other kind (migration 0013).
 REVIEW_KINDS_ONLY = "records export, checkpoint, access and evidence_pack events only"
 REVIEWER_FORBIDDEN = (
     "UPDATE events SET caller = 'x'",
@@ -79,7 +79,7 @@ REVIEWER_FORBIDDEN = (
     "CREATE POLICY mine ON events FOR INSERT WITH CHECK (true)",
 )
 # A forged event row straight through the driver: refused before the chain guard, since a
-# reviewer inserts no format-1 row itself (migration 0012).
+# reviewer inserts no format-1 row itself (migration 0013).
 FORGED_EVENT = (
     "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, body, prev_hash, hash) "
     "VALUES (99, 'e99', 'forged', 'request', now(), 'x', 'p', 'h')"
@@ -209,8 +209,15 @@ def test_grants_from_before_row_security_keep_working_and_downgrade_restores_the
         assert _rls(postgres_server.dsn(db)) == (
             True,
             False,
-            # events_append_voids: the integrator's voids (0010)
-            {"events_read", "events_append", "events_append_reads", "events_append_voids"},
+            # events_append_voids: the integrator's voids (0010); the eraser's (0014)
+            {
+                "events_read",
+                "events_append",
+                "events_append_reads",
+                "events_append_voids",
+                "events_append_erasures",
+                "events_erasure_by_eraser",
+            },
         )
         app_url = postgres_server.url(db, "legacy_app")
         reader_url = postgres_server.url(db, "legacy_reader")

@@ -46,6 +46,7 @@ RULE_IDS = {
     "toml-syntax", "unknown-key", "missing-key", "invalid-value", "task-name-mismatch",
     "schema-file-invalid", "file-unreadable", "file-outside-folder",
     "nesting-too-deep", "schema-pattern-unsafe", "verdict-pattern",
+    "retention-below-minimum", "retention-above-maximum",
 }  # fmt: skip
 
 

@@ -151,4 +151,7 @@ def test_public_names_are_pinned() -> None:
         "broad_grant",
         "caller_grants",
         "contract_kind",
+        "Minimum",
+        "RetentionTable",
+        "minimum_days",
     }

@@ -8,6 +8,7 @@ from gateway.policy.rules import (
     contract,
     model,
     output,
+    retention,
     sampling,
     thinking,
     tokens,
@@ -26,6 +27,7 @@ RULES: tuple[Rule, ...] = (
     *caller.RULES,
     *contract.RULES,
     *tools.RULES,
+    *retention.RULES,
 )
 
 

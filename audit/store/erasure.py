@@ -1,0 +1,248 @@
+"""Erasure in the store: a request's content rows removed under a recorded ERASURE event.
+
+    data = erasure_data(request_id, digests, rule="retention", reason=..., actor=..., approver=...)
+    appended = store.append(EventDraft(kind=EventKind.ERASURE, request_id=request_id, data=data))
+    erase_content(store, [(appended.seq, digests)])  # erased_content rows in, payload rows out
+    erasures_of(store, ["req_..."])                  # {request_id: its erasure event}
+
+The event goes first and commits on its own (the chain lock); the rows go in a second
+transaction, so a run killed between the two leaves an erasure event whose content is still
+there, which the next run completes (:func:`erase_content` is idempotent) and verify reads as
+intact. Content gone without an event is never the result. The database lets a payload row
+go only while ``erased_content`` names its digest, and lets a digest into ``erased_content``
+only when the event at its seq is an erasure event whose body names it (migration 0014).
+
+What is erased is payloads, never events or policies: the chain, signatures, receipts and
+checkpoints still verify, and the event says what went (digests), why, by whom, approved by
+whom. Verify reads a missing payload named in ``erased_content`` as erased by policy when an
+erasure event after the referencing event names it (audit.verify), else as tampering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from sqlalchemy import Connection, delete, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import SQLAlchemyError
+
+from audit.errors import AppendFailed
+from audit.store._reads import stored_event
+from audit.store._store import AuditStore
+from audit.store.backend import Backend, db_reason
+from audit.store.bounded import loads as bounded_loads
+from audit.store.chain import EventRow, as_bytes
+from audit.store.models import EventKind, StoredEvent
+from audit.store.schema import ErasedContent, Event, Payload
+
+__all__ = [
+    "ERASED_PREFIX",
+    "RULES",
+    "Reference",
+    "erase_content",
+    "erased_digests",
+    "erased_mark",
+    "erased_seq",
+    "erasure_data",
+    "erasures_of",
+    "events_at",
+    "present_payloads",
+    "references",
+]
+
+# How the verify walk's content lookup marks a digest an erasure removed: "erased:<seq>".
+ERASED_PREFIX = "erased:"
+# The rules an erasure may be made under (the event's ``rule``).
+RULES = ("retention", "subject_request", "other")
+_CHUNK = 500
+
+
+def erased_mark(seq: int) -> str:
+    return f"{ERASED_PREFIX}{seq}"
+
+
+def erased_seq(mark: str) -> int | None:
+    """The erasure seq of an :func:`erased_mark`, None for anything else (a digest)."""
+    if not mark.startswith(ERASED_PREFIX):
+        return None
+    try:
+        return int(mark[len(ERASED_PREFIX) :])
+    except ValueError:
+        return None
+
+
+def erasure_data(
+    request_id: str,
+    erased: Iterable[str],
+    *,
+    rule: str,
+    reason: str,
+    actor: str,
+    approver: str | None,
+    kept: Iterable[str] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An ERASURE event's data: the digests it removes (``erased``), those of the request it
+    keeps because another request still needs them (``kept``), the rule, reason, who ran it
+    and who approved it."""
+    if rule not in RULES:
+        raise ValueError(f"erasure rule {rule!r} is not one of {', '.join(RULES)}")
+    return {
+        "erased_request": request_id,
+        "erased": sorted(set(erased)),
+        "kept": sorted(set(kept)),
+        "rule": rule,
+        "reason": reason,
+        "actor": actor,
+        "approver": approver,
+        **(extra or {}),
+    }
+
+
+def erased_digests(event: StoredEvent) -> list[str]:
+    """The digests an erasure event names as removed (empty for any other event)."""
+    if event.kind is not EventKind.ERASURE:
+        return []
+    named = event.data.get("erased")
+    return [d for d in named if isinstance(d, str)] if isinstance(named, list) else []
+
+
+def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]]]) -> int:
+    """Remove the payload rows each erasure event names, ``(erasure_seq, digests)``, in one
+    transaction: their ``erased_content`` rows in, then the rows out. Idempotent (a second
+    run inserts and deletes nothing); returns the payload rows deleted."""
+    pairs = [(seq, d) for seq, digests in erasures for d in sorted(set(digests))]
+    rows = [{"digest": d, "erasure_seq": seq} for seq, d in pairs]
+    if not rows:
+        return 0
+    backend = store.backend
+    insert = pg_insert if backend.dialect == "postgresql" else sqlite_insert
+    deleted = 0
+    try:
+        with backend.writer.begin() as conn:
+            if backend.dialect == "sqlite":
+                # Deleted rows' bytes overwritten with zeros in the file, not left on free
+                # pages for whoever copies the file next (docs/security.md).
+                conn.exec_driver_sql("PRAGMA secure_delete = ON")
+            for start in range(0, len(rows), _CHUNK):
+                chunk = rows[start : start + _CHUNK]
+                # executemany of one statement: compiled once, not per chunk of VALUES.
+                conn.execute(insert(ErasedContent).on_conflict_do_nothing(), chunk)
+                named = {d for _, d in pairs[start : start + _CHUNK]}
+                gone = delete(Payload).where(Payload.digest.in_(named))
+                deleted += conn.execute(gone).rowcount or 0
+    except SQLAlchemyError as exc:
+        seqs = sorted({seq for seq, _ in pairs})
+        raise AppendFailed(
+            f"the content named by erasure event(s) seq {seqs[0]}..{seqs[-1]} could not be "
+            f"removed ({db_reason(exc)}). Nothing was removed.",
+            hint="Only the eraser role may remove content (gateway db grant ROLE --eraser); "
+            "run the erasure again: it completes what was begun.",
+        ) from exc
+    if deleted and backend.dialect == "sqlite":
+        _checkpoint_wal(backend)
+    return deleted
+
+
+def _checkpoint_wal(backend: Backend) -> None:
+    """Copy the WAL into the file and empty it, so the erased pages' earlier versions do not
+    linger in ``-wal`` (best effort: a reader holding an old snapshot keeps them until the
+    next checkpoint; SQLite retries at its own)."""
+    with backend.writer.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def present_payloads(store: AuditStore, digests: Iterable[str]) -> set[str]:
+    """Which of ``digests`` still have a payload row (without reading their bytes)."""
+    wanted = sorted(set(digests))
+    found: set[str] = set()
+    with store.backend.reader.connect() as conn:
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            found.update(
+                conn.execute(select(Payload.digest).where(Payload.digest.in_(chunk))).scalars()
+            )
+    return found
+
+
+class Reference(NamedTuple):
+    """What an erasure's planning needs of one event, read without the rest of it."""
+
+    seq: int
+    request_id: str
+    kind: str
+    recorded_at: datetime
+    task: str | None
+    caller: str | None
+    policy_fingerprint: str | None
+    payloads: tuple[str, ...]  # the digests it names
+    erased: tuple[str, ...]  # an erasure event's ``erased`` list (empty for other kinds)
+
+
+def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
+    """Every event's references, in seq order, a keyset page at a time (flat memory). A
+    body that cannot be read names nothing (verify names the defect)."""
+    columns = (
+        Event.seq,
+        Event.request_id,
+        Event.kind,
+        Event.recorded_at,
+        Event.task,
+        Event.caller,
+        Event.policy_fingerprint,
+        Event.body,
+    )
+    last = 0
+    while True:
+        with store.backend.reader.connect() as conn:
+            rows = conn.execute(
+                select(*columns).where(Event.seq > last).order_by(Event.seq).limit(page)
+            ).all()
+        for seq, request_id, kind, at, task, caller, fingerprint, body in rows:
+            try:
+                parsed = bounded_loads(as_bytes(body))
+                named = parsed.get("payloads") or {}
+                data = parsed.get("data") or {}
+                digests = tuple(v for v in named.values() if isinstance(v, str))
+                listed = data.get("erased") if kind == EventKind.ERASURE.value else None
+                erased = (
+                    tuple(d for d in listed if isinstance(d, str))
+                    if isinstance(listed, list)
+                    else ()
+                )
+            except (ValueError, AttributeError):
+                digests, erased = (), ()
+            yield Reference(seq, request_id, kind, at, task, caller, fingerprint, digests, erased)
+        if len(rows) < page:
+            return
+        last = rows[-1][0]
+
+
+def events_at(conn: Connection, seqs: Iterable[int]) -> dict[int, StoredEvent]:
+    """The events at ``seqs`` (those that exist), read on ``conn``."""
+    result = conn.execute(select(Event.__table__).where(Event.seq.in_(list(seqs))))
+    return {row.seq: stored_event(row) for row in EventRow.from_result(result)}
+
+
+def erasures_of(store: AuditStore, request_ids: Iterable[str]) -> dict[str, StoredEvent]:
+    """The first erasure event of each of ``request_ids`` that has one (by the request_id
+    index). Not authenticated here: a reader that acts on one checks it first."""
+    ids = sorted(set(request_ids))
+    found: dict[str, StoredEvent] = {}
+    with store.backend.reader.connect() as conn:
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            result = conn.execute(
+                select(Event.__table__)
+                .where(Event.request_id.in_(chunk), Event.kind == EventKind.ERASURE.value)
+                .order_by(Event.seq)
+            )
+            for row in EventRow.from_result(result):
+                event = stored_event(row)
+                found.setdefault(event.request_id, event)
+    return found

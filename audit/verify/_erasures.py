@@ -1,0 +1,90 @@
+"""Verify's check of the erasures: every ``erased_content`` row is named by its erasure event.
+
+    report = with_erasures(store, report)     # defects added; content_erased, erasures filled
+
+The walk reads a missing payload that ``erased_content`` names as erased by policy when the
+erasure seq comes after the referencing event (audit.verify._verifier). That row is not in
+the hash chain, so this pass proves it: the event at its seq must be an ``erasure`` event
+(itself walked: hash, link, signature) whose ``erased`` list names the digest. A row planted
+to excuse a deletion (the SQLite file's holder, a database owner) fails here as
+``missing_content`` at the seq it names. Streamed in seq order, a page at a time: memory
+stays flat however many requests were erased.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from audit.store import AuditStore
+from audit.store.chain import MAX_DEFECTS
+from audit.store.erasure import erased_digests, events_at
+from audit.store.models import Defect, DefectKind, ErasureNote, EventKind, VerifyReport
+from audit.store.schema import ErasedContent
+
+PAGE = 1000
+NOTES = 20  # erasures named in the report; the count covers all
+
+
+def with_erasures(store: AuditStore, report: VerifyReport) -> VerifyReport:
+    defects: list[Defect] = []
+    notes: list[ErasureNote] = []
+    rows = events = 0
+    after = 0
+    with store.backend.reader.connect() as conn:
+        while True:
+            seqs = (
+                conn.execute(
+                    select(ErasedContent.erasure_seq)
+                    .where(ErasedContent.erasure_seq > after)
+                    .group_by(ErasedContent.erasure_seq)
+                    .order_by(ErasedContent.erasure_seq)
+                    .limit(PAGE)
+                )
+                .scalars()
+                .all()
+            )
+            if not seqs:
+                break
+            after = seqs[-1]
+            named: dict[int, list[str]] = {}
+            for digest, seq in conn.execute(
+                select(ErasedContent.digest, ErasedContent.erasure_seq).where(
+                    ErasedContent.erasure_seq.in_(seqs)
+                )
+            ):
+                named.setdefault(seq, []).append(digest)
+            found = events_at(conn, seqs)
+            for seq in seqs:
+                event = found.get(seq)
+                listed = set(erased_digests(event)) if event is not None else set()
+                for digest in sorted(named[seq]):
+                    rows += 1
+                    if digest not in listed:
+                        what = "no event" if event is None else f"a {event.kind.value} event"
+                        if event is not None and event.kind is EventKind.ERASURE:
+                            what = "an erasure event that does not name it"
+                        defects.append(
+                            Defect(
+                                seq=seq,
+                                kind=DefectKind.MISSING_CONTENT,
+                                detail=f"content {digest} is recorded as erased at seq {seq}, "
+                                f"but that is {what}: removed without an erasure (tampering)",
+                            )
+                        )
+                if event is not None and event.kind is EventKind.ERASURE:
+                    events += 1
+                    if len(notes) < NOTES:
+                        notes.append(
+                            ErasureNote(
+                                request_id=event.request_id, seq=seq, erased=len(named[seq])
+                            )
+                        )
+    update: dict[str, object] = {
+        "content_erased": rows,
+        "erasure_events": events,
+        "erasures": tuple(notes),
+    }
+    if defects:
+        merged = sorted([*report.defects, *defects], key=lambda d: d.seq or 0)[:MAX_DEFECTS]
+        update |= {"ok": False, "defects": tuple(merged)}
+    return report.model_copy(update=update)

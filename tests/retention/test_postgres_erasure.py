@@ -1,0 +1,123 @@
+"""PostgreSQL: only the eraser role may remove content, and only under its own erasure events;
+the application and reviewer roles can neither remove content nor forge an erasure."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from audit import AppendFailed, AuditStore, EventDraft, EventKind
+from audit.store.erasure import erase_content
+from audit.store.migrate import upgrade
+from audit.store.roles import grant
+from gateway import ErasureRefused, Settings
+from gateway.evidence import Auditing, Erasing, HoldScope
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
+from tests.gateway.conftest import MakeGateway
+from tests.retention.conftest import LATER
+from tests.support.postgres import PostgresServer
+
+pytestmark = pytest.mark.postgres
+
+PROMPT = "Transaction: pay 42 CHF to Example AG"
+RECORD_KEY = "44" * 32
+
+
+def _role(server: PostgresServer, role: str) -> None:
+    with psycopg.connect(server.dsn(), autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+
+
+@pytest.fixture
+def roles(postgres_server: PostgresServer, pg_url: str) -> dict[str, str]:
+    upgrade(pg_url)
+    db = pg_url.rsplit("/", 1)[1]
+    urls = {}
+    for role, how in (
+        ("gateway_app", {}),
+        ("gateway_eraser", {"eraser": True}),
+        ("gateway_reviewer", {"read_only": True}),
+    ):
+        _role(postgres_server, role)
+        grant(pg_url, role, **how)
+        urls[role] = postgres_server.url(db, role)
+    return urls
+
+
+def _settings(url: str, settings: Settings) -> Settings:
+    return Settings(**{**settings.model_dump(), "database_url": url, "record_key": RECORD_KEY})
+
+
+def test_only_the_eraser_removes_content_and_verify_says_erased(
+    make_gateway: MakeGateway, roles: dict[str, str], settings: Settings, pg_url: str
+) -> None:
+    app = make_gateway(database_url=roles["gateway_app"], record_key=RECORD_KEY)
+    first = app.complete("compliance_review", PROMPT)
+    app.complete("compliance_review", PROMPT)  # a cache hit
+    held = app.complete("compliance_review", PROMPT + " twice", caller="desk-b")
+
+    with Erasing.open(_settings(roles["gateway_eraser"], settings)) as erasing:
+        erasing.hold(HoldScope(caller="desk-b"), reason="Case 7", actor="legal")
+        with pytest.raises(ErasureRefused, match="legal hold"):
+            erasing.erase(
+                [held.request_id], rule="subject_request", reason="D", actor="j", approver="d"
+            )
+        report = erasing.purge(actor="ops", now=LATER)
+    assert report.requests_erased == 1 and report.payloads_removed >= 2
+
+    with Auditing.open(_settings(roles["gateway_reviewer"], settings)) as auditing:
+        verified = auditing.verify()
+    assert verified.ok, verified.defects
+    assert [n.request_id for n in verified.erasures] == [first.request_id]
+
+
+def test_the_app_and_reviewer_roles_cannot_remove_content_or_forge_an_erasure(
+    make_gateway: MakeGateway, roles: dict[str, str], postgres_server: PostgresServer, pg_url: str
+) -> None:
+    first = make_gateway(database_url=roles["gateway_app"], record_key=RECORD_KEY).complete(
+        "compliance_review", PROMPT
+    )
+    db = pg_url.rsplit("/", 1)[1]
+    for role in ("gateway_app", "gateway_reviewer"):
+        with psycopg.connect(postgres_server.dsn(db, role), autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("DELETE FROM payloads")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("INSERT INTO erased_content VALUES ('sha256:x', 1)")
+        with AuditStore.open(roles[role]) as store, pytest.raises(AppendFailed, match="row-level"):
+            store.append(
+                EventDraft(kind=EventKind.ERASURE, request_id=first.request_id, data={"erased": []})
+            )
+
+
+def test_even_the_eraser_cannot_remove_content_no_erasure_event_names(
+    make_gateway: MakeGateway, roles: dict[str, str], postgres_server: PostgresServer, pg_url: str
+) -> None:
+    first = make_gateway(database_url=roles["gateway_app"], record_key=RECORD_KEY).complete(
+        "compliance_review", PROMPT
+    )
+    with AuditStore.open(roles["gateway_eraser"]) as store:
+        [request] = [e for e in store.events_for_request(first.request_id) if e.kind == "request"]
+        digest = request.payload_digests["request_body"]
+        with pytest.raises(AppendFailed, match="could not be removed"):
+            erase_content(store, [(request.seq, [digest])])  # a REQUEST is no erasure
+    db = pg_url.rsplit("/", 1)[1]
+    dsn = postgres_server.dsn(db, "gateway_eraser")
+    with (
+        psycopg.connect(dsn, autocommit=True) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="erasure"),
+    ):
+        conn.execute("DELETE FROM payloads")
+
+
+def test_replay_on_postgres_never_serves_an_erased_answer(
+    make_gateway: MakeGateway, roles: dict[str, str], settings: Settings, fake_api: FakeMessagesAPI
+) -> None:
+    app = make_gateway(database_url=roles["gateway_app"], record_key=RECORD_KEY)
+    first = app.complete("compliance_review", PROMPT)
+    with Erasing.open(_settings(roles["gateway_eraser"], settings)) as erasing:
+        erasing.erase([first.request_id], rule="other", reason="test", actor="j", approver="d")
+    fake_api.script(Reply.ok(text="again"))
+    again = app.complete("compliance_review", PROMPT)
+    assert not again.cached and again.text == "again"
