@@ -119,7 +119,11 @@ BEGIN
     RAISE EXCEPTION 'audit chain: this role may not append'
       USING ERRCODE = 'insufficient_privilege';
   END IF;
-  IF p_kind IS NULL OR p_kind NOT IN ('export', 'checkpoint', 'access', 'evidence_pack') THEN
+  -- The eraser (0014: DELETE on payloads, no INSERT) records its erasures and holds here too.
+  IF p_kind IS NULL OR NOT (
+       p_kind IN ('export', 'checkpoint', 'access', 'evidence_pack')
+       OR (p_kind IN ('erasure', 'legal_hold', 'hold_release')
+           AND has_table_privilege(session_user, '{schema}.payloads'::regclass, 'DELETE'))) THEN
     RAISE EXCEPTION 'audit chain: a reviewer records export, checkpoint, access and evidence_pack events only'
       USING ERRCODE = 'insufficient_privilege';
   END IF;
