@@ -109,6 +109,17 @@ def _error_facts(error: BaseException) -> dict[str, Any]:
     return facts
 
 
+def _without(url: str, value: Any) -> Any:
+    """VALUE with URL (in any string inside it) replaced by a placeholder."""
+    if isinstance(value, str):
+        return value.replace(url.rstrip("/"), "<upstream>")
+    if isinstance(value, dict):
+        return {key: _without(url, item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_without(url, item) for item in value)
+    return value
+
+
 def _provider(fake: FakeMessagesAPI, events: list[tuple[str, Any]]) -> AnthropicProvider:
     def sleep(seconds: float) -> None:
         events.append(("sleep", seconds))
@@ -150,6 +161,9 @@ def _observe(
             outcome = _error_facts(exc)
         wire = provider.wire_bytes(scenario.body)
         provider.close()
+        # Each run has its own fake, so its own port: an error names the upstream's URL.
+        events = _without(fake.base_url, events)
+        outcome = _without(fake.base_url, outcome)
         sent = [
             (r.body, r.headers.get("anthropic-version"), r.headers.get("authorization"))
             for r in fake.requests
