@@ -33,9 +33,10 @@ run: $(RUN_STAMP)
 test: $(STAMP)
 	scripts/test.sh
 
-# The day-to-day loop: lint, type check, and the tests that are neither slow nor PostgreSQL.
+# The day-to-day loop: lint, type check, and the tests that are neither slow nor PostgreSQL,
+# on two pytest-xdist workers (the full run stays serial: its PostgreSQL is one per session).
 test-fast: $(STAMP)
-	scripts/test.sh -m "not slow and not postgres" -x -q
+	scripts/test.sh -m "not slow and not postgres" -x -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check gateway audit tests bench verifier

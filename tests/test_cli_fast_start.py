@@ -15,6 +15,9 @@ import pytest
 from gateway.cli import main
 from gateway.cli._main import COMMANDS
 
+# Starts processes (gateway serve, fresh interpreters): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("anthropic", "numpy", "jsonschema", "sqlalchemy", "pydantic", "alembic", "uvicorn")
 

@@ -15,6 +15,9 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess, server_env
 
+# Starts processes (gateway serve, fresh interpreters): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 ATTEMPTS = 3
 
 

@@ -13,6 +13,9 @@ import pytest
 from tests.fakes.messages_api import FakeMessagesAPI
 from tests.server.conftest import ServerProcess, free_port, server_env
 
+# Starts processes (gateway serve, fresh interpreters): outside the fast loop.
+pytestmark = pytest.mark.slow
+
 
 def _serve(server: ServerProcess, port: int) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
