@@ -28,7 +28,8 @@ the replay cache keep their own fail-closed messages.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Concatenate, ParamSpec, TypeVar
+from types import TracebackType
+from typing import Concatenate, ParamSpec, Self, TypeVar
 
 from audit import AuditStore
 from audit.errors import (
@@ -52,7 +53,7 @@ from gateway.errors import (
 )
 from gateway.settings import Settings
 
-__all__ = ["StoreAdapter", "audit_call", "audit_failure", "require_database"]
+__all__ = ["OwnsLog", "StoreAdapter", "audit_call", "audit_failure", "require_database"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -148,3 +149,23 @@ class StoreAdapter:
 
     def close(self) -> None:
         self.store.close()
+
+
+class OwnsLog:
+    """A facade that owns its log's adapter: closing it, or leaving its ``with``, closes that."""
+
+    _log: StoreAdapter
+
+    def close(self) -> None:
+        self._log.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

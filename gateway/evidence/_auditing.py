@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Self, TextIO
 
 from audit import (
@@ -37,7 +36,7 @@ from audit.store.signing import (
 )
 from audit.verify.authenticity import SignatureCheck
 from gateway._inputs import check_name
-from gateway._store_adapter import StoreAdapter
+from gateway._store_adapter import OwnsLog, StoreAdapter
 from gateway._vocabulary import request_status
 from gateway.catalog import Catalog
 from gateway.errors import (
@@ -91,7 +90,7 @@ def checkpoint_text(head: Checkpoint) -> str:
     return checkpoints.dumps(head)
 
 
-class Auditing(Proving):
+class Auditing(Proving, OwnsLog):
     """An open audit log. Reads are plain; an export and a checkpoint are recorded as events."""
 
     def __init__(self, log: StoreAdapter, settings: Settings) -> None:
@@ -114,20 +113,6 @@ class Auditing(Proving):
             self._log.close()
             self._log = log
         return self._log
-
-    def close(self) -> None:
-        self._log.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def requests(
         self,

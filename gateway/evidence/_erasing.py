@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,7 +28,7 @@ from audit.store.erasure import Reference, erase_content, erasure_data, erasures
 from audit.store.models import EventDraft, EventKind
 from audit.store.signing import signature_check
 from audit.verify.authenticity import check_event
-from gateway._store_adapter import StoreAdapter
+from gateway._store_adapter import OwnsLog, StoreAdapter
 from gateway.errors import ConfigurationError, ErasureRefused, InputError, IntegrityAlert
 from gateway.evidence._erasure_plan import Decision, ErasurePlan, SummaryRow
 from gateway.evidence._holds import (
@@ -134,7 +133,7 @@ class _Retention:
         return self._seen[fingerprint]
 
 
-class Erasing:
+class Erasing(OwnsLog):
     def __init__(self, log: StoreAdapter, settings: Settings) -> None:
         self._log = log
         self._store = log.store
@@ -151,20 +150,6 @@ class Erasing:
                 hint="Run purge, erase and holds on a format-1 log.",
             )
         return cls(log, settings)
-
-    def close(self) -> None:
-        self._log.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- holds ------------------------------------------------------------------------------
 
