@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, bindparam, delete, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import SQLAlchemyError
@@ -227,6 +227,26 @@ def events_at(conn: Connection, seqs: Iterable[int]) -> dict[int, StoredEvent]:
     """The events at ``seqs`` (those that exist), read on ``conn``."""
     result = conn.execute(select(Event.__table__).where(Event.seq.in_(list(seqs))))
     return {row.seq: stored_event(row) for row in EventRow.from_result(result)}
+
+
+# Built once: the replay cache asks it before every memo hit, and a statement object built per
+# call cost more than the indexed lookup itself (the IN list's coercion, SQLAlchemy's cache key).
+_FIRST_ERASURE = (
+    select(Event.seq)
+    .where(Event.request_id == bindparam("request_id"), Event.kind == EventKind.ERASURE.value)
+    .order_by(Event.seq)
+    .limit(1)
+)
+
+
+def erasure_of(store: AuditStore, request_id: str) -> StoredEvent | None:
+    """The first erasure event of ``request_id``, or None (one indexed lookup of its seq; the
+    event is read only when there is one). Not authenticated here, as :func:`erasures_of`."""
+    with store.backend.reader.connect() as conn:
+        seq = conn.execute(_FIRST_ERASURE, {"request_id": request_id}).scalar()
+        if seq is None:
+            return None
+        return events_at(conn, [seq]).get(seq)
 
 
 def erasures_of(store: AuditStore, request_ids: Iterable[str]) -> dict[str, StoredEvent]:

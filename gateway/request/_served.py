@@ -37,7 +37,7 @@ from typing import Any
 
 from audit import EventKind, StoredEvent
 from audit.errors import AuditStoreError
-from audit.store.erasure import erasures_of
+from audit.store.erasure import erasure_of
 from audit.verify.authenticity import check_event, check_outcome
 from gateway.errors import AuditWriteError, IntegrityAlert
 from gateway.providers.stream import MalformedStream, StreamErrorEvent, StreamRelay
@@ -177,7 +177,7 @@ class ReplayCache:
         does not check out is an integrity alert, and nothing is served."""
         recorder = self._recorder
         try:
-            erasure = erasures_of(recorder.store, [request_id]).get(request_id)
+            erasure = erasure_of(recorder.store, request_id)
         except AuditStoreError as exc:
             raise AuditWriteError(
                 f"the audit database could not be searched for an erasure: {exc}",
