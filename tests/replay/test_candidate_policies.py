@@ -140,7 +140,9 @@ def test_a_task_the_candidate_lacks_is_refused_and_the_others_replay(
     env = {"GATEWAY_DATABASE_URL": sqlite_url, "GATEWAY_POLICY_DIR": str(policy_dir),
            "GATEWAY_DURABILITY": "os", "ANTHROPIC_API_KEY": API_KEY,
            "ANTHROPIC_BASE_URL": fake_api.base_url}  # fmt: skip
-    args = ["replay", *ids, "--policies", str(folder), "--fail-on-refused", "--operator", "m.risk"]
+    page = tmp_path / "edit.html"
+    args = ["replay", *ids, "--policies", str(folder), "--fail-on-refused", "--operator", "m.risk",
+            "--report", str(page)]  # fmt: skip
     out = CliRunner().invoke(main, args, env=env)
     assert out.exit_code == 1, out.output
     new = _fingerprint(folder, "compliance_review")
@@ -148,6 +150,9 @@ def test_a_task_the_candidate_lacks_is_refused_and_the_others_replay(
     assert "policy version (3 requests): " in out.stdout
     assert "has no policy for task 'quant_strategy'" in out.stdout
     assert "1 request(s) refused on the policies in" in out.stderr
+    html = page.read_text(encoding="utf-8")
+    assert "id='candidate'" in html and f"compliance_review {new[:19]}" in html
+    assert "Policy versions (recorded -&gt; replayed)" in html
 
 
 def test_a_missing_candidate_folder_is_bad_input_and_records_nothing(
