@@ -16,15 +16,15 @@ are not applied: the folder is a proposal, and its review is what this report in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from gateway.catalog import Catalog
-from gateway.errors import GatewayError, InputError, PolicyLoadError, UnknownTask
-from gateway.policy import ModelTarget, Policy, PolicySet, plan_request
+from gateway.catalog import Catalog, ModelInfo
+from gateway.errors import GatewayError, InputError, PolicyError, PolicyLoadError, UnknownTask
+from gateway.policy import ModelTarget, Policy, PolicySet, plan_request, transported
 from gateway.replay._migration import Migration, plan_migration
 
 
@@ -86,8 +86,10 @@ def plan_candidate(
     caller: str | None = None,
     user_id: str | None = None,
     today: date | None = None,
+    region_of: Callable[[str], str | None] | None = None,
 ) -> Migration:
-    """The request re-planned under the candidate's policy for ``task`` (see the module)."""
+    """The request re-planned under the candidate's policy for ``task`` (see the module);
+    ``region_of``: a live run's configured regions (see :func:`reached_model`)."""
     policy = candidate.policy(task)
     if isinstance(policy, str):
         return Migration(None, None, (), refusal=policy)
@@ -96,23 +98,36 @@ def plan_candidate(
             policy, target, messages, requested, caller=caller, user_id=user_id, today=today
         )
     findings = candidate.findings(policy.task)
-    model_id = recorded_model if recorded_model in policy.model.allowed else policy.model.id
-    info = catalog.get(model_id)
-    if info is None:
-        return Migration(
-            policy, None, findings, refusal=f"model {model_id!r} is not in the catalog."
-        )
+    reached = reached_model(policy, catalog, recorded_model, region_of)
+    if isinstance(reached, str):
+        return Migration(policy, None, findings, refusal=reached)
     try:
-        reached = info.on_transport(policy.model.transport, policy.model.transport_id)
         plan = plan_request(
             policy, reached, messages, overrides=dict(requested), caller=caller, user_id=user_id
         )
-    except KeyError:
-        refusal = f"model {model_id!r} is not offered on the {policy.model.transport} transport."
-        return Migration(policy, None, findings, refusal=refusal)
     except PolicyLoadError as exc:
         refused = tuple(f.line() for f in exc.findings if hasattr(f, "line"))
         return Migration(policy, None, findings or refused, refusal=exc.message)
     except GatewayError as exc:  # an override or input the candidate refuses
         return Migration(policy, None, findings, refusal=str(exc))
     return Migration(policy, plan, findings, refusal=None, reached=reached)
+
+
+def reached_model(
+    policy: Policy,
+    catalog: Catalog,
+    recorded_model: str | None,
+    region_of: Callable[[str], str | None] | None = None,
+) -> ModelInfo | str:
+    """The model a request goes to under the candidate ``policy`` (the recorded one while
+    the candidate lets it answer, else its pinned one) over its transport, or why none.
+    ``region_of``: where the gateway sends each provider's requests (a live run: the region
+    the candidate mandates must be it, as in production); None when nothing is sent."""
+    model_id = recorded_model if recorded_model in policy.model.allowed else policy.model.id
+    info = catalog.get(model_id)
+    if info is None:
+        return f"model {model_id!r} is not in the model catalog."
+    try:
+        return transported(info, policy, region_of or (lambda _provider: policy.model.region))
+    except PolicyError as exc:
+        return f"{exc.message} Nothing was sent."

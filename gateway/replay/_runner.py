@@ -31,7 +31,7 @@ from gateway.errors import InputError
 from gateway.policy import ModelTarget, parse_model_target
 from gateway.providers.registry import Providers
 from gateway.replay._access import answer_read
-from gateway.replay._candidate import Candidate, plan_candidate
+from gateway.replay._candidate import Candidate, plan_candidate, reached_model
 from gateway.replay._compare import compare_answers
 from gateway.replay._diff import json_changes
 from gateway.replay._loading import RecordedSet, load_selection
@@ -168,14 +168,13 @@ class Replayer:
         """The providers this run will call, so that one that cannot be built (no API key)
         stops the run before anything is recorded."""
         if mode is Mode.POLICIES_LIVE and target is None and candidate is not None:
-            tasks = {r.first.task for r in requests}
-            found = [candidate.policy(t) for t in tasks]
-            return {
-                reached.provider
-                for p in found
-                if not isinstance(p, str) and (model := self.catalog.get(p.model.id))
-                for reached in [model.on_transport(p.model.transport, p.model.transport_id)]
-            }
+            needed = set()
+            for r in requests:
+                policy = candidate.policy(r.first.task)
+                if r.request is not None and not isinstance(policy, str):
+                    reached = reached_model(policy, self.catalog, r.model_id)
+                    needed |= set() if isinstance(reached, str) else {reached.provider}
+            return needed
         if mode in (Mode.MODEL_LIVE, Mode.POLICIES_LIVE):
             return {target.reached.provider} if target is not None and requests else set()
         if mode is Mode.LIVE:
@@ -340,6 +339,7 @@ class Replayer:
                 caller=request.caller,
                 user_id=recorded_user_id(body),
                 today=self.today,
+                region_of=self.providers.region if prepared.mode.sends else None,
             )
         assert prepared.target is not None
         return plan_migration(

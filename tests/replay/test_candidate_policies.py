@@ -59,12 +59,15 @@ def _candidate(policy_dir: Path, tmp_path: Path) -> Path:
     return folder
 
 
-def _replay(url: str, base_url: str, ids: list[str], folder: Path, *, live: bool) -> ReplayReport:
+def _replay(
+    url: str, base_url: str, ids: list[str], folder: Path, *, live: bool, model: str | None = None
+) -> ReplayReport:
     providers = Providers(Settings(), overrides={"anthropic": lambda _s: AnthropicProvider(
         api_key=API_KEY, base_url=base_url, max_attempts=1)})  # fmt: skip
     with AuditStore.open(url, "os") as store:
         replayer = Replayer(store, Catalog.load(), providers, operator="m.risk")
-        prepared = replayer.prepare(Selection(request_ids=tuple(ids)), live=live, policies=folder)
+        selection = Selection(request_ids=tuple(ids))
+        prepared = replayer.prepare(selection, live=live, model=model, policies=folder)
         report = replayer.run(prepared)
     providers.close()
     return report
@@ -170,3 +173,21 @@ def test_a_missing_candidate_folder_is_bad_input_and_records_nothing(
     out = CliRunner().invoke(main, ["replay", ids[0], "--verify", "--policies", str(tmp_path)],
                              env=env)  # fmt: skip
     assert out.exit_code == 2 and "--verify cannot be combined" in out.output
+
+
+def test_a_candidate_folder_with_a_model_moves_the_candidate_policies_to_it(
+    policy_dir: Path, sqlite_url: str, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    ids = _record(policy_dir, sqlite_url, fake_api)[:1]
+    folder = _candidate(policy_dir, tmp_path)
+    report = _replay(
+        sqlite_url, fake_api.base_url, ids, folder, live=False, model="claude-opus-4-6"
+    )
+    assert report.summary.mode is Mode.POLICIES
+    assert report.title.endswith(" on claude-opus-4-6")
+    (row,) = report.requests
+    assert row.target_model == "claude-opus-4-6"
+    candidate = _fingerprint(folder, "compliance_review")
+    # The candidate moved to the model is a version of its own, named as the replayed side.
+    assert row.replayed_policy not in (None, candidate, row.recorded_policy)
+    assert "$.max_tokens" in {c.path for c in row.request_changes}
