@@ -74,9 +74,13 @@ class PolicyNotApproved(PolicyLoadError):
         approvers: tuple[str, ...],
         required: int,
         not_counted: tuple[str, ...] = (),
+        content: dict[str, Any] | None = None,
     ) -> None:
         self.task = task
         self.fingerprint = fingerprint
+        # The refused version's content, stored with the refusal's record when no policy is
+        # (the routing table's: its REJECTED record names the version, as a task's does).
+        self.content = content
         self.approvers = approvers
         self.required = required
         self.missing = max(required - len(approvers), 0)

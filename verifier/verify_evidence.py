@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,14 @@ def ed25519_ok(raw: bytes, signature_b64: str, message: bytes) -> bool:
     except (InvalidSignature, ValueError, binascii.Error):
         return False
     return True
+
+
+def record_message(event_hash: Any, store: Any, sequenced: bool) -> bytes:
+    """What a record signature signs: format 1 its hash; format 2 (sequenced) its store and
+    hash, each under its own domain."""
+    if sequenced:
+        return DOMAIN_2 + f"store {store}\n{event_hash}".encode("ascii", "replace")
+    return DOMAIN_1 + str(event_hash).encode("ascii", "replace")
 
 
 def leaf(event_hash: str) -> bytes:
@@ -201,7 +210,7 @@ class Walk:
         self.link: str | None = GENESIS
         self.unanswered: dict[str, tuple[int, Any]] = {}
         self.answered: set[str] = set()
-        self.content_checked = self.content_expected = 0
+        self.content_checked = 0
 
     def bad(self, line: int, seq: Any, kind: str, detail: str) -> None:
         self.defects.append((line, seq if isinstance(seq, int) else None, kind, detail))
@@ -236,11 +245,11 @@ class Walk:
         return dict(parsed)
 
     def signature(self, line: int, rec: dict[str, Any], seq: Any, what: str) -> None:
-        keys, message = self.keys, DOMAIN_1 + str(rec["hash"]).encode("ascii", "replace")
-        if self.sequenced(seq):
+        keys, sequenced = self.keys, self.sequenced(seq)
+        message = record_message(rec["hash"], self.store_id, sequenced)
+        if sequenced:
             if rec.get("prev_hash") != "":
                 self.bad(line, seq, "hash_mismatch", f"{what}a format-2 event carries a prev_hash")
-            message = DOMAIN_2 + f"store {self.store_id}\n{rec['hash']}".encode("ascii", "replace")
             signer_is_integrator = rec.get("key_id") in self.integrators.raw
             if rec.get("kind") == "void" and signer_is_integrator:
                 keys = self.integrators
@@ -330,11 +339,9 @@ class Walk:
         rid, kind, item = str(rec.get("request_id")), rec.get("kind"), rec.get("content")
         if kind in OUTCOMES:
             self.answered.add(rid)
-        if kind == "request" and self.content:
-            self.content_expected += 1
-            if item is None:
-                self.bad(line, rec.get("seq"), "content_missing", f"request {rid}: no content")
-                return
+        if kind == "request" and self.content and item is None:
+            self.bad(line, rec.get("seq"), "content_missing", f"request {rid}: no content")
+            return
         if item is None:
             return
         if kind != "request" or not self.content:
@@ -460,34 +467,30 @@ def matches(name: str, raw: bytes, ref: str) -> bool:
     except ValueError:
         return False
     stored = raw
+    for text in inline_sources(body):
+        try:
+            decoded = base64.b64decode(str(text), validate=True)
+        except (ValueError, binascii.Error):
+            continue
+        if base64.b64encode(decoded).decode() == text:
+            marker = b'"' + MARK + sha(decoded).encode() + b'"'
+            stored = stored.replace(b'"' + text.encode() + b'"', marker)
+    return sha(stored) == ref
+
+
+def inline_sources(body: Any) -> Iterator[Any]:
+    """The ``data`` of each base64 image or document block, also inside a tool result."""
     for message in body.get("messages") or [] if isinstance(body, dict) else []:
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else []:
             inner = block.get("content") if isinstance(block, dict) else None
-            nested = (
-                inner
-                if isinstance(block, dict)
-                and block.get("type") == "tool_result"
-                and isinstance(inner, list)
-                else []
-            )
-            for b in [block, *nested]:
+            tool_result = isinstance(block, dict) and block.get("type") == "tool_result"
+            for b in [block, *(inner if tool_result and isinstance(inner, list) else [])]:
                 source = b.get("source") if isinstance(b, dict) else None
-                if not (
-                    isinstance(source, dict)
-                    and b.get("type") in ("image", "document")
-                    and source.get("type") == "base64"
-                ):
+                if not isinstance(source, dict) or source.get("type") != "base64":
                     continue
-                text = source.get("data")
-                try:
-                    decoded = base64.b64decode(str(text), validate=True)
-                except (ValueError, binascii.Error):
-                    continue
-                if base64.b64encode(decoded).decode() == text:
-                    quoted = b'"' + text.encode() + b'"'
-                    stored = stored.replace(quoted, b'"' + MARK + sha(decoded).encode() + b'"')
-    return sha(stored) == ref
+                if b.get("type") in ("image", "document"):
+                    yield source.get("data")
 
 
 def parsed(data: bytes) -> Any:
@@ -562,8 +565,7 @@ def verify_receipt(path: Path, keys: Keys, record: Keys) -> dict[str, Any]:
             problems.append(f"seq {seq}: its body is not this request's event at this seq")
         if record.raw:
             store = head[0].removeprefix(ORIGIN) if not isinstance(head, str) else ""
-            message = (DOMAIN_2 + f"store {store}\n{e.get('hash')}".encode() if e.get("prev_hash")
-                       == "" else DOMAIN_1 + str(e.get("hash")).encode())  # fmt: skip
+            message = record_message(e.get("hash"), store, e.get("prev_hash") == "")
             if (why := record.check(e.get("key_id"), e.get("signature"), message)) is not None:
                 problems.append(f"seq {seq}: record signature: {why}")
         if not isinstance(head, str):
@@ -599,13 +601,12 @@ def main(argv: list[str] | None = None) -> int:
         given = json.loads(args.keys.read_text(encoding="utf-8")) if args.keys else {}
         keys = {k: Keys(list(given.get(k) or []) + key_texts(getattr(args, f"{k}_key")))
                 for k in ("record", "checkpoint", "integrator")}  # fmt: skip
+        cp_keys = Keys([*keys["checkpoint"].hexes(), *keys["integrator"].hexes()])
         if args.what == "export":
             report = verify_export(args.file, keys["record"], keys["integrator"])
         elif args.what == "receipt":
-            cp_keys = Keys([*keys["checkpoint"].hexes(), *keys["integrator"].hexes()])
             report = verify_receipt(args.file, cp_keys, keys["record"])
         else:
-            cp_keys = Keys([*keys["checkpoint"].hexes(), *keys["integrator"].hexes()])
             head = checkpoint_problem(json.loads(args.file.read_text(encoding="utf-8")), cp_keys)
             report = {"ok": not isinstance(head, str), "problems": [head] if isinstance(head, str)
                       else [], "tree_size": None if isinstance(head, str) else head[1]}  # fmt: skip

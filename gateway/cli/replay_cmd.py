@@ -4,11 +4,12 @@
     $ gateway replay --task compliance_review --live --report replay.html
     $ gateway replay --task risk_report --model claude-opus-5-5 --live --format json
     $ gateway replay --task risk_report --model bedrock:eu.anthropic.claude-sonnet-4-6@eu-central-1
+    $ gateway replay --task compliance_review --policies proposed/ --live   # a policy edit
 
 Exit codes: 0 done; 1 a verify check failed (or, with --fail-on-refused, a request the new
-model would refuse); 2 bad input (nothing recorded); 3 a live call failed; 4 the audit
-database failed. Every run is recorded as REPLAY events. Every report says when it was made,
-by whom (--operator), from which store and with which gateway version.
+model or candidate policies would refuse); 2 bad input (nothing recorded); 3 a live call
+failed; 4 the audit database failed. Every run is recorded as REPLAY events. Every report
+says when it was made, by whom (--operator), from which store and with which gateway version.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from gateway.replay import (
     flip_lines,
     identical_means,
     selection_text,
+    versions_line,
     write_html,
 )
 
@@ -57,6 +59,13 @@ TABLE_TEXT = 200  # characters of each answer in the table (the report holds mor
     metavar="TARGET",
     help="Re-plan on another model (migration): its id, or TRANSPORT:ID@REGION on a cloud "
     "(bedrock:eu.anthropic.claude-sonnet-4-6@eu-central-1, vertex:claude-sonnet-4-6@europe-west1).",
+)
+@click.option(
+    "--policies",
+    "policies",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Re-plan under this candidate policy folder (a proposed change) instead of the "
+    "recorded policy; with --live, send and compare the answers.",
 )
 @click.option("--task", help="Only requests of this task.")
 @click.option("--caller", help="Only requests from this calling service.")
@@ -91,13 +100,15 @@ TABLE_TEXT = 200  # characters of each answer in the table (the report holds mor
 @click.option(
     "--fail-on-refused",
     is_flag=True,
-    help="Exit 1 when the new model (--model) would refuse any request: gate a migration in CI.",
+    help="Exit 1 when the new model (--model) or the candidate policies (--policies) would "
+    "refuse any request: gate a migration or a policy change in CI.",
 )
 def replay_command(
     request_ids: tuple[str, ...],
     verify: bool,
     live: bool,
     model_id: str | None,
+    policies: Path | None,
     fmt: str,
     report_path: Path | None,
     operator: str,
@@ -106,12 +117,14 @@ def replay_command(
     **filters: Any,
 ) -> None:
     """Verify, re-execute or migrate recorded requests (REQUEST_IDS or filters)."""
-    if verify and (live or model_id):
-        raise click.UsageError("--verify cannot be combined with --live or --model.")
+    if verify and (live or model_id or policies):
+        raise click.UsageError("--verify cannot be combined with --live, --model or --policies.")
     if report_path is not None and not report_path.resolve().parent.is_dir():
         raise InputError(f"cannot write the report: folder {str(report_path.parent)!r} is missing.")
-    if fail_on_refused and model_id is None:
-        raise click.UsageError("--fail-on-refused applies to a migration: add --model ID.")
+    if fail_on_refused and model_id is None and policies is None:
+        raise click.UsageError(
+            "--fail-on-refused applies to a migration: add --model ID or --policies DIR."
+        )
     if everything:
         filters["limit"] = None
     selection = Selection(request_ids=request_ids, **filters)
@@ -119,7 +132,7 @@ def replay_command(
     # Every run's rows go to a spool file as they are recorded and are printed (and put in the
     # report) after the summary, so memory stays flat however many requests it covers.
     with ReplaySession.open(settings, operator=operator) as session, RowSpool() as spool:
-        prepared = session.prepare(selection, live=live, model=model_id)
+        prepared = session.prepare(selection, live=live, model=model_id, policies=policies)
         report = _run(session, prepared, spool)
         context = ReportContext.made(
             operator, settings.database_url_masked, selection_text(selection)
@@ -144,9 +157,8 @@ def replay_command(
         )
     if fail_on_refused and report.any_refused:
         refused = report.summary.counts.get(Outcome.REFUSED.value, 0)
-        click.echo(
-            f"{refused} request(s) refused on {shown(model_id)} (--fail-on-refused)", err=True
-        )
+        where = shown(model_id) if policies is None else f"the policies in {str(policies)!r}"
+        click.echo(f"{refused} request(s) refused on {where} (--fail-on-refused)", err=True)
         raise CheckFailed(ExitCode.CHECK_FAILED)
 
 
@@ -176,13 +188,15 @@ def _print(report: ReplayReport, fmt: str, spool: RowSpool) -> None:
         for row in spool.rows():
             click.echo(json.dumps(row.model_dump(mode="json"), ensure_ascii=False))
         return
-    migration = report.summary.mode in (Mode.MODEL, Mode.MODEL_LIVE)
+    migration = report.summary.mode.replans
     click.echo(shown(report.summary.line()))
     click.echo(shown(report.title))
     if report.context is not None:
         click.echo(shown(report.context.line()))
         if report.context.selection:
             click.echo(f"selection: {shown(report.context.selection)}")
+    if report.candidate is not None:
+        click.echo(f"candidate policies: {shown(versions_line(report.candidate_versions))}")
     spend = report.spend_text()
     if spend is not None:
         click.echo(shown(spend))
@@ -249,6 +263,7 @@ def _print_tasks(report: ReplayReport) -> None:
             ("finding", t.findings),
             ("reason", t.reasons),
             ("request change", t.request_changes),
+            ("policy version", t.policy_versions),
         ):
             for c in items:
                 click.echo(

@@ -50,7 +50,7 @@ from gateway._inputs import check_name
 from gateway._log import log
 from gateway._store_adapter import StoreAdapter
 from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyNotApproved
-from gateway.policy import Policy, PolicySet
+from gateway.policy import ROUTES_TASK, Policy, PolicySet
 from gateway.settings import Settings
 
 __all__ = [
@@ -305,14 +305,18 @@ def unapproved(
     return [s for s in status.values() if not s.enough(required)]
 
 
-def refusal(status: ApprovalStatus, required: int) -> PolicyNotApproved:
-    """The typed refusal of a task whose version lacks approvals."""
+def refusal(
+    status: ApprovalStatus, required: int, content: dict[str, Any] | None = None
+) -> PolicyNotApproved:
+    """The typed refusal of a task whose version lacks approvals (``content``: that
+    version's, for the routing table, whose refusals have no policy to record)."""
     return PolicyNotApproved(
         status.task,
         status.fingerprint,
         approvers=status.approvers,
         required=required,
         not_counted=status.rejected,
+        content=content,
     )
 
 
@@ -330,8 +334,10 @@ def withhold_unapproved(
     short = unapproved(
         store, policies, required, trusted_approvers=trusted_approvers, signature=signature
     )
+    routes = policies.routes.content() if policies.routes is not None else None
     for status in short:
-        policies.withhold(status.task, functools.partial(refusal, status, required))
+        content = routes if status.task == ROUTES_TASK else None
+        policies.withhold(status.task, functools.partial(refusal, status, required, content))
         log.warning(
             "task_refused_unapproved",
             task=status.task,

@@ -81,6 +81,8 @@ class PolicySet:
         # refusal carries the request id of its REJECTED record.
         self._withheld: dict[str, Callable[[], PolicyError]] = {}
         self.routes_refused: Callable[[], PolicyError] | None = None
+        # The withheld routing table: what it would route is refused, naming its version.
+        self.withheld_routes: RouteTable | None = None
 
     @classmethod
     def load(cls, policy_dir: Path, catalog: Catalog, *, today: date | None = None) -> PolicySet:
@@ -125,6 +127,8 @@ class PolicySet:
         # A task is a name: a list or a dict a caller passed is an unknown task, recorded so,
         # not a TypeError from the lookup.
         entry = self._entries.get(task) if isinstance(task, str) else None
+        if entry is None and task == ROUTES_TASK and self.routes_refused is not None:
+            raise self.routes_refused()  # a request the withheld table would have routed
         if entry is None:
             raise UnknownTask(task, self.tasks())
         if entry.policy is None:
@@ -144,6 +148,7 @@ class PolicySet:
         """Refuse ``task`` (each request gets ``refusal()``) while the other tasks serve;
         :data:`ROUTES_TASK` withholds the routing table, so no route answers."""
         if task == ROUTES_TASK:
+            self.withheld_routes = self.routes or self.withheld_routes
             self.routes, self.routes_refused = None, refusal
         else:
             self._withheld[task] = refusal

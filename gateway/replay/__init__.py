@@ -25,6 +25,7 @@ from gateway.replay._model import (
     TaskSummary,
     VerdictCell,
     identical_means,
+    versions_line,
 )
 from gateway.replay._recorded import Selection, selection_text
 from gateway.replay._runner import PreparedRun, Replayer
@@ -57,5 +58,6 @@ __all__ = [
     "json_changes",
     "render_html",
     "selection_text",
+    "versions_line",
     "write_html",
 ]

@@ -31,10 +31,15 @@ def compare_answers(
     sent: Sent,
     asked: str | None,
     signature: SignatureCheck | None = None,
+    *,
+    policy: Policy | None = None,
 ) -> dict[str, Any]:
     """``asked``: the model the replay sent to (priced as the one that answered unless
     the answer names another). ``signature``: the read path's record-signature check; the
-    recorded answer is shown only once its record checks out, as everywhere it is shown."""
+    recorded answer is shown only once its record checks out, as everywhere it is shown.
+    ``policy``: the one the new answer was asked under (a migration's or a candidate's),
+    whose schema and verdict it is checked by; the recorded policy by default."""
+    replayed_policy = policy if policy is not None else recorded.policy
     if isinstance(sent, Failed):
         return {"outcome": Outcome.FAILED, "reason": str(sent.error or "no answer")}
     new_text = response_text(sent.reply.response)
@@ -64,10 +69,9 @@ def compare_answers(
         }
     old_text = response_text(old)
     compared = compare_text(old_text, new_text)
-    key = verdict_key(recorded.policy)
     verdicts = {
-        "recorded_verdict": verdict_of(key, old_text),
-        "replayed_verdict": verdict_of(key, new_text),
+        "recorded_verdict": verdict_of(verdict_key(recorded.policy), old_text),
+        "replayed_verdict": verdict_of(verdict_key(replayed_policy), new_text),
     }
     outcome = recorded.response.data if recorded.response is not None else {}
     result: dict[str, Any] = {
@@ -85,8 +89,7 @@ def compare_answers(
         "replayed_answer": replayed,
         **verdicts,
     }
-    policy = recorded.policy
-    failed_check = _production_check(policy, new_text)
+    failed_check = _production_check(replayed_policy, new_text)
     if failed_check is not None:
         result["outcome"], result["reason"] = Outcome.INVALID, failed_check
     old_verdict, new_verdict = verdicts["recorded_verdict"], verdicts["replayed_verdict"]
@@ -99,7 +102,8 @@ def compare_answers(
             f"verdict flipped: {old_verdict} -> {new_verdict} (the texts' character "
             f"similarity is {compared.similarity:.2f}).",
         )
-    if policy is not None and policy.output.format == "json" and not compared.identical:
+    json_task = replayed_policy is not None and replayed_policy.output.format == "json"
+    if json_task and not compared.identical:
         before = check_json_output(old_text, None)
         after = check_json_output(new_text, None)
         if before.ok and after.ok:

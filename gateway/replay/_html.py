@@ -21,11 +21,11 @@ from gateway.replay._model import (
     SIMILARITY_MEANS,
     Counted,
     FieldChange,
-    Mode,
     ReplayReport,
     RequestReplay,
     TaskSummary,
     identical_means,
+    versions_line,
 )
 
 _CSS = """
@@ -57,7 +57,7 @@ def write_html(
     """Write the report to ``out``; ``rows()`` gives the run's rows, and is called once per
     part that lists them (a spool on disk: the rows are never all in memory)."""
     s = report.summary
-    migration = s.mode in (Mode.MODEL, Mode.MODEL_LIVE)
+    migration = s.mode.replans
     counts = "".join(
         f"<tr><th class='{escape(k)}'>{escape(k)}</th><td>{v}</td></tr>"
         for k, v in s.counts.items()
@@ -71,6 +71,9 @@ def write_html(
         context += (
             f"<p class='context' id='selection'>Selection: {escape(report.context.selection)}.</p>"
         )
+    if report.candidate is not None:
+        versions = versions_line(report.candidate_versions)
+        context += f"<p class='context' id='candidate'>Candidate policies: {escape(versions)}.</p>"
     if report.spend_text() is not None:
         context += f"<p class='context' id='spend'>{escape(str(report.spend_text()))}.</p>"
     by_task = report.by_task()
@@ -96,7 +99,7 @@ def write_html(
     out.write("</table>")
     # A migration's findings and reasons are the same for every request of a task: they are
     # said once per task, with a count, rather than once per request.
-    if s.mode is not Mode.MODEL:
+    if s.mode.sends or not migration:
         for r in rows():
             out.write(_section(r, findings=not migration))
     out.write("</body></html>\n")
@@ -122,6 +125,7 @@ def _by_task(tasks: tuple[TaskSummary, ...]) -> str:
             + _counted("Review findings on the new model", t.findings)
             + _counted("Reasons", t.reasons)
             + _counted("Request changes besides the model id", t.request_changes)
+            + _counted("Policy versions (recorded -> replayed)", t.policy_versions)
             + (_live_totals(t.live) if t.live is not None else "")
         )
     parts.append("</section>")
@@ -133,7 +137,7 @@ def _overview_row(r: RequestReplay, *, reason: bool = True) -> str:
     model = r.target_model or r.model_id or ""
     request = (
         escape(r.request_id)
-        if r.mode is Mode.MODEL
+        if r.mode.replans and not r.mode.sends
         else f"<a href='#{escape(r.request_id)}'>{escape(r.request_id)}</a>"
     )
     reason_cell = f"<td>{escape(r.reason or '')}</td>" if reason else ""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from gateway.catalog import ModelInfo
 from gateway.errors import GatewayError, PolicyLoadError
 from gateway.policy import ModelTarget, Plan, Policy, plan_request
 from gateway.policy.rules import Subject, check
@@ -24,10 +25,13 @@ from gateway.policy.rules import Subject, check
 
 @dataclass(frozen=True)
 class Migration:
-    policy: Policy  # the recorded policy pinned to the target (its own fingerprint)
+    # The policy replayed: the recorded (or candidate) one pinned to the target, with its own
+    # fingerprint; None when a candidate folder has none for the task.
+    policy: Policy | None
     plan: Plan | None
     findings: tuple[str, ...]
     refusal: str | None
+    reached: ModelInfo | None = None  # with a plan: the model on the transport it goes over
 
 
 def plan_migration(
@@ -58,4 +62,4 @@ def plan_migration(
         return Migration(moved, None, findings or refused, refusal=exc.message)
     except GatewayError as exc:  # an override or input the new model's limits refuse
         return Migration(moved, None, findings, refusal=str(exc))
-    return Migration(moved, plan, findings, refusal=None)
+    return Migration(moved, plan, findings, refusal=None, reached=target.reached)

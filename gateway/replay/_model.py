@@ -24,6 +24,18 @@ class Mode(StrEnum):
     LIVE = "live"  # re-send the recorded wire body; a report
     MODEL = "model"  # re-plan under another model; what it would refuse or change
     MODEL_LIVE = "model-live"  # re-plan under another model, send it, diff the answer
+    POLICIES = "policies"  # re-plan under a candidate policy folder (--policies DIR)
+    POLICIES_LIVE = "policies-live"  # ... send it, diff the answer
+
+    @property
+    def replans(self) -> bool:
+        """Re-plans each request (another model or candidate policies): a migration report."""
+        return self in (Mode.MODEL, Mode.MODEL_LIVE, Mode.POLICIES, Mode.POLICIES_LIVE)
+
+    @property
+    def sends(self) -> bool:
+        """Sends requests upstream (a live run)."""
+        return self in (Mode.LIVE, Mode.MODEL_LIVE, Mode.POLICIES_LIVE)
 
 
 class Outcome(StrEnum):
@@ -97,6 +109,10 @@ class RequestReplay(_Frozen):
     # --live, for a task whose answers carry a verdict (gateway.replay._verdicts): each side's.
     recorded_verdict: str | None = None
     replayed_verdict: str | None = None
+    # The policy version (fingerprint) each side used: the one the request was recorded
+    # under, and the one it was replayed under (a migration's or a candidate folder's).
+    recorded_policy: str | None = None
+    replayed_policy: str | None = None
 
     @property
     def flipped(self) -> bool:
@@ -182,6 +198,9 @@ class TaskSummary(_Frozen):
     live: LiveTotals | None = None  # --live: the answer pairs' similarity, latency and cost
     # --live, a task whose answers carry a verdict: recorded x replayed verdict counts.
     verdicts: tuple[VerdictCell, ...] = ()
+    # Which policy version each side used: "recorded FP -> replayed FP" (each fingerprint's
+    # first 12 hex digits, the same on both sides when unchanged), with how many requests.
+    policy_versions: tuple[Counted, ...] = ()
 
     @property
     def flips(self) -> int:
@@ -205,7 +224,7 @@ ANSWER_SAME_MEANS = (
 
 def identical_means(mode: Mode) -> str:
     """The sentence a migration report shows beside its outcome counts."""
-    return ANSWER_SAME_MEANS if mode is Mode.MODEL_LIVE else UNCHANGED_MEANS
+    return ANSWER_SAME_MEANS if mode.replans and mode.sends else UNCHANGED_MEANS
 
 
 # What the similarity figure is, said wherever answers are compared side by side.
@@ -236,6 +255,10 @@ class ReplayReport(_Frozen):
     target: str | None = None
     # Per task, tallied as the run went (a run that streams its rows keeps none).
     tasks: tuple[TaskSummary, ...] = ()
+    # --policies DIR: the candidate folder, and each task's version (fingerprint) in it
+    # (None: that task's file does not load).
+    candidate: str | None = None
+    candidate_versions: dict[str, str | None] = Field(default_factory=dict)
 
     def spend_text(self) -> str | None:
         """What the run's live calls cost, from their recorded usage at the catalog's prices
@@ -267,6 +290,9 @@ class ReplayReport(_Frozen):
     def title(self) -> str:
         """``Replay report: MODE`` and the model it is about."""
         mode = self.summary.mode
+        if mode in (Mode.POLICIES, Mode.POLICIES_LIVE):
+            on = f" on {self.target_model}" if self.target_model else ""
+            return f"Replay report: {mode.value}: under candidate policies {self.candidate!r}{on}"
         if mode in (Mode.MODEL, Mode.MODEL_LIVE):
             target = self.target_model or "another model"
             return f"Replay report: {mode.value}: migration to {target}"
@@ -298,6 +324,7 @@ class _Task:
         self.live = LiveTally()
         self.verdicts: Counter[tuple[str, str]] = Counter()
         self.flipped: dict[tuple[str, str], list[str]] = {}
+        self.versions: Counter[str] = Counter()
 
 
 class TaskTally:
@@ -315,6 +342,8 @@ class TaskTally:
         if row.reason and not (row.outcome is Outcome.REFUSED and row.findings):
             task.reasons[row.reason] += 1
         task.changes.update(f"{c.path} {c.change}" for c in row.request_changes)
+        if row.mode.replans and row.recorded_policy and row.replayed_policy:
+            task.versions[f"{short(row.recorded_policy)} -> {short(row.replayed_policy)}"] += 1
         if row.recorded_answer is not None and row.replayed_answer is not None:
             task.live.add(row.recorded_answer, row.replayed_answer, row.similarity)
         if row.recorded_verdict is not None and row.replayed_verdict is not None:
@@ -332,6 +361,7 @@ class TaskTally:
                 findings=_counted(t.findings),
                 reasons=_counted(t.reasons),
                 request_changes=_counted(t.changes),
+                policy_versions=_counted(t.versions),
                 live=t.live.totals(),
                 verdicts=tuple(
                     VerdictCell(
@@ -351,3 +381,13 @@ def summarise(mode: Mode, run_id: str, outcomes: Counter[Outcome]) -> Summary:
     """``outcomes``: how many rows had each outcome."""
     counts = {o.value: outcomes[o] for o in SUMMARY_ORDER if o in ALWAYS_SHOWN or outcomes[o]}
     return Summary(mode=mode, run_id=run_id, counts=counts, total=sum(outcomes.values()))
+
+
+def short(fingerprint: str) -> str:
+    """A fingerprint as reports show it: ``sha256:`` and its first 12 hex digits."""
+    return fingerprint[:19]
+
+
+def versions_line(versions: dict[str, str | None]) -> str:
+    """A candidate folder's task versions in one line (each fingerprint shortened)."""
+    return ", ".join(f"{t} {short(fp) if fp else '(does not load)'}" for t, fp in versions.items())

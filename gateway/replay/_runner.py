@@ -19,23 +19,23 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
-from audit import AuditStore, EventDraft, EventKind, StoredEvent
-from gateway._attachment_payloads import stored_payloads
-from gateway._inputs import EXPERIMENT_CALLER
-from gateway._keys import GATEWAY_VERSION, request_hash_for
+from audit import AuditStore, EventDraft, EventKind
+from gateway._keys import request_hash_for
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
-from gateway.policy import ModelTarget, Policy, parse_model_target
+from gateway.policy import ModelTarget, parse_model_target
 from gateway.providers.registry import Providers
 from gateway.replay._access import answer_read
+from gateway.replay._candidate import Candidate, plan_candidate, reached_model
 from gateway.replay._compare import compare_answers
 from gateway.replay._diff import json_changes
 from gateway.replay._loading import RecordedSet, load_selection
-from gateway.replay._migration import plan_migration
+from gateway.replay._migration import Migration, plan_migration
 from gateway.replay._model import (
     FieldChange,
     Mode,
@@ -52,8 +52,9 @@ from gateway.replay._recorded import (
     recorded_user_id,
     request_body,
 )
+from gateway.replay._recording import Call, Row, event_caller, keep_sent, outcome_event, send
 from gateway.replay._verify import verify_request
-from gateway.request import CallLabels, Intent, Recorder, Replied, Sent
+from gateway.request import Recorder, Replied, Sent
 from gateway.settings import Settings
 
 Progress = Callable[[RequestReplay], None]
@@ -68,41 +69,13 @@ class PreparedRun:
     requests: RecordedSet
     experiments_left_out: int = 0  # experiment requests the filters matched and left out
     include_failed: bool = False  # live: also re-send requests whose original call failed
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One live send of a replay: where it is recorded and what goes on the wire."""
-
-    run_id: str
-    mode: Mode
-    recorded: Recorded
-    target: str | None
-    provider: str
-    api_version: str
-    policy: Policy | None
-    request_hash: str | None
-
-
-@dataclass
-class _Row:
-    """A result being built, plus what its REPLAY event records beyond the row."""
-
-    fields: dict[str, Any]
-    policy: Policy | None = None
-    request_hash: str | None = None
-    payloads: dict[str, bytes] = field(default_factory=dict)
-    attempts: int = 0
-    intent_seq: int | None = None
-    # A live send's answer: the usage billed and the model that answered (audit usage sums it)
-    billed: dict[str, Any] = field(default_factory=dict)
+    candidate: Candidate | None = None  # --policies DIR: the proposed policy folder
 
 
 def _failed_original(prepared: PreparedRun, recorded: Recorded) -> bool:
     """A live run leaves out a request that reached the provider and got no answer."""
-    live = prepared.mode in (Mode.LIVE, Mode.MODEL_LIVE)
     return (
-        live
+        prepared.mode.sends
         and not prepared.include_failed
         and recorded.request is not None
         and recorded.response is None
@@ -135,16 +108,26 @@ class Replayer:
     # -- validation: nothing is written before this has passed ---------------------------------
 
     def prepare(
-        self, selection: Selection, *, live: bool = False, model: str | None = None
+        self,
+        selection: Selection,
+        *,
+        live: bool = False,
+        model: str | None = None,
+        policies: Path | None = None,
     ) -> PreparedRun:
+        """``policies``: a candidate policy folder to replay under (``--policies DIR``)."""
         target = self._target(model, live=live) if model is not None else None
+        candidate = None
+        if policies is not None:
+            candidate = Candidate.load(policies, self.catalog, today=self.today)
         requests = load_selection(self.store, selection)
-        mode = (
-            (Mode.MODEL_LIVE if live else Mode.MODEL)
-            if target is not None
-            else (Mode.LIVE if live else Mode.VERIFY)
-        )
-        for name in self._providers_needed(mode, target, requests):
+        if candidate is not None:
+            mode = Mode.POLICIES_LIVE if live else Mode.POLICIES
+        elif target is not None:
+            mode = Mode.MODEL_LIVE if live else Mode.MODEL
+        else:
+            mode = Mode.LIVE if live else Mode.VERIFY
+        for name in self._providers_needed(mode, target, requests, candidate):
             self.providers.get(name)  # a missing key stops here, before anything is recorded
         return PreparedRun(
             mode=mode,
@@ -152,6 +135,7 @@ class Replayer:
             requests=requests,
             experiments_left_out=experiments_left_out(self.store, selection),
             include_failed=selection.include_failed,
+            candidate=candidate,
         )
 
     def _target(self, text: str, *, live: bool) -> ModelTarget:
@@ -175,11 +159,23 @@ class Replayer:
         return target
 
     def _providers_needed(
-        self, mode: Mode, target: ModelTarget | None, requests: RecordedSet
+        self,
+        mode: Mode,
+        target: ModelTarget | None,
+        requests: RecordedSet,
+        candidate: Candidate | None,
     ) -> set[str]:
         """The providers this run will call, so that one that cannot be built (no API key)
         stops the run before anything is recorded."""
-        if mode is Mode.MODEL_LIVE:
+        if mode is Mode.POLICIES_LIVE and target is None and candidate is not None:
+            needed = set()
+            for r in requests:
+                policy = candidate.policy(r.first.task)
+                if r.request is not None and not isinstance(policy, str):
+                    reached = reached_model(policy, self.catalog, r.model_id)
+                    needed |= set() if isinstance(reached, str) else {reached.provider}
+            return needed
+        if mode in (Mode.MODEL_LIVE, Mode.POLICIES_LIVE):
             return {target.reached.provider} if target is not None and requests else set()
         if mode is Mode.LIVE:
             return {
@@ -205,7 +201,7 @@ class Replayer:
         # Verify and --model runs send nothing upstream, so nothing must be on the log before
         # their outcome: those are appended BATCH at a time (a row is reported once its event
         # is committed). A live send's outcome is committed on its own, right after the call.
-        batch = BATCH if prepared.mode in (Mode.VERIFY, Mode.MODEL) else 1
+        batch = 1 if prepared.mode.sends else BATCH
         # Each row with the events that record it: its REPLAY outcome first, then the ACCESS
         # of the recorded answer it shows, if it shows one (committed before it is reported).
         pending: list[tuple[RequestReplay, list[EventDraft]]] = []
@@ -231,10 +227,14 @@ class Replayer:
                 failed_left_out += 1
                 continue
             built = self._replay_one(run_id, prepared, recorded)
-            row, draft = self._outcome(run_id, prepared, recorded, built)
+            caller = event_caller(self.operator, recorded.first)
+            target = prepared.target.label if prepared.target else None
+            row, draft = outcome_event(
+                run_id, prepared.mode, target, recorded, built, caller=caller
+            )
             read = None
             if row.recorded_answer is not None:
-                read = answer_read(run_id, recorded, reader=self._event_caller(recorded.first))
+                read = answer_read(run_id, recorded, reader=caller)
             pending.append((row, [draft] if read is None else [draft, read]))
             if len(pending) >= batch:
                 flush()
@@ -248,19 +248,21 @@ class Replayer:
             recorded_models=tuple(sorted(models)),
             target=prepared.target.label if prepared.target else None,
             tasks=tasks.summaries(),
+            candidate=str(prepared.candidate.folder) if prepared.candidate else None,
+            candidate_versions=prepared.candidate.versions() if prepared.candidate else {},
         )
 
-    def _replay_one(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> _Row:
+    def _replay_one(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> Row:
         # Verify's checks are offline (re-plan, hashes, bodies, digests), so they run on a
         # record of provider-run tools too; only re-sending it depends on the outside world.
         verifiable = prepared.mode is Mode.VERIFY and recorded.checkable
         erasure = next((e for e in recorded.events if e.kind is EventKind.ERASURE), None)
         if erasure is not None:  # counted apart from failures: audit verify checks the erasure
             reason = f"content erased by policy (event seq {erasure.seq})"
-            return _Row({"outcome": Outcome.ERASED, "reason": reason})
+            return Row({"outcome": Outcome.ERASED, "reason": reason})
         if recorded.skip is not None and not verifiable:
-            return _Row({"outcome": Outcome.SKIPPED, "reason": recorded.skip})
-        row = _Row({}, policy=recorded.policy)
+            return Row({"outcome": Outcome.SKIPPED, "reason": recorded.skip})
+        row = Row({}, policy=recorded.policy)
         row.request_hash = recorded.request.request_hash if recorded.request else None
         if prepared.mode is Mode.VERIFY:
             checks = verify_request(self.store, self.catalog, recorded, self._verify_models)
@@ -273,10 +275,7 @@ class Replayer:
             return row
         if prepared.mode is Mode.LIVE:
             return self._live(run_id, recorded, row)
-        assert prepared.target is not None
-        return self._migrate(
-            run_id, recorded, prepared.target, live=prepared.mode is Mode.MODEL_LIVE
-        )
+        return self._migrate(run_id, prepared, recorded)
 
     def _retired_reason(self, recorded: Recorded) -> str | None:
         model_id = recorded.model_id
@@ -291,7 +290,7 @@ class Replayer:
             )
         return None
 
-    def _live(self, run_id: str, recorded: Recorded, row: _Row) -> _Row:
+    def _live(self, run_id: str, recorded: Recorded, row: Row) -> Row:
         request = recorded.request
         assert request is not None
         retired = self._retired_reason(recorded)
@@ -302,7 +301,7 @@ class Replayer:
                 "reason": retired or "the recorded request body is not readable.",
             }
             return row
-        call = _Call(
+        call = Call(
             run_id=run_id,
             mode=Mode.LIVE,
             recorded=recorded,
@@ -320,28 +319,49 @@ class Replayer:
             current = self.providers.model_version(call.provider, str(request.data.get("model_id")))
             if current != request.data.get("model_version"):
                 row.fields["reason"] = "the model's version changed since the recording."
-        self._keep_sent(row, sent)
+        keep_sent(row, sent)
         return row
 
-    def _migrate(self, run_id: str, recorded: Recorded, target: ModelTarget, *, live: bool) -> _Row:
+    def _plan(self, prepared: PreparedRun, recorded: Recorded, body: dict[str, Any]) -> Migration:
+        """The request re-planned for the --model target, or under the candidate folder."""
         request = recorded.request
         assert request is not None and recorded.policy is not None
-        body = request_body(self.store, recorded) or {}
-        migration = plan_migration(
+        messages, requested = body.get("messages"), request.data.get("requested") or {}
+        if prepared.candidate is not None:
+            return plan_candidate(
+                prepared.candidate,
+                self.catalog,
+                task=recorded.first.task,
+                recorded_model=recorded.model_id,
+                messages=messages,
+                requested=requested,
+                target=prepared.target,
+                caller=request.caller,
+                user_id=recorded_user_id(body),
+                today=self.today,
+                region_of=self.providers.region if prepared.mode.sends else None,
+            )
+        assert prepared.target is not None
+        return plan_migration(
             recorded.policy,
-            target,
-            body.get("messages"),
-            request.data.get("requested") or {},
+            prepared.target,
+            messages,
+            requested,
             caller=request.caller,
             user_id=recorded_user_id(body),
             today=self.today,
         )
-        row = _Row({"findings": migration.findings}, policy=migration.policy)
-        if migration.plan is None:
+
+    def _migrate(self, run_id: str, prepared: PreparedRun, recorded: Recorded) -> Row:
+        request = recorded.request
+        assert request is not None
+        body = request_body(self.store, recorded) or {}
+        migration = self._plan(prepared, recorded, body)
+        row = Row({"findings": migration.findings}, policy=migration.policy)
+        plan, reached = migration.plan, migration.reached
+        if plan is None or reached is None or migration.policy is None:
             row.fields.update(outcome=Outcome.REFUSED, reason=migration.refusal)
             return row
-        plan = migration.plan
-        reached = target.reached  # the id, provider and API version on its transport
         version = self.providers.model_version(reached.provider, reached.id)
         row.request_hash = request_hash_for(plan, version)
         # Streamed or not is how the answer was delivered, not what was asked: a streamed
@@ -358,14 +378,14 @@ class Replayer:
                 ),
             )
         row.fields["request_changes"] = tuple(changes)
-        if not live:
+        if not prepared.mode.sends:
             row.fields["outcome"] = Outcome.DIFFERING if changes else Outcome.IDENTICAL
             if changes:
                 row.fields["reason"] = f"{len(changes)} change(s) to the request besides the model"
             return row
-        call = _Call(
+        call = Call(
             run_id=run_id,
-            mode=Mode.MODEL_LIVE,
+            mode=prepared.mode,
             recorded=recorded,
             target=reached.id,
             provider=reached.provider,
@@ -376,120 +396,18 @@ class Replayer:
         sent = self._send(call, plan.body, row)
         row.fields.update(
             compare_answers(
-                self.store, self.catalog, recorded, sent, reached.id, self.recorder.signature
+                self.store,
+                self.catalog,
+                recorded,
+                sent,
+                reached.id,
+                self.recorder.signature,
+                policy=migration.policy,
             )
         )
-        self._keep_sent(row, sent)
+        keep_sent(row, sent)
         return row
 
-    def _event_caller(self, first: StoredEvent) -> str | None:
-        """Who a replay event is recorded under: the operator, else the replayed request's
-        caller, but never the experiment caller (the replay's own record must stay listed)."""
-        if self.operator is not None:
-            return self.operator
-        return first.caller if first.caller != EXPERIMENT_CALLER else None
-
-    def _send(self, call: _Call, body: dict[str, Any], row: _Row) -> Sent:
-        """Record the intent (exact wire bytes), then send, recording each failed attempt."""
-        first = call.recorded.first
-        policy = call.policy
-        new_policy = policy is not None and policy.fingerprint != first.policy_fingerprint
-        labels = CallLabels(
-            request_id=call.run_id,
-            task=first.task,
-            caller=self._event_caller(first),
-            policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
-            request_hash=call.request_hash,
-            attempt_context={"original_request_id": call.recorded.request_id},
-        )
-        intent = Intent(
-            EventKind.REPLAY,
-            {
-                "phase": "intent",
-                "mode": call.mode.value,
-                "original_request_id": call.recorded.request_id,
-                "original_seq": first.seq,
-                "original_caller": first.caller,
-                "target_model": call.target,
-                "provider": call.provider,
-                "api_version": call.api_version,
-                "gateway_version": GATEWAY_VERSION,
-            },
-            policy_content=policy.content() if policy is not None and new_policy else None,
-        )
-        sent = self.recorder.send(
-            labels,
-            self.providers.get(call.provider),
-            body,
-            api_version=call.api_version,
-            intent=intent,
-        )
-        row.intent_seq = sent.intent_seq
-        return sent
-
-    @staticmethod
-    def _keep_sent(row: _Row, sent: Sent) -> None:
-        if isinstance(sent, Replied):
-            row.attempts = sent.reply.attempts
-            response = sent.reply.response
-            row.billed = {"usage": response.get("usage") or {}, "model": response.get("model")}
-            row.payloads = {
-                **stored_payloads("request_body", sent.reply.request_bytes),
-                "response_body": sent.reply.response_bytes,
-            }
-        else:
-            row.attempts = sent.error.attempts
-
-    # -- recording -----------------------------------------------------------------------------
-
-    def _outcome(
-        self, run_id: str, prepared: PreparedRun, recorded: Recorded, built: _Row
-    ) -> tuple[RequestReplay, EventDraft]:
-        """The row and the REPLAY event that records it."""
-        first = recorded.first
-        target = prepared.target.label if prepared.target else None
-        row = RequestReplay(
-            request_id=recorded.request_id,
-            seq=first.seq,
-            task=first.task,
-            caller=first.caller,
-            model_id=recorded.model_id,
-            target_model=target,
-            mode=prepared.mode,
-            **built.fields,
-        )
-        policy = built.policy
-        new_policy = policy is not None and policy.fingerprint != first.policy_fingerprint
-        data = {
-            "phase": "outcome",
-            "intent_seq": built.intent_seq,
-            "mode": prepared.mode.value,
-            "original_request_id": recorded.request_id,
-            "original_seq": first.seq,
-            "original_caller": first.caller,
-            "outcome": row.outcome.value,
-            "reason": row.reason,
-            "target_model": target,
-            "checks": [{"name": c.name, "ok": c.ok} for c in row.checks],
-            "findings": len(row.findings),
-            "request_changes": len(row.request_changes),
-            "similarity": row.similarity,
-            "json_changes": len(row.json_changes),
-            "attempts": built.attempts,
-            "gateway_version": GATEWAY_VERSION,
-            **built.billed,
-        }
-        labels = CallLabels(
-            request_id=run_id,
-            task=first.task,
-            caller=self._event_caller(first),
-            policy_fingerprint=policy.fingerprint if policy else first.policy_fingerprint,
-            request_hash=built.request_hash,
-        )
-        draft = labels.draft(
-            EventKind.REPLAY,
-            data,
-            payloads=built.payloads,
-            policy_content=policy.content() if policy is not None and new_policy else None,
-        )
-        return row, draft
+    def _send(self, call: Call, body: dict[str, Any], row: Row) -> Sent:
+        caller = event_caller(self.operator, call.recorded.first)
+        return send(self.recorder, self.providers, call, body, row, caller=caller)

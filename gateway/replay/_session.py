@@ -11,6 +11,7 @@ audit-store failure is translated by the recorder, never passed through.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import TracebackType
 
 from gateway._inputs import EXPERIMENT_CALLER, check_name
@@ -60,10 +61,18 @@ class ReplaySession:
         return cls(recorder, catalog, providers or Providers(settings), operator=operator)
 
     def prepare(
-        self, selection: Selection, *, live: bool = False, model: str | None = None
+        self,
+        selection: Selection,
+        *,
+        live: bool = False,
+        model: str | None = None,
+        policies: Path | None = None,
     ) -> PreparedRun:
-        """Validate the whole run; raises before anything is recorded."""
-        return audit_call(self.replayer.prepare, selection, live=live, model=model)
+        """Validate the whole run; raises before anything is recorded. ``policies``: a
+        candidate policy folder to replay under."""
+        return audit_call(
+            self.replayer.prepare, selection, live=live, model=model, policies=policies
+        )
 
     def run(
         self, prepared: PreparedRun, progress: Progress | None = None, *, keep_rows: bool = True

@@ -30,6 +30,7 @@ from gateway.errors import (
     GatewayError,
     InputError,
     OutputValidationError,
+    PolicyNotApproved,
     UpstreamError,
 )
 from gateway.policy import Plan, Policy
@@ -79,11 +80,15 @@ class CallRecords:
             # A refusal recorded under the reserved name would be left out of `audit list`
             # like an experiment sample: the attempt is listed, the claimed name kept in data.
             shown_caller, claimed = None, EXPERIMENT_CALLER
+        fingerprint = policy.fingerprint if policy else None
+        content: dict[str, Any] | None = None
+        if policy is None and isinstance(error, PolicyNotApproved) and error.content:
+            fingerprint, content = error.fingerprint, error.content  # the routing table's
         labels = CallLabels(
             request_id=request_id,
             task=safe_label(task),
             caller=shown_caller,
-            policy_fingerprint=policy.fingerprint if policy else None,
+            policy_fingerprint=fingerprint,
             request_hash=None,
         )
         self.recorder.append(
@@ -98,6 +103,7 @@ class CallRecords:
                     **({"claimed_caller": claimed} if claimed else {}),
                 },
                 policy_canonical=self.policy_bytes(policy) if policy else None,
+                policy_content=content,
             )
         )
         log.info(

@@ -9,7 +9,10 @@ most specific route naming the key's caller for that model (``routes.toml``); th
 default task (``gateway keys create --task``); the most specific route for any caller (``*``,
 the shipped catch-all among them). A ``model`` none of these answers goes to the gateway
 as a task name, which refuses it (a REJECTED record) as an unknown task; :func:`unrouted`
-turns that refusal into a 404 naming what this caller may ask for.
+turns that refusal into a 404 naming what this caller may ask for. A ``model`` only a
+withheld (unapproved) routing table would route goes to the gateway as the task
+``routes``, which refuses it as the table's PolicyNotApproved: its REJECTED record names the
+table's version (fingerprint) and stores it, as a withheld task's does.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 from gateway.callers import CallerKey
 from gateway.errors import UnknownTask
-from gateway.policy import ANY, PolicySet
+from gateway.policy import ANY, ROUTES_TASK, PolicySet
 from gateway.server._errors import ApiError
 
 __all__ = ["TASK_HEADER", "ChosenTask", "choose_task", "unrouted"]
@@ -37,6 +40,8 @@ class ChosenTask:
     def overrides(self, policies: PolicySet) -> dict[str, str]:
         """The ``model`` override that makes the asked model answer, when the task's policy
         lists it among its ``[model] choices``; otherwise the task's pinned model answers."""
+        if self.task == ROUTES_TASK and self.model is not None:
+            return {"model": self.model}  # recorded with the table's refusal: what was asked
         entry = policies.entry(self.task) if self.task else None
         policy = entry.policy if entry is not None else None
         if self.model is None or policy is None or self.model not in policy.model.allowed[1:]:
@@ -63,6 +68,9 @@ def choose_task(
         return ChosenTask(key.task, model=asked)
     if route is not None:
         return ChosenTask(route.task, model=asked)
+    withheld = policies.withheld_routes if policies.routes_refused is not None else None
+    if withheld is not None and withheld.route(key.caller, asked) is not None:
+        return ChosenTask(ROUTES_TASK, model=asked)  # refused, naming the table's version
     return ChosenTask(asked, unmatched=True)
 
 

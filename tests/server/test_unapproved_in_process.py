@@ -15,7 +15,9 @@ from click.testing import CliRunner
 
 from audit import AuditStore, EventKind
 from gateway.callers import CallerKeys
+from gateway.catalog import Catalog
 from gateway.cli import main
+from gateway.policy import PolicySet
 from gateway.settings import Settings
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import SHIPPED, UPSTREAM_KEY
@@ -80,7 +82,20 @@ def test_the_unapproved_task_is_refused_and_the_others_answer(
     assert answered.content[0].text == "Ideas."  # type: ignore[union-attr]
 
 
-def test_the_unapproved_routing_table_routes_nothing(client: anthropic.Anthropic) -> None:
+def test_the_unapproved_routing_table_routes_nothing(
+    settings: Settings, client: anthropic.Anthropic
+) -> None:
     with pytest.raises(anthropic.PermissionDeniedError) as refused:
         client.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=PROMPT)
     assert "the routing table (routes.toml) is refused" in str(refused.value)
+    # Its record names the table's version, and the log holds it, as a refused task's does.
+    table = PolicySet.load(settings.policy_dir, Catalog.load()).routes
+    assert table is not None
+    with AuditStore.open(settings.database_url, "os", create=False) as store:
+        rejected = list(store.iter_events(kind=EventKind.REJECTED))[-1]
+        stored = store.policy_content(table.fingerprint)
+    assert (rejected.task, rejected.caller) == ("routes", "payments-svc")
+    assert rejected.data["error"] == "PolicyNotApproved"
+    assert rejected.policy_fingerprint == table.fingerprint
+    assert table.fingerprint in rejected.data["reason"]
+    assert stored == table.content()
