@@ -85,6 +85,11 @@ class IssuedKey:
     key: str = ""
     seq: int = 0
     task: str | None = None
+    # Whether the servers' record keys could be compared with the one that signed it: False
+    # on a log with no request yet (nothing says which keys the servers sign with), or when
+    # the caller said they trust it (--signer-trusted).
+    signer_checked: bool = True
+    signed_by: str | None = None  # the record key that signed its CALLER_KEY event
 
     def __repr__(self) -> str:  # the key never reaches a log line or a traceback
         return f"IssuedKey(key_id={self.key_id!r}, caller={self.caller!r}, seq={self.seq})"
@@ -96,6 +101,11 @@ class CallerKeys:
     def __init__(self, recorder: Recorder, *, signer_key_id: str | None = None) -> None:
         self._recorder = recorder
         self._signer_key_id = signer_key_id  # the record key this process signs with
+
+    @property
+    def signer_key_id(self) -> str | None:
+        """The record key this process signs key events with (None: not configured yet)."""
+        return self._signer_key_id
 
     @classmethod
     def open(cls, settings: Settings, *, create: bool = True) -> CallerKeys:
@@ -128,8 +138,7 @@ class CallerKeys:
         if name is None:
             raise InputError("a caller key needs a caller name.", hint="Pass --caller NAME.")
         task = check_name(task, "task", example="general_assistant")
-        if not signer_trusted:
-            self._check_signer()
+        checked = False if signer_trusted else self._check_signer()
         key_id = "key_" + secrets.token_hex(8)
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         appended = self._recorder.append(
@@ -147,14 +156,23 @@ class CallerKeys:
             )
         )
         log.info("caller_key_created", key_id=key_id, caller=name, seq=appended.seq)
-        return IssuedKey(key_id=key_id, caller=name, key=key, seq=appended.seq, task=task)
+        return IssuedKey(
+            key_id=key_id,
+            caller=name,
+            key=key,
+            seq=appended.seq,
+            task=task,
+            signer_checked=checked,
+            signed_by=signer.key_id if (signer := self._recorder.store.signer) else None,
+        )
 
-    def _check_signer(self) -> None:
+    def _check_signer(self) -> bool:
         """A server accepts a caller key only when it trusts the record key that signed its
         CALLER_KEY event; one signed by a key it does not trust is a 401 for every request
         (the cause only in the server's log). The servers' keys are the ones that signed the
         log's recent requests: a key outside them is refused here, with the fix. A log with
-        no requests yet says nothing about the servers, and is not checked."""
+        no requests yet says nothing about the servers: False, not checked (the command
+        says so); True when checked."""
         reads = self._recorder.reads
         head = reads.run(AuditStore.head)[0]
         serving = {
@@ -166,8 +184,10 @@ class CallerKeys:
             )
             if event.key_id
         }
-        if not serving or self._signer_key_id is None or self._signer_key_id in serving:
-            return
+        if not serving or self._signer_key_id is None:
+            return False
+        if self._signer_key_id in serving:
+            return True
         raise ConfigurationError(
             f"this caller key would be signed by the record key {self._signer_key_id}, but the "
             f"servers writing this log sign with {', '.join(sorted(serving))}; a server that "

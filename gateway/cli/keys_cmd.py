@@ -62,15 +62,31 @@ def create_command(
                 "key": issued.key,
                 "seq": issued.seq,
                 "task": issued.task,
+                "signed_by": issued.signed_by,
+                "signer_checked": issued.signer_checked,
             }
         )
-        return
-    click.echo(issued.key)
-    default = f", default task {shown(issued.task)}" if issued.task else ""
-    click.echo(
-        f"[key {issued.key_id} for caller {shown(issued.caller)}{default}, recorded at seq "
-        f"{issued.seq}; shown once, store it now]",
-        err=True,
+    else:
+        click.echo(issued.key)
+        default = f", default task {shown(issued.task)}" if issued.task else ""
+        click.echo(
+            f"[key {issued.key_id} for caller {shown(issued.caller)}{default}, recorded at seq "
+            f"{issued.seq}; shown once, store it now]",
+            err=True,
+        )
+    if not issued.signer_checked and not signer_trusted:
+        click.echo(_unchecked_signer_note(issued.signed_by), err=True)
+
+
+def _unchecked_signer_note(signed_by: str | None) -> str:
+    """What `keys create` says when nothing on the log tells which record keys the servers
+    sign with (no request recorded yet): it could not check that they trust this key."""
+    return (
+        f"note: no request is on the record yet, so it cannot be checked that the servers "
+        f"trust the record key that signed this caller key ({signed_by or 'unknown'}); a "
+        "server that does not trust it refuses the key (401) on every request. Make sure "
+        "every server signs with this record key (GATEWAY_RECORD_KEY_FILE) or lists its "
+        "public half in GATEWAY_TRUSTED_KEYS (`gateway keys list` shows the trusted keys)."
     )
 
 
