@@ -30,11 +30,17 @@ from gateway.evidence._auditing import (
     VerifyReport,
     checkpoint_text,
 )
+from gateway.evidence._checkpoint_rotation import (
+    CheckpointEras,
+    CheckpointRotation,
+    rotate_checkpoint_key,
+)
 from gateway.evidence._database import grant_role, schema_status, upgrade_schema
 from gateway.evidence._erasing import Erased, Erasing, ErasureReport, PurgeReport, PurgeRow
 from gateway.evidence._export_verify import ExportVerifyReport, verify_export
 from gateway.evidence._holds import Hold, HoldScope
 from gateway.evidence._integrating import Step, integrate
+from gateway.evidence._key_listing import CheckpointKeyInfo, KeyListing, RecordKeyInfo, key_listing
 from gateway.evidence._key_rotation import KeyRotation, rotate_record_key
 from gateway.evidence._listing import LISTED_STATUSES, fingerprint_prefix, wanted
 from gateway.evidence._pack_record import RecordedPack, record_pack
@@ -68,6 +74,9 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalStatus",
     "Auditing",
+    "CheckpointEras",
+    "CheckpointKeyInfo",
+    "CheckpointRotation",
     "ConsistencyReport",
     "Erased",
     "Erasing",
@@ -78,12 +87,14 @@ __all__ = [
     "GroupBy",
     "Hold",
     "HoldScope",
+    "KeyListing",
     "KeyRotation",
     "PolicyRecords",
     "PolicyVersion",
     "PurgeReport",
     "PurgeRow",
     "ReceiptReport",
+    "RecordKeyInfo",
     "RecordedContent",
     "RecordedPack",
     "RequestSummary",
@@ -106,12 +117,14 @@ __all__ = [
     "fingerprint_prefix",
     "grant_role",
     "integrate",
+    "key_listing",
     "note_verifier_key",
     "pinned_for_start",
     "prove",
     "receipt_text",
     "record_pack",
     "record_refused_tasks",
+    "rotate_checkpoint_key",
     "rotate_record_key",
     "schema_status",
     "sign_approval",
