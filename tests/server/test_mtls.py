@@ -14,6 +14,7 @@ import ipaddress
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx2 as httpx
@@ -30,6 +31,8 @@ pytestmark = pytest.mark.slow  # `gateway serve` as a process
 
 PROMPT = [{"role": "user", "content": "Summarise the wire transfer policy."}]
 _NOW = datetime.datetime.now(datetime.UTC)
+# The test PKI: CA files by name, and (certificate, key) pairs by caller.
+Pki = dict[str, Any]
 
 
 def _name(common: str) -> x509.Name:
@@ -92,7 +95,7 @@ class Authority:
 
 
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | tuple[Path, Path]]:
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     folder = tmp_path_factory.mktemp("pki")
     servers, callers, other = (
         Authority(folder, "server CA"),
@@ -109,7 +112,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | tuple[Path
     }
 
 
-def _start(home: Path, fake: FakeMessagesAPI, pki: dict, *extra: str) -> ServerProcess:  # type: ignore[type-arg]
+def _start(home: Path, fake: FakeMessagesAPI, pki: Pki, *extra: str) -> ServerProcess:
     server = ServerProcess(
         home, server_env(home, fake.base_url), tls_ca=pki["server_ca"], tls_client=pki["payments"]
     )
@@ -144,7 +147,7 @@ def _client(server: ServerProcess, key: str, cert: tuple[Path, Path] | None) -> 
 def mtls_server(
     tmp_path_factory: pytest.TempPathFactory,
     fake: FakeMessagesAPI,
-    pki: dict,  # type: ignore[type-arg]
+    pki: Pki,
 ) -> Iterator[ServerProcess]:
     server = _start(tmp_path_factory.mktemp("mtls"), fake, pki, "--tls-client-caller")
     try:
@@ -155,7 +158,7 @@ def mtls_server(
 
 def test_the_sdk_with_a_client_certificate_is_served(
     mtls_server: ServerProcess,
-    pki: dict,  # type: ignore[type-arg]
+    pki: Pki,
 ) -> None:
     key = mtls_server.create_key("payments-svc")
     with _client(mtls_server, key, pki["payments"]) as client:
@@ -166,7 +169,7 @@ def test_the_sdk_with_a_client_certificate_is_served(
 
 def test_a_client_without_a_certificate_or_with_another_cas_is_refused(
     mtls_server: ServerProcess,
-    pki: dict,  # type: ignore[type-arg]
+    pki: Pki,
 ) -> None:
     key = mtls_server.create_key("payments-svc")
     for cert in (None, pki["stranger"]):
@@ -183,7 +186,7 @@ def test_a_client_without_a_certificate_or_with_another_cas_is_refused(
 
 def test_a_caller_key_presented_with_another_callers_certificate_is_refused(
     mtls_server: ServerProcess,
-    pki: dict,  # type: ignore[type-arg]
+    pki: Pki,
 ) -> None:
     key = mtls_server.create_key("payments-svc")
     with (
@@ -196,7 +199,7 @@ def test_a_caller_key_presented_with_another_callers_certificate_is_refused(
 def test_client_certificate_mistakes_are_one_line_before_serving(
     tmp_path: Path,
     fake: FakeMessagesAPI,
-    pki: dict,  # type: ignore[type-arg]
+    pki: Pki,
 ) -> None:
     server = ServerProcess(tmp_path, server_env(tmp_path, fake.base_url))
     cert, key = pki["server"]
