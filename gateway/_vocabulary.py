@@ -48,6 +48,7 @@ STATUS_OF_KIND: Mapping[EventKind, str] = MappingProxyType(
         # Format 2: a seq whose writer never committed; a request of its own.
         EventKind.VOID: "void",
         EventKind.KEY_ROTATION: "key rotation",
+        EventKind.CHECKPOINT_KEY_ROTATION: "checkpoint key rotation",
         EventKind.UNAPPROVED_TASKS: "unapproved tasks",
         EventKind.EVIDENCE_PACK: "evidence pack",
         # A hold is a request of its own (its id, then its release under the same id).

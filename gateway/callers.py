@@ -26,8 +26,8 @@ import hmac
 import secrets
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Self
 
@@ -70,10 +70,24 @@ class CallerKey:
     # The task a request from this key goes to when nothing else names one (no task header,
     # no task or routed model id as `model`); None: such a request is refused.
     task: str | None = None
+    # A rotation's revocation: the key stays accepted until this moment (its grace), then is
+    # refused; None for a revocation that applies at once. replaced_by: the new key's id.
+    grace_until: datetime | None = None
+    replaced_by: str | None = None
+
+    def accepted(self, now: datetime) -> bool:
+        """Whether a request with this key is accepted at ``now``."""
+        if self.revoked_seq is None:
+            return True
+        return self.grace_until is not None and now < self.grace_until
 
     @property
     def active(self) -> bool:
-        return self.revoked_seq is None
+        return self.accepted(datetime.now(UTC))
+
+    @property
+    def in_grace(self) -> bool:
+        return self.revoked_seq is not None and self.active
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,11 @@ class IssuedKey:
     key: str = ""
     seq: int = 0
     task: str | None = None
+    # Whether the servers' record keys could be compared with the one that signed it: False
+    # on a log with no request yet (nothing says which keys the servers sign with), or when
+    # the caller said they trust it (--signer-trusted).
+    signer_checked: bool = True
+    signed_by: str | None = None  # the record key that signed its CALLER_KEY event
 
     def __repr__(self) -> str:  # the key never reaches a log line or a traceback
         return f"IssuedKey(key_id={self.key_id!r}, caller={self.caller!r}, seq={self.seq})"
@@ -96,6 +115,11 @@ class CallerKeys:
     def __init__(self, recorder: Recorder, *, signer_key_id: str | None = None) -> None:
         self._recorder = recorder
         self._signer_key_id = signer_key_id  # the record key this process signs with
+
+    @property
+    def signer_key_id(self) -> str | None:
+        """The record key this process signs key events with (None: not configured yet)."""
+        return self._signer_key_id
 
     @classmethod
     def open(cls, settings: Settings, *, create: bool = True) -> CallerKeys:
@@ -128,33 +152,96 @@ class CallerKeys:
         if name is None:
             raise InputError("a caller key needs a caller name.", hint="Pass --caller NAME.")
         task = check_name(task, "task", example="general_assistant")
-        if not signer_trusted:
-            self._check_signer()
-        key_id = "key_" + secrets.token_hex(8)
-        key = KEY_PREFIX + secrets.token_urlsafe(32)
-        appended = self._recorder.append(
-            EventDraft(
-                kind=EventKind.CALLER_KEY,
-                request_id=key_id,
-                caller=name,
-                data={
-                    "key_id": key_id,
-                    "caller": name,
-                    "key_hash": hash_key(key),
-                    "gateway_version": GATEWAY_VERSION,
-                    **({"task": task} if task is not None else {}),
-                },
-            )
-        )
+        checked = False if signer_trusted else self._check_signer()
+        key_id, key, draft = _new_key(name, task)
+        appended = self._recorder.append(draft)
         log.info("caller_key_created", key_id=key_id, caller=name, seq=appended.seq)
-        return IssuedKey(key_id=key_id, caller=name, key=key, seq=appended.seq, task=task)
+        return self._issued(key_id, name, key, appended.seq, task, checked)
 
-    def _check_signer(self) -> None:
+    def _issued(
+        self, key_id: str, caller: str, key: str, seq: int, task: str | None, checked: bool
+    ) -> IssuedKey:
+        signer = self._recorder.store.signer
+        return IssuedKey(
+            key_id=key_id,
+            caller=caller,
+            key=key,
+            seq=seq,
+            task=task,
+            signer_checked=checked,
+            signed_by=signer.key_id if signer is not None else None,
+        )
+
+    def rotate(
+        self, key_id: str, *, grace: timedelta, signer_trusted: bool = False
+    ) -> tuple[IssuedKey, CallerKey]:
+        """Replace ``key_id`` by a new key for the same caller and task; the old key stays
+        accepted for ``grace`` (both work), then is refused. One transaction records both:
+        the new key's CALLER_KEY (``replaces``) and the old key's CALLER_KEY_REVOKED with
+        ``grace_until`` (the moment it is refused; none for a zero grace: refused at once)."""
+        if grace < timedelta(0):
+            raise InputError("a rotation's grace cannot be negative.", hint="Pass --grace 24h.")
+        old = self._active(key_id)
+        checked = False if signer_trusted else self._check_signer()
+        new_id, key, draft = _new_key(old.caller, old.task, replaces=old.key_id)
+        grace_until = datetime.now(UTC) + grace if grace else None
+        data: dict[str, object] = {
+            "key_id": old.key_id,
+            "caller": old.caller,
+            "reason": f"rotated to {new_id}",
+            "replaced_by": new_id,
+        }
+        if grace_until is not None:
+            data["grace_until"] = grace_until.isoformat()
+        revocation = EventDraft(
+            kind=EventKind.CALLER_KEY_REVOKED,
+            request_id=old.key_id,
+            caller=old.caller,
+            data=data,
+        )
+        created, revoked = self._recorder.append_many([draft, revocation])
+        log.info(
+            "caller_key_rotated",
+            key_id=old.key_id,
+            replaced_by=new_id,
+            caller=old.caller,
+            seq=revoked.seq,
+            grace_s=grace.total_seconds(),
+        )
+        issued = self._issued(new_id, old.caller, key, created.seq, old.task, checked)
+        return issued, replace(
+            old,
+            revoked_at=revoked.recorded_at,
+            revoked_seq=revoked.seq,
+            grace_until=grace_until,
+            replaced_by=new_id,
+        )
+
+    def _active(self, key_id: str) -> CallerKey:
+        """The key ``key_id``, which must not be revoked or rotated (InputError)."""
+        found = {k.key_id: k for k in self.list()}.get(key_id)
+        if found is None:
+            raise InputError(
+                f"no caller key {key_id!r}.", hint="List key ids with `gateway keys list`."
+            )
+        if found.replaced_by is not None and found.in_grace:
+            until = f"{found.grace_until:%Y-%m-%d %H:%M:%S %Z}"
+            raise InputError(
+                f"caller key {key_id!r} was already rotated to {found.replaced_by} (seq "
+                f"{found.revoked_seq}); it is refused from {until}.",
+                hint="Rotate the new key, or revoke the old one now with `gateway keys revoke`.",
+            )
+        if found.revoked_seq is not None:
+            raise InputError(f"caller key {key_id!r} is already revoked (seq {found.revoked_seq}).")
+        return found
+
+    def _check_signer(self) -> bool:
         """A server accepts a caller key only when it trusts the record key that signed its
         CALLER_KEY event; one signed by a key it does not trust is a 401 for every request
         (the cause only in the server's log). The servers' keys are the ones that signed the
         log's recent requests: a key outside them is refused here, with the fix. A log with
-        no requests yet says nothing about the servers, and is not checked."""
+        no requests yet says nothing about the servers: False, not checked (the command
+        says so); True when checked."""
         reads = self._recorder.reads
         head = reads.run(AuditStore.head)[0]
         serving = {
@@ -166,8 +253,10 @@ class CallerKeys:
             )
             if event.key_id
         }
-        if not serving or self._signer_key_id is None or self._signer_key_id in serving:
-            return
+        if not serving or self._signer_key_id is None:
+            return False
+        if self._signer_key_id in serving:
+            return True
         raise ConfigurationError(
             f"this caller key would be signed by the record key {self._signer_key_id}, but the "
             f"servers writing this log sign with {', '.join(sorted(serving))}; a server that "
@@ -184,7 +273,7 @@ class CallerKeys:
             raise InputError(
                 f"no caller key {key_id!r}.", hint="List key ids with `gateway keys list`."
             )
-        if not found.active:
+        if found.revoked_seq is not None and not found.in_grace:
             raise InputError(f"caller key {key_id!r} is already revoked (seq {found.revoked_seq}).")
         data: dict[str, object] = {"key_id": key_id, "caller": found.caller}
         if reason:
@@ -198,15 +287,8 @@ class CallerKeys:
             )
         )
         log.info("caller_key_revoked", key_id=key_id, caller=found.caller, seq=appended.seq)
-        return CallerKey(
-            key_id=found.key_id,
-            caller=found.caller,
-            key_hash=found.key_hash,
-            created_at=found.created_at,
-            created_seq=found.created_seq,
-            revoked_at=datetime.now().astimezone(),
-            revoked_seq=appended.seq,
-            task=found.task,
+        return replace(
+            found, revoked_at=appended.recorded_at, revoked_seq=appended.seq, grace_until=None
         )
 
     def list(self) -> list[CallerKey]:
@@ -265,18 +347,61 @@ def _fold(
                     created_seq=event.seq,
                     task=task if isinstance(task, str) else None,
                 )
-        elif (known := keys.get(key_id)) is not None and known.active:
-            keys[key_id] = CallerKey(
-                key_id=known.key_id,
-                caller=known.caller,
-                key_hash=known.key_hash,
-                created_at=known.created_at,
-                created_seq=known.created_seq,
-                revoked_at=event.recorded_at,
-                revoked_seq=event.seq,
-                task=known.task,
-            )
+        elif (known := keys.get(key_id)) is not None:
+            revoked = _revoked(known, event, trusted)
+            if revoked is not None:
+                keys[key_id] = revoked
     return sorted(keys.values(), key=lambda k: k.created_seq)
+
+
+def _revoked(known: CallerKey, event: StoredEvent, trusted: bool) -> CallerKey | None:
+    """``known`` after the revocation ``event``, or None if it changes nothing. A rotation's
+    revocation keeps the key accepted until its ``grace_until``; one that does not check out
+    still revokes, at once (refusing is safe). Of two revocations the sooner end holds."""
+    until = _grace_until(event.data.get("grace_until")) if trusted else None
+    if known.revoked_seq is not None:
+        if known.grace_until is None:
+            return None  # already refused
+        if until is not None and until >= known.grace_until:
+            return None
+    replaced_by = event.data.get("replaced_by")
+    return replace(
+        known,
+        revoked_at=event.recorded_at,
+        revoked_seq=event.seq,
+        grace_until=until,
+        replaced_by=replaced_by if isinstance(replaced_by, str) else known.replaced_by,
+    )
+
+
+def _grace_until(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _new_key(
+    caller: str, task: str | None, *, replaces: str | None = None
+) -> tuple[str, str, EventDraft]:
+    """A new key's id, the key, and its CALLER_KEY event (its hash, never the key)."""
+    key_id = "key_" + secrets.token_hex(8)
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    data: dict[str, object] = {
+        "key_id": key_id,
+        "caller": caller,
+        "key_hash": hash_key(key),
+        "gateway_version": GATEWAY_VERSION,
+    }
+    if task is not None:
+        data["task"] = task
+    if replaces is not None:
+        data["replaces"] = replaces
+    draft = EventDraft(kind=EventKind.CALLER_KEY, request_id=key_id, caller=caller, data=data)
+    return key_id, key, draft
 
 
 class KeyRing:
@@ -301,7 +426,8 @@ class KeyRing:
             new = audit_call(self._follower.read)
             _fold(self._keys.checked(new), by_id)
             self._by_id = by_id
-            self._by_hash = {k.key_hash: k for k in by_id.values() if k.active}
+            now = datetime.now(UTC)
+            self._by_hash = {k.key_hash: k for k in by_id.values() if k.accepted(now)}
             return len(self._by_hash)
 
     def authenticate(self, presented: str) -> CallerKey | None:
@@ -310,5 +436,10 @@ class KeyRing:
         found = self._by_hash.get(digest)
         # The dict lookup already matched; compare_digest keeps the final check constant-time.
         if found is None or not hmac.compare_digest(found.key_hash, digest):
+            return None
+        if not found.accepted(datetime.now(UTC)):
+            # A rotated key whose grace is over: refused from now on (its revocation event
+            # recorded the moment); the next refresh drops it.
+            log.info("caller_key_grace_over", key_id=found.key_id, replaced_by=found.replaced_by)
             return None
         return found

@@ -149,6 +149,12 @@ class Settings(BaseModel):
     # files). Both or neither; unset, it serves plain HTTP (behind a TLS-terminating proxy).
     server_tls_cert: Path | None = None
     server_tls_key: Path | None = None
+    # Mutual TLS: the CA file (PEM) client certificates must chain to; set, a client without
+    # a valid certificate is refused in the handshake (beside its caller key). With
+    # ``server_tls_client_caller`` the certificate's common name must also be the caller
+    # key's caller: a key copied off one service is no use to a host with another's cert.
+    server_tls_client_ca: Path | None = None
+    server_tls_client_caller: bool = False
     # `gateway serve`: the bearer token a Prometheus scrape of /metrics sends. Unset, there
     # is no /metrics. Not a caller key: callers never see other callers' traffic.
     server_metrics_token: SecretStr | None = None
@@ -180,6 +186,16 @@ class Settings(BaseModel):
             raise ValueError(
                 "TLS needs both GATEWAY_SERVER_TLS_CERT and GATEWAY_SERVER_TLS_KEY "
                 "(--tls-cert and --tls-key), or neither"
+            )
+        if self.server_tls_client_ca is not None and self.server_tls_cert is None:
+            raise ValueError(
+                "client certificates (GATEWAY_SERVER_TLS_CLIENT_CA, --tls-client-ca) need TLS: "
+                "set GATEWAY_SERVER_TLS_CERT and GATEWAY_SERVER_TLS_KEY too"
+            )
+        if self.server_tls_client_caller and self.server_tls_client_ca is None:
+            raise ValueError(
+                "GATEWAY_SERVER_TLS_CLIENT_CALLER (--tls-client-caller) needs client "
+                "certificates: set GATEWAY_SERVER_TLS_CLIENT_CA too"
             )
         return self
 
@@ -304,6 +320,8 @@ FIELDS: Mapping[str, FieldSpec] = MappingProxyType(
         "server_otel": FieldSpec("GATEWAY_OTEL"),
         "server_tls_cert": FieldSpec("GATEWAY_SERVER_TLS_CERT", path=True),
         "server_tls_key": FieldSpec("GATEWAY_SERVER_TLS_KEY", path=True),
+        "server_tls_client_ca": FieldSpec("GATEWAY_SERVER_TLS_CLIENT_CA", path=True),
+        "server_tls_client_caller": FieldSpec("GATEWAY_SERVER_TLS_CLIENT_CALLER"),
         "server_metrics_token": FieldSpec("GATEWAY_SERVER_METRICS_TOKEN", file_ok=True),
     }
 )

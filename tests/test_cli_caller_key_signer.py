@@ -24,6 +24,7 @@ def _keys_create(url: str, record_key: str, *extra: str) -> Result:
 
 
 def _served_log(tmp_path: Path) -> str:
+    tmp_path.mkdir(exist_ok=True)
     url = f"sqlite:///{tmp_path / 'audit.db'}"
     with AuditStore.open(url, signer=Signer.from_text(SERVER_KEY)) as store:
         store.append(EventDraft(kind=EventKind.REQUEST, request_id="r-1", caller="svc"))
@@ -52,3 +53,23 @@ def test_the_servers_own_key_or_an_explicit_trust_issues_the_key(tmp_path: Path)
     assert json.loads(same.stdout)["key"].startswith("gwk_")
     trusted = _keys_create(url, ADMIN_KEY, "--signer-trusted")
     assert trusted.exit_code == 0, trusted.output
+
+
+def test_on_a_log_with_no_request_it_says_the_signer_could_not_be_checked(
+    tmp_path: Path,
+) -> None:
+    """An empty log says nothing about the servers' record keys: the key is issued, and the
+    command says plainly that it could not check them (it used to say nothing)."""
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    issued = _keys_create(url, ADMIN_KEY)
+    assert issued.exit_code == 0, issued.output
+    body = json.loads(issued.stdout)
+    assert body["signer_checked"] is False
+    assert body["signed_by"] == Signer.from_text(ADMIN_KEY).key_id
+    assert "cannot be checked" in issued.stderr
+    assert Signer.from_text(ADMIN_KEY).key_id in issued.stderr
+    assert "GATEWAY_TRUSTED_KEYS" in issued.stderr
+    checked = _keys_create(_served_log(tmp_path / "served"), SERVER_KEY)
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.stdout)["signer_checked"] is True
+    assert "cannot be checked" not in checked.stderr

@@ -73,6 +73,9 @@ class EventKind(StrEnum):
     # A record key retired: signed by the new key, naming the old one, which signs nothing
     # from this event's seq on (audit.verify.eras).
     KEY_ROTATION = "key_rotation"
+    # A checkpoint key retired: names the old key and the new one (with the new key's
+    # signature over both, its proof of possession); signed by a record key like any event.
+    CHECKPOINT_KEY_ROTATION = "checkpoint_key_rotation"
     # A gateway started with tasks whose policy version lacks the approvals it requires: it
     # refuses those tasks (and serves the others); which, their fingerprints and approvals.
     # One event per start, not per refused request (each of those is a REJECTED).

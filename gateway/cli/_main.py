@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Send one request for TASK; PROMPT '-' or absent reads stdin.",
     ),
     "audit": (
-        "gateway.cli.audit_cmd",
+        "gateway.cli.audit_lazy_cmd",
         "audit_group",
         "List, show, verify, checkpoint and export the audit log.",
     ),
@@ -78,12 +78,6 @@ class LazyGroup(GatewayGroup):
         if cmd_name not in self.commands:
             module_name, attribute, _help = COMMANDS[cmd_name]
             command: click.Command = getattr(importlib.import_module(module_name), attribute)
-            if isinstance(command, click.Group) and cmd_name == "audit":
-                from gateway.cli.receipt_cmd import attach
-                from gateway.cli.retention_cmd import attach as attach_retention
-
-                attach(command)  # prove, tree-head, check-receipt, verify --from/--to
-                attach_retention(command)  # purge, erase, hold, release, holds
             self.add_command(command, cmd_name)
         return self.commands[cmd_name]
 

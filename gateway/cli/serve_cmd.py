@@ -23,7 +23,7 @@ from gateway.errors import ConfigurationError, PolicyLoadError
 from gateway.evidence import pinned_for_start
 from gateway.logging import configure_logging
 from gateway.policy import PolicySet
-from gateway.settings import CONFIG_ENV
+from gateway.settings import CONFIG_ENV, Settings
 
 
 @click.command("serve")
@@ -53,6 +53,18 @@ from gateway.settings import CONFIG_ENV
     type=click.Path(dir_okay=False, path_type=Path),
     help="The certificate's private key (PEM). Same as GATEWAY_SERVER_TLS_KEY.",
 )
+@click.option(
+    "--tls-client-ca",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Mutual TLS: refuse clients without a certificate signed by this CA (PEM). Same "
+    "as GATEWAY_SERVER_TLS_CLIENT_CA.",
+)
+@click.option(
+    "--tls-client-caller",
+    is_flag=True,
+    help="Mutual TLS: the client certificate's common name must be the caller key's caller. "
+    "Same as GATEWAY_SERVER_TLS_CLIENT_CALLER=1.",
+)
 @click.pass_context
 def serve_command(
     ctx: click.Context,
@@ -63,6 +75,8 @@ def serve_command(
     otel: bool,
     tls_cert: Path | None,
     tls_key: Path | None,
+    tls_client_ca: Path | None,
+    tls_client_caller: bool,
 ) -> None:
     """Serve the Messages API on HOST:PORT; callers authenticate with caller keys."""
     configure_logging(level=log_level)
@@ -83,6 +97,7 @@ def serve_command(
             {"GATEWAY_SERVER_TLS_CERT": str(cert), "GATEWAY_SERVER_TLS_KEY": str(key)}
         )
         settings = settings.model_copy(update={"server_tls_cert": cert, "server_tls_key": key})
+    settings = _client_certificates(settings, tls_client_ca, tls_client_caller)
     # The ASGI stack loads for this command only.
     from gateway.server import check_address, check_not_self, check_tls, serve
 
@@ -113,5 +128,31 @@ def serve_command(
             err=True,
         )
     check_address(host, port)  # a busy port is one line and exit 2, nothing said as serving
-    click.echo(f"gateway serving on {scheme}://{host}:{port} ({workers} worker(s))", err=True)
+    mutual = ", client certificates required" if settings.server_tls_client_ca else ""
+    click.echo(
+        f"gateway serving on {scheme}://{host}:{port} ({workers} worker(s){mutual})", err=True
+    )
     serve(settings, host=host, port=port, workers=workers)
+
+
+def _client_certificates(settings: Settings, ca: Path | None, caller: bool) -> Settings:
+    """The mutual-TLS flags over the settings, also put where the workers read them."""
+    ca = ca or settings.server_tls_client_ca
+    caller = caller or settings.server_tls_client_caller
+    if ca is not None and settings.server_tls_cert is None:
+        raise ConfigurationError(
+            "client certificates need TLS: --tls-client-ca without a server certificate.",
+            hint="Give --tls-cert and --tls-key too (GATEWAY_SERVER_TLS_CERT and _KEY).",
+        )
+    if caller and ca is None:
+        raise ConfigurationError(
+            "--tls-client-caller needs client certificates.",
+            hint="Give --tls-client-ca (GATEWAY_SERVER_TLS_CLIENT_CA) too.",
+        )
+    if ca is not None:
+        os.environ["GATEWAY_SERVER_TLS_CLIENT_CA"] = str(ca)
+    if caller:
+        os.environ["GATEWAY_SERVER_TLS_CLIENT_CALLER"] = "1"
+    return settings.model_copy(
+        update={"server_tls_client_ca": ca, "server_tls_client_caller": caller}
+    )

@@ -37,6 +37,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from gateway._log import log
+from gateway.server._tls import client_cert_name
 from gateway.settings import Settings
 
 __all__ = ["ConnectionLimits", "GuardedHttpProtocol", "guarded_protocol"]
@@ -116,6 +117,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.limits = limits
         self.peer: str | None = None
+        self.client_cert_name: str | None = None  # mutual TLS: the verified cert's CN
         self._deadline: asyncio.TimerHandle | None = None
         self._gauge = _connections_gauge() if limits.count_connections else None
 
@@ -126,6 +128,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if self._gauge is not None:
             self._gauge.inc()
         self.peer = self.client[0] if self.client else None
+        self.client_cert_name = client_cert_name(transport.get_extra_info("ssl_object"))
         over = self._over_cap()
         if over is not None:
             log.warning("server_connection_refused", reason=over)
@@ -176,6 +179,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        if self.client_cert_name is not None:
+            # The ASGI TLS extension's name for it: the app reads the verified subject here.
+            self.scope["extensions"] = {"tls": {"client_cert_name": self.client_cert_name}}
         if self._deadline is None:  # the next request on a kept-alive connection
             self._arm(self.limits.header_timeout_s, "headers")
 

@@ -25,6 +25,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from gateway._log import log
 from gateway.callers import CallerKey
 from gateway.errors import GatewayError, UnknownTask
 from gateway.policy import plan_request
@@ -57,6 +58,16 @@ def state_of(request: Request) -> ServerState:
 
 async def _caller(request: Request, state: ServerState) -> CallerKey:
     key = await state.auth.caller_of(request.headers)
+    if state.settings.server_tls_client_caller:
+        tls = request.scope.get("extensions", {}).get("tls", {})
+        if tls.get("client_cert_name") != key.caller:
+            log.warning("caller_key_cert_mismatch", key_id=key.key_id)
+            raise ApiError(
+                401,
+                "authentication_error",
+                "the caller key does not belong to the client certificate: the server "
+                "requires the certificate's common name to be the key's caller.",
+            )
     request.state.caller = key.caller
     request.state.key_id = key.key_id
     return key

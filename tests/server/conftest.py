@@ -52,6 +52,9 @@ class ServerProcess:
     # A server started with --tls-cert: the CA that signed its certificate, which every
     # client here (the readiness check included) trusts; the URLs are https.
     tls_ca: Path | None = None
+    # A server that requires client certificates (mutual TLS): the readiness check presents
+    # this certificate and key.
+    tls_client: tuple[Path, Path] | None = None
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +103,8 @@ class ServerProcess:
                 verify: ssl.SSLContext | bool = True
                 if self.tls_ca is not None:
                     verify = ssl.create_default_context(cafile=str(self.tls_ca))
+                    if self.tls_client is not None:
+                        verify.load_cert_chain(*self.tls_client)
                 ready = httpx.get(f"{self.base_url}/readyz", timeout=1, verify=verify)
                 if ready.status_code == 200:
                     return

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import sqlite3
+import time
 
 import anthropic
 import httpx2 as httpx
@@ -307,3 +309,32 @@ def test_the_access_log_has_ids_and_caller_but_never_text(server: ServerProcess)
 def test_zz_the_log_verifies_after_everything(server: ServerProcess) -> None:
     done = server.verify()
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_rotated_key_and_its_successor_both_work_until_the_grace_ends(
+    server: ServerProcess,
+) -> None:
+    old_key = server.create_key("treasury-svc")
+    listed = server.cli("keys", "list").stdout
+    old_id = next(line.split()[0] for line in listed.splitlines() if "treasury-svc" in line)
+    rotated = server.cli("keys", "rotate-caller", old_id, "--grace", "6s", "--format", "json")
+    new_key = json.loads(rotated.stdout)["key"]
+    old = anthropic.Anthropic(base_url=server.base_url, api_key=old_key, max_retries=0)
+    new = anthropic.Anthropic(base_url=server.base_url, api_key=new_key, max_retries=0)
+    for client in (new, old):  # both, within the grace
+        message = client.messages.create(
+            model="compliance_review", max_tokens=512, messages=fresh()
+        )
+        assert events_of(server, message.id)[0] == ("request", "treasury-svc")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            old.messages.create(model="compliance_review", max_tokens=512, messages=PROMPT)
+        except anthropic.AuthenticationError:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the rotated key was still accepted after its grace")
+    message = new.messages.create(model="compliance_review", max_tokens=512, messages=fresh())
+    assert events_of(server, message.id)[0] == ("request", "treasury-svc")
+    assert server.verify().returncode == 0

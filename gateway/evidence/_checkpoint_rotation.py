@@ -1,0 +1,195 @@
+"""Rotating the checkpoint key: the old key retired on the record, the new one named.
+
+    rotation = rotate_checkpoint_key(settings, retire="keys/checkpoint-old.key.pub")
+    rotation.seq, rotation.retired_key_id, rotation.key_id
+    eras = CheckpointEras.read(store, signature)   # each checkpoint key, since/retired seqs
+
+Run with the **new** key configured (GATEWAY_CHECKPOINT_KEY): this appends a
+CHECKPOINT_KEY_ROTATION event that names the retired key and the new one, with the new key's
+signature over both and the log's id (proof that whoever rotated holds the new key). The
+event is signed by the record key like every other, so the rotation is on the same
+tamper-evident record as the checkpoints: an auditor given the old public key learns the new
+one from the log, and from which seq the old one signs nothing. Checkpoints the old key
+signed before the rotation stay valid; keep its public key for them.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterable
+from contextlib import closing
+from typing import NamedTuple
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from audit import AuditStore
+from audit.errors import CheckpointError
+from audit.proofs.checkpoint import parse_key
+from audit.store.models import EventDraft, EventKind, StoredEvent
+from audit.store.signing import SignatureCheck, TrustedKey, TrustedKeys, UnusableKey
+from audit.store.signing import signature_check as record_signature_check
+from audit.verify.authenticity import check_event
+from gateway._store_adapter import StoreAdapter
+from gateway.errors import ConfigurationError, InputError
+from gateway.keys import public_keys_given, record_signer, trusted_record_keys
+from gateway.settings import Settings
+
+__all__ = ["CheckpointEras", "CheckpointRotation", "rotate_checkpoint_key"]
+
+_STATEMENT = "compliance-gateway checkpoint key rotation v1"
+
+
+class CheckpointRotation(NamedTuple):
+    """A recorded rotation: ``retired_key_id`` signs no checkpoint from ``seq`` on;
+    ``key_id`` is the new checkpoint key."""
+
+    seq: int
+    retired_key_id: str
+    key_id: str
+
+
+class CheckpointEra(NamedTuple):
+    """A checkpoint key the log names: from the rotation that brought it in (None: before
+    any rotation) to the one that retired it (None: current)."""
+
+    key: TrustedKey
+    since_seq: int | None
+    retired_seq: int | None
+
+
+class CheckpointEras:
+    """The checkpoint keys the log's authentic CHECKPOINT_KEY_ROTATION events name."""
+
+    def __init__(self, eras: Iterable[CheckpointEra] = ()) -> None:
+        self.by_id = {e.key.key_id: e for e in eras}
+
+    @classmethod
+    def read(cls, store: AuditStore, signature: SignatureCheck) -> CheckpointEras:
+        eras = cls()
+        events = sorted(
+            store.iter_events(kind=EventKind.CHECKPOINT_KEY_ROTATION), key=lambda e: e.seq
+        )
+        for event in events:
+            if check_event(store, event, signature):
+                continue  # not the gateway's own record: it decides nothing
+            eras._apply(event, store.store_id)
+        return eras
+
+    def _apply(self, event: StoredEvent, store_id: str) -> None:
+        old, new = _named(event.data, "retired_public_key"), _named(event.data, "public_key")
+        if old is None or new is None or old.key_id == new.key_id:
+            return
+        if not _possession_holds(event.data, store_id, old, new):
+            return
+        if old.key_id in self.by_id and self.by_id[old.key_id].retired_seq is not None:
+            return  # retired once; a second retirement changes nothing
+        if new.key_id in self.by_id:
+            return  # a key comes in once
+        before = self.by_id.get(old.key_id)
+        self.by_id[old.key_id] = CheckpointEra(old, before.since_seq if before else None, event.seq)
+        self.by_id[new.key_id] = CheckpointEra(new, event.seq, None)
+
+    @property
+    def retired(self) -> dict[str, int]:
+        return {k: e.retired_seq for k, e in self.by_id.items() if e.retired_seq is not None}
+
+
+def rotate_checkpoint_key(settings: Settings, *, retire: str) -> CheckpointRotation:
+    """Retire the checkpoint key ``retire`` (its public key, or a file holding it) in favour
+    of the configured GATEWAY_CHECKPOINT_KEY, by a CHECKPOINT_KEY_ROTATION event."""
+    if settings.checkpoint_key is None:
+        raise ConfigurationError(
+            "no checkpoint key is configured: the rotation names the new key.",
+            hint="Set GATEWAY_CHECKPOINT_KEY to the new checkpoint key (`gateway keys new "
+            "checkpoint --out FILE`) and run this again.",
+        )
+    try:
+        seed = parse_key(settings.checkpoint_key.get_secret_value())
+    except CheckpointError as exc:
+        raise ConfigurationError(exc.message, hint=exc.hint) from None
+    private = Ed25519PrivateKey.from_private_bytes(seed)
+    new = _key_of(private.public_key().public_bytes_raw().hex())
+    old = _retired_key(retire)
+    if old.key_id == new.key_id:
+        raise InputError(
+            f"key {old.key_id} is the configured checkpoint key; a rotation retires the old "
+            "key in favour of the new one.",
+            hint="Configure the new checkpoint key in GATEWAY_CHECKPOINT_KEY first.",
+        )
+    signer = record_signer(settings, create=True)
+    trusted = trusted_record_keys(settings, signer)
+    with closing(StoreAdapter.open(settings, signer=signer)) as log:
+        eras = log.run(CheckpointEras.read, record_signature_check(trusted, log.store.store_id))
+        for key, what in ((new, "the new key"), (old, "key")):
+            if key.key_id in eras.retired:
+                raise InputError(
+                    f"{what} {key.key_id} was already retired at seq {eras.retired[key.key_id]}."
+                )
+        statement = _statement(log.store.store_id, old, new)
+        data = {
+            "retired_key_id": old.key_id,
+            "retired_public_key": old.public_key,
+            "key_id": new.key_id,
+            "public_key": new.public_key,
+            "signature": base64.b64encode(private.sign(statement)).decode("ascii"),
+        }
+        appended = log.run(
+            AuditStore.append,
+            EventDraft(
+                kind=EventKind.CHECKPOINT_KEY_ROTATION,
+                request_id=f"checkpoint_key_rotation_{uuid.uuid4().hex}",
+                data=data,
+            ),
+        )
+    return CheckpointRotation(appended.seq, old.key_id, new.key_id)
+
+
+def _statement(store_id: str, old: TrustedKey, new: TrustedKey) -> bytes:
+    return f"{_STATEMENT}\n{store_id}\n{old.public_key}\n{new.public_key}\n".encode("ascii")
+
+
+def _possession_holds(
+    data: dict[str, object], store_id: str, old: TrustedKey, new: TrustedKey
+) -> bool:
+    signature = data.get("signature")
+    if not isinstance(signature, str):
+        return False
+    try:
+        raw = base64.b64decode(signature, validate=True)
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(new.public_key)).verify(
+            raw, _statement(store_id, old, new)
+        )
+    except (ValueError, InvalidSignature):
+        return False
+    return True
+
+
+def _named(data: dict[str, object], field: str) -> TrustedKey | None:
+    value = data.get(field)
+    if not isinstance(value, str):
+        return None
+    try:
+        return _key_of(value)
+    except UnusableKey:
+        return None
+
+
+def _key_of(text: str) -> TrustedKey:
+    (key,) = TrustedKeys.of([text])
+    return key
+
+
+def _retired_key(retire: str) -> TrustedKey:
+    given = public_keys_given((retire.strip(),))
+    hint = (
+        "Name the old checkpoint key by its public key (64 hex characters) or a file holding "
+        "it (its .pub file from `gateway keys new` or `gateway init`)."
+    )
+    if len(given) != 1:
+        raise InputError(f"{retire[:80]!r} holds {len(given)} public keys, not one.", hint=hint)
+    try:
+        return _key_of(given[0])
+    except UnusableKey:
+        raise InputError(f"{retire[:80]!r} is not an Ed25519 public key.", hint=hint) from None
