@@ -292,8 +292,8 @@ class MessagesProvider:
                     on_wire,
                 ) as raw:
                     http = call.opened(raw.http_response)
-                    body = aiter_body(http)
-                    async for chunk in body:
+                    chunks = aiter_body(http)
+                    async for chunk in chunks:
                         for event in call.events(http, chunk):
                             yield event
                         if call.stream_complete:
@@ -302,7 +302,7 @@ class MessagesProvider:
                     # a cancellation while the end is awaited must not cost a whole answer
                     # its RESPONSE. The end is read if asked (the connection is reused).
                     yield call.stream_reply(http)
-                    await _drain(body)
+                    await _drain(chunks)
                     return
             except UPSTREAM_FAILURES as exc:
                 report = call.failed(exc)
