@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from io import StringIO
 
 import psycopg
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 
 from audit import AuditStore, EventDraft, EventKind
 from audit.errors import ContentNotPermitted
+from audit.store.chain import event_body, link_hash
 from audit.store.migrate import upgrade
 from audit.store.roles import grant
 from audit.store.signing import Signer
@@ -56,10 +58,7 @@ def recorded(make_gateway: MakeGateway, postgres_server: PostgresServer) -> Iter
     db = postgres_server.create_database()
     owner_url = postgres_server.url(db)
     upgrade(owner_url)
-    with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (REVIEWER,))
-        if exists.fetchone() is None:
-            conn.execute(f"CREATE ROLE {REVIEWER} LOGIN")
+    _reviewer_role(postgres_server)
     grant(owner_url, REVIEWER, read_only=True)
     result = make_gateway(database_url=owner_url, record_key=RECORD_KEY).complete(
         "compliance_review", QUESTION, caller="desk"
@@ -75,6 +74,13 @@ def recorded(make_gateway: MakeGateway, postgres_server: PostgresServer) -> Iter
         response_seq=response.seq,
         answer_digest=response.payload_digests["response_body"],
     )
+
+
+def _reviewer_role(postgres_server: PostgresServer) -> None:
+    with psycopg.connect(postgres_server.dsn(), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (REVIEWER,))
+        if exists.fetchone() is None:
+            conn.execute(f"CREATE ROLE {REVIEWER} LOGIN")
 
 
 def _reviewer_settings(recorded: Recorded) -> Settings:
@@ -196,3 +202,83 @@ def test_verify_as_the_reviewer_checks_content_without_reading_it(recorded: Reco
         report = verify_log(store)
     assert not report.ok
     assert any(recorded.answer_digest in str(d) or "content" in str(d) for d in report.defects)
+
+
+def test_replay_as_the_reviewer_is_one_line_and_reads_nothing(recorded: Recorded) -> None:
+    """`replay` records REPLAY events, which only the application role appends: run as the
+    reviewer it stops with one line, having read no content and recorded nothing."""
+    result = CliRunner().invoke(
+        main,
+        ["replay", recorded.request_id, "--live", "--operator", "j.smith"],
+        env={
+            "GATEWAY_DATABASE_URL": recorded.reviewer_url,
+            "GATEWAY_RECORD_KEY": REVIEWER_KEY,
+            "GATEWAY_TRUSTED_KEYS": Signer.from_text(RECORD_KEY).public_key,
+        },
+    )
+    assert result.exit_code == 4, result.output  # an audit error
+    assert "only through an audited command" in result.output
+    assert result.output.count("\n") <= 2 and "Traceback" not in result.output
+    with psycopg.connect(recorded.owner_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM content_readers").fetchone() == (0,)
+
+
+def test_format_2_the_reviewer_reads_against_its_own_committed_record(
+    make_gateway: MakeGateway, postgres_server: PostgresServer
+) -> None:
+    """On log format 2 the reviewer inserts its ACCESS event itself (no procedure): the
+    same rule holds, and the audited read works."""
+    db = postgres_server.create_database()
+    owner_url = postgres_server.url(db)
+    upgrade(owner_url)
+    _reviewer_role(postgres_server)
+    grant(owner_url, REVIEWER, read_only=True)
+    gateway = make_gateway(database_url=owner_url, record_key=RECORD_KEY, audit_format=2)
+    request_id = gateway.complete("compliance_review", QUESTION, caller="desk").request_id
+    public = Signer.from_text(RECORD_KEY).public_key
+    reviewer = Settings(
+        database_url=postgres_server.url(db, REVIEWER),
+        record_key=REVIEWER_KEY,
+        trusted_keys=(public,),
+    )
+    with Auditing.open(reviewer) as auditing:
+        content = auditing.read_content(request_id, reviewer="j.smith")
+    assert "Initech" in json.dumps(content.messages) and content.access_seq is not None
+    with (
+        psycopg.connect(postgres_server.dsn(db, REVIEWER), autocommit=True) as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege),
+    ):
+        conn.execute("SELECT content FROM payloads").fetchall()
+    with psycopg.connect(postgres_server.dsn(db), autocommit=True) as conn:
+        readers = conn.execute("SELECT access_seq, reader FROM content_readers").fetchall()
+    assert readers == [(content.access_seq, REVIEWER)]
+
+
+def test_an_access_record_of_the_calling_transaction_reads_nothing(
+    recorded: Recorded,
+) -> None:
+    """A record the same transaction could still roll back is no record: refused inside it
+    (here the owner's session, which may insert a well-linked row by hand), and gone with
+    its rollback. A committed one of the reviewer's own reads (the tests above)."""
+    ref = recorded.answer_digest
+    with psycopg.connect(recorded.owner_dsn) as conn:  # one transaction until commit()
+        seq, head = conn.execute(
+            "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
+        ).fetchone()  # type: ignore[misc]
+        when = datetime.now(UTC)
+        body = event_body(
+            seq=seq + 1, event_id="e-own", request_id="access-own", kind="access",
+            recorded_at=when, task=None, caller="owner", policy_fingerprint=None,
+            request_hash=None, durability="fsync", data={"payloads": {"response_body": ref}},
+            payloads={}, policy_ref=None,
+        )  # fmt: skip
+        conn.execute(
+            "INSERT INTO events (seq, event_id, request_id, kind, recorded_at, caller, body, "
+            "prev_hash, hash) VALUES (%s, 'e-own', 'access-own', 'access', %s, 'owner', %s, "
+            "%s, %s)",
+            (seq + 1, when, body, head, link_hash(head, body)),
+        )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not committed"):
+            conn.execute("SELECT audit_read_content(%s, %s)", (seq + 1, ref))
+        conn.rollback()  # the refusal aborted the transaction: the record goes with it
+        assert conn.execute("SELECT count(*) FROM content_readers").fetchone() == (0,)
