@@ -102,12 +102,17 @@ class ContentPlan:
 
 
 def content_plan(
-    store: AuditStore, events: list[StoredEvent], *, signature: SignatureCheck | None
+    store: AuditStore,
+    events: list[StoredEvent],
+    *,
+    signature: SignatureCheck | None,
+    check_payloads: bool = True,
 ) -> ContentPlan:
     """Find and check the events of the request whose life is ``events`` (seq order), and
     the payloads a read of its content takes, without reading any content: checked for
     being stored and intact through their hashes (:meth:`AuditStore.check_payload`), so a
-    role that may read content only against an ACCESS record can record one first."""
+    role that may read content only against an ACCESS record can record one first.
+    ``check_payloads=False`` leaves that check to the read (which makes it anyway)."""
     outcome = next((e for e in reversed(events) if e.kind.value in TERMINAL), None)
     hit = next((e for e in reversed(events) if e.kind == EventKind.CACHE_HIT), None)
     problems: list[str] = []
@@ -149,7 +154,8 @@ def content_plan(
     for event, name in reads:
         ref = event.payload_digests[name]
         try:
-            store.check_payload(ref)
+            if check_payloads:
+                store.check_payload(ref)
         except AuditStoreError as exc:
             problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
         plan.to_read[name] = ref

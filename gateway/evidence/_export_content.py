@@ -74,8 +74,10 @@ def content_annotator(
         if event.kind != EventKind.REQUEST:
             return None
         events = store.events_for_request(event.request_id)
-        plan = content_plan(store, events, signature=check)
-        if plan.refused() is None and not store.reads_content_directly:
+        # A role that reads content itself checks it as it reads (once, not twice).
+        direct = store.reads_content_directly
+        plan = content_plan(store, events, signature=check, check_payloads=not direct)
+        if plan.refused() is None and not direct:
             access = store.append(item_access(events, plan, reviewer, export_seq))
             with AuditStore.reading_under(access.seq):
                 found = recorded_content(store, events, signature=check, plan=plan)
