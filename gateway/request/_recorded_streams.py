@@ -73,6 +73,7 @@ def record_stream(
                 yield item
             elif isinstance(item, ProviderReply) and terminal.claim():
                 outcomes.completed(item)
+                _drain(source)  # the body's end, once the answer is recorded
                 return
         raise _NoReply(provider.name)
     except AuditError:
@@ -86,8 +87,14 @@ def record_stream(
         reason = cancel_reason(exc)
         raise
     finally:
+        cancelled = terminal.claim()
+        # Left after message_stop reached the caller: the answer is whole (its reply follows
+        # message_stop in the source without a read, gateway.providers.wire).
+        whole = _reply_after_stop(source) if cancelled and partial.stopped else None
         _close(source)  # closes the upstream connection of a stream left early
-        if terminal.claim() and intended.committed:
+        if whole is not None and intended.committed:
+            outcomes.completed(whole)
+        elif cancelled and intended.committed:
             outcomes.cancelled(partial, reason)
 
 
@@ -147,7 +154,7 @@ async def arecord_stream(
         cancelled = terminal.claim()
         # Left after message_stop reached the caller: the answer is whole, and its reply
         # follows message_stop in the source without a read (gateway.providers.wire).
-        whole = await _reply_after_stop(source) if cancelled and partial.stopped else None
+        whole = await _areply_after_stop(source) if cancelled and partial.stopped else None
         try:
             await _aclose(source)
         finally:
@@ -170,7 +177,22 @@ def _close(source: object) -> None:
         close()
 
 
-async def _reply_after_stop(source: AsyncIterator[Any]) -> ProviderReply | None:
+def _reply_after_stop(source: Iterator[Any]) -> ProviderReply | None:
+    """:func:`_areply_after_stop` for a blocking source."""
+    try:
+        item = next(source)
+    except BaseException:  # noqa: BLE001 - already leaving: CANCELLED is recorded instead
+        return None
+    return item if isinstance(item, ProviderReply) else None
+
+
+def _drain(source: Iterator[Any]) -> None:
+    with contextlib.suppress(Exception):
+        for _ in source:
+            pass
+
+
+async def _areply_after_stop(source: AsyncIterator[Any]) -> ProviderReply | None:
     """The reply the source holds once ``message_stop`` has passed, or None (a source that
     reads before its reply, fails or is cancelled again)."""
     try:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gateway import Gateway
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.streaming.conftest import MakeAsync, kinds, terminal, text_of, verified
 
@@ -101,3 +102,18 @@ def test_a_cancel_before_message_stop_still_records_cancelled(
     request_id, _ = _run(make_async, consume)
     end = terminal(db_path, request_id)
     assert str(end.kind) == "cancelled" and end.data["reason"] == "cancelled"
+
+
+def test_a_blocking_caller_that_leaves_at_message_stop_had_the_whole_answer(
+    gw: Gateway, fake_api: FakeMessagesAPI, db_path: Path
+) -> None:
+    fake_api.script(Reply.stream(TEXT, deltas=4, tail_delay=TAIL_S))
+    received = []
+    with gw.stream("chat", PROMPT) as s:
+        for event in s:
+            received.append(event)
+            if event["type"] == "message_stop":
+                break  # the caller has it all, and does not wait for the body's end
+    assert text_of(received) == TEXT
+    assert str(terminal(db_path, s.request_id).kind) == "response"
+    verified(db_path)

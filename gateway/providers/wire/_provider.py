@@ -222,9 +222,15 @@ class MessagesProvider:
                     on_wire,
                 ) as raw:
                     http = call.opened(raw.http_response)
-                    for chunk in iter_body(http):
+                    chunks = iter_body(http)
+                    for chunk in chunks:
                         yield from call.events(http, chunk)
-                    yield call.stream_reply(http)
+                        if call.stream_complete:
+                            break
+                    yield call.stream_reply(http)  # at message_stop, as astream
+                    with contextlib.suppress(Exception):
+                        for _ in chunks:  # the body's end, so the connection is reused
+                            pass
                     return
             except UPSTREAM_FAILURES as exc:
                 report = call.failed(exc)
