@@ -89,6 +89,11 @@ class ContentConflict(AppendFailed):
         )
 
 
+class ContentNotPermitted(AuditStoreError):
+    """Content read by a role that may read it only against an ACCESS record, without one or
+    against one that does not cover it (migration 0015; audit.store._content)."""
+
+
 class UnreadableContent(AuditStoreError):
     """Stored content that cannot be parsed within the store's limits (see audit.store.bounded)."""
 

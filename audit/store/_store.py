@@ -32,6 +32,7 @@ from audit.errors import (
     UnreadableContent,
 )
 from audit.store._append import interrupted, item_specific
+from audit.store._content import ContentReader
 from audit.store._fork import on_fork_child
 from audit.store._group import GroupCommitter
 from audit.store._log_format import LogFormat
@@ -44,7 +45,7 @@ from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import GENESIS, EventRow, as_bytes
 from audit.store.migrate import check_at_head, create_schema, current_revision
 from audit.store.models import Appended, EventDraft, EventKind, StoredEvent
-from audit.store.schema import AuditMeta, Event, Payload, PolicyVersion
+from audit.store.schema import AuditMeta, Event, PolicyVersion
 from audit.store.sequenced import LOG_FORMATS, sequenced_from, unlinked, unlinked_requests
 from audit.store.signing import SEQUENCED_PREV, Signer
 
@@ -66,6 +67,7 @@ class AuditStore:
         self._committer: GroupCommitter[Prepared, Appended] = GroupCommitter(
             self._writer.commit, retry_alone=item_specific, interrupted=interrupted
         )
+        self._content = ContentReader(backend)
         on_fork_child(self, AuditStore._after_fork_in_child)
 
     def _after_fork_in_child(self) -> None:
@@ -348,18 +350,26 @@ class AuditStore:
     def payloads(self, digests: Iterable[str]) -> dict[str, bytes]:
         """The stored bytes of each of ``digests`` that is stored and still hashes to its
         digest, in as few queries as the digests allow; a missing or altered payload is left
-        out (:meth:`payload` says which it is)."""
-        wanted = sorted(set(digests))
-        found: dict[str, bytes] = {}
-        with self._backend.reader.connect() as conn:
-            for start in range(0, len(wanted), READ_PAGE):
-                chunk = wanted[start : start + READ_PAGE]
-                query = select(Payload.digest, Payload.content).where(Payload.digest.in_(chunk))
-                for ref, content in conn.execute(query):
-                    data = as_bytes(content)
-                    if digest(data) == ref:
-                        found[ref] = data
-        return found
+        out (:meth:`payload` says which it is). A role that reads content only against an
+        ACCESS record reads inside :meth:`reading_under` (audit.store._content)."""
+        return self._content.payloads(digests)
+
+    def check_payload(self, content_digest: str) -> None:
+        """What :meth:`payload` raises for ``content_digest``, without returning the content
+        (and, for a role that may not select it, without reading it)."""
+        self._content.check(content_digest)
+
+    def content_hashes(self, digests: Iterable[str]) -> dict[str, str]:
+        """digest -> the digest its stored bytes hash to, for each one stored: no content."""
+        return self._content.hashes(digests)
+
+    @property
+    def reads_content_directly(self) -> bool:
+        """Whether this session may select stored content itself (False: a PostgreSQL
+        reviewer, which reads it only against a committed ACCESS record, migration 0015)."""
+        return self._content.direct
+
+    reading_under = staticmethod(ContentReader.under)
 
     def _iter_where(
         self, where: list[ColumnElement[bool]], *, after_seq: int = 0
@@ -419,17 +429,7 @@ class AuditStore:
     def payload(self, content_digest: str) -> bytes:
         """The stored bytes whose digest is ``content_digest``; :class:`ContentMismatch` if
         the stored bytes no longer hash to it (so altered content is never returned)."""
-        with self._backend.reader.connect() as conn:
-            content = conn.execute(
-                select(Payload.content).where(Payload.digest == content_digest)
-            ).scalar_one_or_none()
-        if content is None:
-            raise NotFound(f"there is no stored payload {content_digest}.")
-        data = as_bytes(content)
-        actual = digest(data)
-        if actual != content_digest:
-            raise ContentMismatch(content_digest, actual)
-        return data
+        return self._content.payload(content_digest)
 
     def policy_content(self, fingerprint: str) -> dict[str, Any] | None:
         with self._backend.reader.connect() as conn:

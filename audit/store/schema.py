@@ -16,6 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     DateTime,
     FromClause,
@@ -162,6 +163,19 @@ class ReservationMark(Base):
 
     reserved: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     marked_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ContentReader(Base):
+    """Who inserted the ACCESS event at ``access_seq`` (migration 0015), written only by a
+    trigger on ``events``: ``audit_read_content()`` returns content to that reader alone,
+    once the event is committed. SQLite has the table and leaves it empty."""
+
+    __tablename__ = "content_readers"
+
+    access_seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    reader: Mapped[str] = mapped_column(String(64))
+    xact: Mapped[int] = mapped_column(BigInteger)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class ChainCheckpoint(Base):

@@ -97,7 +97,7 @@ def check_outcome(
             )
     for name, ref in sorted(event.payload_digests.items()):
         try:
-            store.payload(ref)
+            store.check_payload(ref)
         except AuditStoreError as exc:
             problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
     return problems

@@ -40,8 +40,8 @@ def db_current(ctx: click.Context) -> None:
 @click.option(
     "--read-only",
     is_flag=True,
-    help="A reviewer: read everything (list, show, verify), append only export and "
-    "checkpoint records.",
+    help="A reviewer: read the events (list, show, verify), append only export, checkpoint "
+    "and access records; content only through the audited commands, each recorded first.",
 )
 @click.option(
     "--integrator",

@@ -26,11 +26,13 @@ from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.verify.authenticity import SignatureCheck, check_event, check_outcome
 from audit.verify.lifecycle import TERMINAL
-from gateway._attachment_payloads import restored
+from gateway._attachment_payloads import ATTACHMENT_PREFIX, restored
 
 __all__ = [
+    "ContentPlan",
     "ContentRead",
     "RecordedContent",
+    "content_plan",
     "parsed_payload",
     "recorded_content",
     "selected_by_export",
@@ -39,6 +41,7 @@ __all__ = [
 
 # What a content read shows, named in its ACCESS event.
 PARTS = ("system_prompt", "messages", "answer")
+ANSWERS = ("response_body", "partial_response")
 
 
 class RecordedContent(BaseModel):
@@ -76,11 +79,40 @@ class ContentRead:
     events: tuple[StoredEvent, ...] = ()
 
 
-def recorded_content(
-    store: AuditStore, events: list[StoredEvent], *, signature: SignatureCheck | None
-) -> ContentRead:
-    """The content of the request whose life is ``events`` (seq order), checked first."""
-    first = events[0]
+@dataclass
+class ContentPlan:
+    """What a content read will read, found and checked before anything is read: the
+    events (REQUEST, outcome, cache hit), and each payload they name (``to_read``: name ->
+    digest, attachments of the request body included), or the problems that refuse it."""
+
+    intent: StoredEvent | None
+    outcome: StoredEvent | None
+    hit: StoredEvent | None
+    served_from: str | None
+    problems: list[str]
+    seqs: tuple[int, ...]
+    nothing: str | None = None
+    to_read: dict[str, str] = field(default_factory=dict)
+
+    def refused(self) -> ContentRead | None:
+        """The read's outcome when there is nothing to read, or it is refused."""
+        if self.nothing is not None or self.problems or self.intent is None:
+            return ContentRead(None, self.problems, self.seqs, nothing=self.nothing)
+        return None
+
+
+def content_plan(
+    store: AuditStore,
+    events: list[StoredEvent],
+    *,
+    signature: SignatureCheck | None,
+    check_payloads: bool = True,
+) -> ContentPlan:
+    """Find and check the events of the request whose life is ``events`` (seq order), and
+    the payloads a read of its content takes, without reading any content: checked for
+    being stored and intact through their hashes (:meth:`AuditStore.check_payload`), so a
+    role that may read content only against an ACCESS record can record one first.
+    ``check_payloads=False`` leaves that check to the read (which makes it anyway)."""
     outcome = next((e for e in reversed(events) if e.kind.value in TERMINAL), None)
     hit = next((e for e in reversed(events) if e.kind == EventKind.CACHE_HIT), None)
     problems: list[str] = []
@@ -108,37 +140,73 @@ def recorded_content(
         if intent is not None:
             problems += check_event(store, intent, signature)
     seqs = tuple(sorted({e.seq for e in (intent, outcome, hit) if e is not None}))
+    plan = ContentPlan(intent, outcome, hit, served_from, problems, seqs)
     if intent is None and not problems:
         kinds = ", ".join(e.kind.value for e in events)
-        return ContentRead(None, [], seqs, nothing=f"nothing was sent (its events: {kinds})")
-    if problems or intent is None:
-        return ContentRead(None, problems, seqs)
+        plan.nothing = f"nothing was sent (its events: {kinds})"
+    if plan.refused() is not None:
+        return plan
+    assert intent is not None
+    reads = [(intent, n) for n in intent.payload_digests if n == "request_body" or _attached(n)]
+    if outcome is not None:
+        name = next((n for n in ANSWERS if n in outcome.payload_digests), None)
+        reads += [(outcome, name)] if name is not None else []
+    for event, name in reads:
+        ref = event.payload_digests[name]
+        try:
+            if check_payloads:
+                store.check_payload(ref)
+        except AuditStoreError as exc:
+            problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
+        plan.to_read[name] = ref
+    return plan
+
+
+def recorded_content(
+    store: AuditStore,
+    events: list[StoredEvent],
+    *,
+    signature: SignatureCheck | None,
+    plan: ContentPlan | None = None,
+) -> ContentRead:
+    """The content of the request whose life is ``events`` (seq order), checked first
+    (``plan``: already checked by :func:`content_plan`). A role that may not read content
+    itself reads it inside :meth:`AuditStore.reading_under` an ACCESS event naming
+    ``plan.to_read``."""
+    plan = plan or content_plan(store, events, signature=signature)
+    refused = plan.refused()
+    if refused is not None:
+        return refused
+    intent, outcome, hit = plan.intent, plan.outcome, plan.hit
+    assert intent is not None
+    problems: list[str] = []
     payloads: dict[str, str] = {}
     raw: dict[str, bytes] = {}
     sent = _payload(store, intent, "request_body", payloads, raw, problems)
     answer: Any = None
     if outcome is not None:
-        name = next(
-            (n for n in ("response_body", "partial_response") if n in outcome.payload_digests),
-            None,
-        )
+        name = next((n for n in ANSWERS if n in outcome.payload_digests), None)
         if name is not None:
             answer = _payload(store, outcome, name, payloads, raw, problems)
     if problems:
-        return ContentRead(None, problems, seqs)
+        return ContentRead(None, problems, plan.seqs)
     content = RecordedContent(
-        request_id=first.request_id,
-        task=first.task,
-        caller=first.caller,
+        request_id=events[0].request_id,
+        task=events[0].task,
+        caller=events[0].caller,
         policy_fingerprint=intent.policy_fingerprint,
         outcome=(hit or outcome or intent).kind.value,
-        served_from=served_from,
-        seqs=seqs,
+        served_from=plan.served_from,
+        seqs=plan.seqs,
         payloads=payloads,
         **shown_parts(sent, answer),
     )
     used = tuple(e for e in (intent, outcome, hit) if e is not None)
-    return ContentRead(content, [], seqs, raw=raw, events=used)
+    return ContentRead(content, [], plan.seqs, raw=raw, events=used)
+
+
+def _attached(name: str) -> bool:
+    return name.startswith(ATTACHMENT_PREFIX)
 
 
 def shown_parts(sent: Any, answer: Any) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from gateway.evidence._approvals import (
 from gateway.evidence._audit_content import (
     PARTS,
     RecordedContent,
+    content_plan,
     recorded_content,
     selected_by_export,
 )
@@ -178,23 +179,28 @@ class Auditing(Proving, OwnsLog):
         reviewer = check_name(reviewer, "reviewer", example="j.smith") or ""
         events = self.request_events(request_id)
         log = self._writing()
-        found = log.run(recorded_content, events, signature=self._signature_check())
-        if found.nothing is not None:
+        check = self._signature_check()
+        # Checked, and what it reads named, before any content is read: the ACCESS event is
+        # committed first, and a PostgreSQL reviewer's database returns content only against
+        # it (migration 0015).
+        plan = log.run(content_plan, events, signature=check)
+        if plan.nothing is not None:
             raise InputError(
-                f"request {request_id!r} has no recorded content: {found.nothing}.",
+                f"request {request_id!r} has no recorded content: {plan.nothing}.",
                 hint="`gateway audit show REQUEST_ID` shows what was recorded.",
             )
+        shown = plan.refused() is None
         data: dict[str, object] = {
             "reviewer": reviewer,
             "read_request_id": request_id,
             "read": list(PARTS),
-            "seqs": list(found.seqs),
-            "shown": found.content is not None,
+            "seqs": list(plan.seqs),
+            "shown": shown,
         }
-        if found.content is not None:
-            data["payloads"] = found.content.payloads
+        if shown:
+            data["payloads"] = plan.to_read
         else:
-            data["problems"] = found.problems
+            data["problems"] = plan.problems
         draft = EventDraft(
             kind=EventKind.ACCESS,
             request_id=f"access-{uuid.uuid4().hex}",
@@ -203,8 +209,14 @@ class Auditing(Proving, OwnsLog):
             data=data,
         )
         appended = log.run(AuditStore.append, draft)
-        if found.content is None:
-            problems = found.problems or ["the record did not check out"]
+        found = None
+        if shown:
+            with AuditStore.reading_under(appended.seq):
+                found = log.run(recorded_content, events, signature=check, plan=plan)
+        if found is None or found.content is None:
+            problems = (found.problems if found else plan.problems) or [
+                "the record did not check out"
+            ]
             raise IntegrityAlert(
                 f"the recorded content of request {request_id!r} was not shown: its record "
                 f"did not check out ({problems[0]}).",
@@ -251,7 +263,10 @@ class Auditing(Proving, OwnsLog):
         return [
             e
             for e in self._log.each(AuditStore.iter_events, kind=EventKind.ACCESS)
-            if e.data.get("read_request_id") == request_id or selected_by_export(e, life)
+            # A reviewer's content export records each request it reads too (0015), under
+            # its own ACCESS event, which is listed once for the selection.
+            if e.data.get("export_access_seq") is None
+            and (e.data.get("read_request_id") == request_id or selected_by_export(e, life))
         ]
 
     def export(
@@ -292,8 +307,10 @@ class Auditing(Proving, OwnsLog):
                     "shown": True,
                 },
             )
-            log.run(AuditStore.append, draft)
-            annotate = content_annotator(log.store, check)
+            export_access = log.run(AuditStore.append, draft)
+            annotate = content_annotator(
+                log.store, check, reviewer=reviewer, export_seq=export_access.seq
+            )
 
         return log.run(
             export_events,

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import uuid
 from collections.abc import Callable
 from typing import Any
 
-from audit import AuditStore, EventKind, StoredEvent
+from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from audit.canonical import digest
 from audit.reports.export import Annotate
 from audit.store.erasure import erasures_of
@@ -33,7 +34,10 @@ from audit.verify.authenticity import SignatureCheck, check_event
 from audit.verify.lifecycle import TERMINAL
 from gateway._attachment_payloads import stored_payloads
 from gateway.evidence._audit_content import (
+    PARTS,
+    ContentPlan,
     ContentRead,
+    content_plan,
     parsed_payload,
     recorded_content,
     shown_parts,
@@ -51,16 +55,34 @@ Report = Callable[[int, int | None, str, str], None]  # line, seq, kind, detail
 CheckEvent = Callable[[int, dict[str, Any], str], dict[str, Any]]
 
 
-def content_annotator(store: AuditStore, check: SignatureCheck | None) -> Annotate:
+def content_annotator(
+    store: AuditStore,
+    check: SignatureCheck | None,
+    *,
+    reviewer: str | None = None,
+    export_seq: int | None = None,
+) -> Annotate:
     """An export's annotation of each REQUEST with its content, each checked as a content
     read checks it (a record that does not check out is written as ``{"refused": [...]}``,
-    never shown), with the evidence it is checked by offline."""
+    never shown), with the evidence it is checked by offline.
+
+    A role that may not read content itself (a PostgreSQL reviewer, migration 0015) records
+    an ACCESS event per request first, naming the payloads it reads and the export's own
+    ACCESS event (``export_seq``), and reads them under it."""
 
     def annotate(event: StoredEvent) -> dict[str, Any] | None:
         if event.kind != EventKind.REQUEST:
             return None
         events = store.events_for_request(event.request_id)
-        found = recorded_content(store, events, signature=check)
+        # A role that reads content itself checks it as it reads (once, not twice).
+        direct = store.reads_content_directly
+        plan = content_plan(store, events, signature=check, check_payloads=not direct)
+        if plan.refused() is None and not direct:
+            access = store.append(item_access(events, plan, reviewer, export_seq))
+            with AuditStore.reading_under(access.seq):
+                found = recorded_content(store, events, signature=check, plan=plan)
+        else:
+            found = recorded_content(store, events, signature=check, plan=plan)
         erased = erasure_evidence(store, events, check) if found.content is None else None
         if erased is not None:
             return {CONTENT_KEY: {"erased": erased}}
@@ -73,6 +95,27 @@ def content_annotator(store: AuditStore, check: SignatureCheck | None) -> Annota
         return {CONTENT_KEY: {**shown, EVIDENCE_KEY: content_evidence(found)}}
 
     return annotate
+
+
+def item_access(
+    events: list[StoredEvent], plan: ContentPlan, reviewer: str | None, export_seq: int | None
+) -> EventDraft:
+    """The ACCESS event of one request's content read by a content export."""
+    return EventDraft(
+        kind=EventKind.ACCESS,
+        request_id=f"access-{uuid.uuid4().hex}",
+        task=events[0].task,
+        caller=reviewer,
+        data={
+            "reviewer": reviewer,
+            "read_request_id": events[0].request_id,
+            "read": list(PARTS),
+            "seqs": list(plan.seqs),
+            "shown": True,
+            "payloads": plan.to_read,
+            "export_access_seq": export_seq,
+        },
+    )
 
 
 def erasure_evidence(

@@ -431,10 +431,12 @@ def _replayability(policy: Policy) -> dict[str, str]:
 
 
 def _partial(partial: MessageAssembler) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """What a stream delivered before it ended: the text and last usage in the event's data,
-    the partial message as a payload."""
+    """What a stream delivered before it ended: its size and last usage in the event's data,
+    the partial message (its text) as a payload only: event bodies hold no content, so a
+    role that may read the events but not the content (a PostgreSQL reviewer, migration
+    0015) reads no answer in them."""
     data = {
-        "text": partial.text(),
+        "text_chars": len(partial.text()),
         "usage": dict(partial.usage),
         "events": partial.event_count,
         "stop_reason": partial.stop_reason,

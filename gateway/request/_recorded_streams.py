@@ -12,6 +12,7 @@ recorder (_recording), exactly as for a call that is not streamed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -72,6 +73,7 @@ def record_stream(
                 yield item
             elif isinstance(item, ProviderReply) and terminal.claim():
                 outcomes.completed(item)
+                _drain(source)  # the body's end, once the answer is recorded
                 return
         raise _NoReply(provider.name)
     except AuditError:
@@ -85,8 +87,14 @@ def record_stream(
         reason = cancel_reason(exc)
         raise
     finally:
+        cancelled = terminal.claim()
+        # Left after message_stop reached the caller: the answer is whole (its reply follows
+        # message_stop in the source without a read, gateway.providers.wire).
+        whole = _reply_after_stop(source) if cancelled and partial.stopped else None
         _close(source)  # closes the upstream connection of a stream left early
-        if terminal.claim() and intended.committed:
+        if whole is not None and intended.committed:
+            outcomes.completed(whole)
+        elif cancelled and intended.committed:
             outcomes.cancelled(partial, reason)
 
 
@@ -126,6 +134,7 @@ async def arecord_stream(
                 yield item
             elif isinstance(item, ProviderReply) and terminal.claim():
                 await recorder.threads.submit(outcomes.completed, item)
+                await _adrain(source)  # the body's end, once the answer is recorded
                 return
         raise _NoReply(provider.name)
     except AuditError:
@@ -143,10 +152,15 @@ async def arecord_stream(
         # Claimed before the upstream is closed: a scope that cancels again at every await
         # (Starlette's streaming response does) must not skip the CANCELLED record.
         cancelled = terminal.claim()
+        # Left after message_stop reached the caller: the answer is whole, and its reply
+        # follows message_stop in the source without a read (gateway.providers.wire).
+        whole = await _areply_after_stop(source) if cancelled and partial.stopped else None
         try:
             await _aclose(source)
         finally:
-            if cancelled and intended.committed:
+            if whole is not None and intended.committed:
+                await recorder.threads.to_end(outcomes.completed, whole)
+            elif cancelled and intended.committed:
                 await recorder.threads.to_end(outcomes.cancelled, partial, reason)
 
 
@@ -161,6 +175,38 @@ def _close(source: object) -> None:
     close = getattr(source, "close", None)
     if close is not None:
         close()
+
+
+def _reply_after_stop(source: Iterator[Any]) -> ProviderReply | None:
+    """:func:`_areply_after_stop` for a blocking source."""
+    try:
+        item = next(source)
+    except BaseException:  # noqa: BLE001 - already leaving: CANCELLED is recorded instead
+        return None
+    return item if isinstance(item, ProviderReply) else None
+
+
+def _drain(source: Iterator[Any]) -> None:
+    with contextlib.suppress(Exception):
+        for _ in source:
+            pass
+
+
+async def _areply_after_stop(source: AsyncIterator[Any]) -> ProviderReply | None:
+    """The reply the source holds once ``message_stop`` has passed, or None (a source that
+    reads before its reply, fails or is cancelled again)."""
+    try:
+        item = await source.__anext__()
+    except BaseException:  # noqa: BLE001 - already leaving: CANCELLED is recorded instead
+        return None
+    return item if isinstance(item, ProviderReply) else None
+
+
+async def _adrain(source: AsyncIterator[Any]) -> None:
+    """Let the source read the rest of its body (so its connection is reused)."""
+    with contextlib.suppress(Exception):
+        async for _ in source:
+            pass
 
 
 async def _aclose(source: object) -> None:

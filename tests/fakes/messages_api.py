@@ -107,6 +107,8 @@ class Reply:
     deltas: int = 2
     delay: float = 0.0
     first_delay: float = 0.0
+    # Seconds between message_stop and the end of the body (the final chunk), streams only.
+    tail_delay: float = 0.0
     error_after: int | None = None
     drop_after: int | None = None
     # Released by the test as each delta reaches it; the next delta waits for it (streams).
@@ -232,14 +234,16 @@ class Reply:
         model: str | None = None,
         stop_sequence: str | None = None,
         paced_by: threading.Semaphore | None = None,
+        tail_delay: float = 0.0,
     ) -> Reply:
         """A 200 event stream written event by event (chunked): ``text`` in ``deltas`` text
         deltas, ``delay`` seconds apart (``first_delay`` before the first). ``error_after=n``
         sends an ``error`` event after n deltas; ``drop_after=n`` cuts the connection after n
         deltas. ``paced_by``: each delta after the first is sent only once the test has
         released the semaphore (as the previous delta reached it); one sent after waiting
-        ``PACE_WAIT_S`` in vain is counted in ``FakeMessagesAPI.unpaced``. A non-streaming
-        request gets the message as JSON."""
+        ``PACE_WAIT_S`` in vain is counted in ``FakeMessagesAPI.unpaced``. ``tail_delay``:
+        seconds between ``message_stop`` and the end of the body. A non-streaming request gets
+        the message as JSON."""
         return cls(
             "stream",
             text=text,
@@ -255,6 +259,7 @@ class Reply:
             message="Overloaded" if error_type == "overloaded_error" else f"fake {error_type}",
             drop_after=drop_after,
             paced_by=paced_by,
+            tail_delay=tail_delay,
         )
 
     @classmethod
@@ -815,6 +820,8 @@ def _stream_script(message: dict[str, Any], reply: Reply) -> Iterator[tuple[str,
         ),
     )
     yield "send", _sse("message_stop", {"type": "message_stop"})
+    if reply.tail_delay:
+        yield "wait", reply.tail_delay
 
 
 class FakeMessagesAPI:

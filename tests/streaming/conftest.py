@@ -3,6 +3,7 @@ helpers that read a request's events back and check the whole log."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -106,6 +107,17 @@ def terminal(db_path: Path, request_id: str) -> StoredEvent:
 def payload(db_path: Path, event: StoredEvent, name: str) -> bytes:
     with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
         return store.payload(event.payload_digests[name])
+
+
+def partial_text(db_path: Path, event: StoredEvent) -> str:
+    """The text a FAILED or CANCELLED stream had delivered (its ``partial_response``
+    payload: the event's body holds its size only)."""
+    if "partial_response" not in event.payload_digests:
+        return ""
+    message = json.loads(payload(db_path, event, "partial_response"))
+    text = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
+    assert event.data["partial"]["text_chars"] == len(text)
+    return text
 
 
 def verified(db_path: Path) -> None:

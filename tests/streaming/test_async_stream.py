@@ -11,7 +11,15 @@ import pytest
 
 from gateway import UpstreamError
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.streaming.conftest import MakeAsync, events, kinds, terminal, text_of, verified
+from tests.streaming.conftest import (
+    MakeAsync,
+    events,
+    kinds,
+    partial_text,
+    terminal,
+    text_of,
+    verified,
+)
 
 TEXT = "alpha bravo charlie delta echo foxtrot golf hotel"
 PROMPT = "Summarise the exposure of desk 7 to EUR rates"
@@ -57,7 +65,7 @@ def test_task_cancellation_mid_stream_records_cancelled_and_closes_the_upstream(
     asyncio.run(run())
     end = terminal(db_path, ids[0])
     assert str(end.kind) == "cancelled" and end.data["reason"] == "cancelled"
-    assert end.data["partial"]["text"].startswith("alpha ")
+    assert partial_text(db_path, end).startswith("alpha ")
     assert fake_api.stream_closed(1) is True
     verified(db_path)
 
@@ -77,7 +85,7 @@ def test_async_error_event_mid_stream_is_failed(
 
     request_id = asyncio.run(run())
     end = terminal(db_path, request_id)
-    assert str(end.kind) == "failed" and end.data["partial"]["text"] == "alpha bravo "
+    assert str(end.kind) == "failed" and partial_text(db_path, end) == "alpha bravo "
     verified(db_path)
 
 

@@ -12,7 +12,15 @@ from structlog.testing import capture_logs
 
 from gateway import Gateway, PolicyViolation, UpstreamError, UpstreamRejected
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.streaming.conftest import events, kinds, payload, terminal, text_of, verified
+from tests.streaming.conftest import (
+    events,
+    kinds,
+    partial_text,
+    payload,
+    terminal,
+    text_of,
+    verified,
+)
 
 TEXT = "alpha bravo charlie delta echo foxtrot golf hotel"
 PROMPT = "Summarise the exposure of desk 7 to EUR rates"
@@ -75,7 +83,7 @@ def test_a_caller_that_stops_after_two_deltas_is_recorded_cancelled_with_the_par
     end = terminal(db_path, s.request_id)
     assert str(end.kind) == "cancelled"
     assert end.data["reason"] == "closed" and end.data["answered"] is False
-    assert end.data["partial"]["text"] == "alpha bravo "
+    assert partial_text(db_path, end) == "alpha bravo "
     assert end.data["partial"]["usage"]["input_tokens"] > 0  # the last usage seen
     assert fake_api.stream_closed(1) is True  # the upstream connection was closed
     with pytest.raises(RuntimeError):
@@ -104,7 +112,7 @@ def test_an_interrupt_mid_stream_records_cancelled_interrupted(
                 raise KeyboardInterrupt
     end = terminal(db_path, s.request_id)
     assert end.data["reason"] == "interrupted"
-    assert end.data["partial"]["text"] == "alpha bravo "
+    assert partial_text(db_path, end) == "alpha bravo "
     verified(db_path)
 
 
@@ -123,7 +131,7 @@ def test_an_error_event_mid_stream_raises_after_failed_is_recorded_and_is_not_re
     attempt, end = events(db_path, s.request_id)[1:]
     assert attempt.data["will_retry"] is False  # part of the answer had reached the caller
     assert end.data["error_type"] == "overloaded_error"
-    assert end.data["partial"]["text"] == "alpha bravo charlie delta "
+    assert partial_text(db_path, end) == "alpha bravo charlie delta "
     assert len(fake_api.requests) == 1
     verified(db_path)
 
@@ -138,7 +146,7 @@ def test_a_dropped_connection_mid_stream_is_failed_with_the_partial_text(
     assert caught.value.error_type == "truncated_response"
     end = terminal(db_path, s.request_id)
     assert str(end.kind) == "failed"
-    assert end.data["partial"]["text"] == "alpha bravo charlie delta echo foxtrot "
+    assert partial_text(db_path, end) == "alpha bravo charlie delta echo foxtrot "
     assert len(fake_api.requests) == 1
     verified(db_path)
 

@@ -135,6 +135,11 @@ class MessagesCall:
             self._delivered = True
         return events
 
+    @property
+    def stream_complete(self) -> bool:
+        """The stream's ``message_stop`` has arrived: the answer is whole."""
+        return self._relay.complete
+
     def stream_reply(self, http: httpx2.Response) -> ProviderReply:
         """The reply once the body ended: the assembled message, with the stream's facts. A
         stream that ended without ``message_stop`` broke off (the upstream did the work)."""

@@ -36,6 +36,7 @@ the other. What differs between transports is the :class:`WireProfile` and its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -221,9 +222,15 @@ class MessagesProvider:
                     on_wire,
                 ) as raw:
                     http = call.opened(raw.http_response)
-                    for chunk in iter_body(http):
+                    chunks = iter_body(http)
+                    for chunk in chunks:
                         yield from call.events(http, chunk)
-                    yield call.stream_reply(http)
+                        if call.stream_complete:
+                            break
+                    yield call.stream_reply(http)  # at message_stop, as astream
+                    with contextlib.suppress(Exception):
+                        for _ in chunks:  # the body's end, so the connection is reused
+                            pass
                     return
             except UPSTREAM_FAILURES as exc:
                 report = call.failed(exc)
@@ -291,10 +298,17 @@ class MessagesProvider:
                     on_wire,
                 ) as raw:
                     http = call.opened(raw.http_response)
-                    async for chunk in aiter_body(http):
+                    chunks = aiter_body(http)
+                    async for chunk in chunks:
                         for event in call.events(http, chunk):
                             yield event
+                        if call.stream_complete:
+                            break
+                    # The reply as soon as message_stop came, before the body's end is read:
+                    # a cancellation while the end is awaited must not cost a whole answer
+                    # its RESPONSE. The end is read if asked (the connection is reused).
                     yield call.stream_reply(http)
+                    await _drain(chunks)
                     return
             except UPSTREAM_FAILURES as exc:
                 report = call.failed(exc)
@@ -348,3 +362,11 @@ if TYPE_CHECKING:
 
     def _is_a_provider(provider: MessagesProvider) -> Provider:
         return provider  # mypy proves MessagesProvider satisfies the Provider protocol
+
+
+async def _drain(body: AsyncIterator[bytes]) -> None:
+    """Read what follows ``message_stop`` to the body's end (nothing, as a rule), so the
+    connection is reused; the answer is already whole, so a failure here changes nothing."""
+    with contextlib.suppress(Exception):
+        async for _ in body:
+            pass
