@@ -15,7 +15,14 @@ Its rooms, each importing only those listed before it:
   path's check of one event;
 - ``audit.sequenced``: log format 2's integrator, and its heads and receipts;
 - ``audit.reports``: the export and the list of requests.
+
+The public API is exactly ``__all__``. Beyond the errors, each name loads on first use (as
+``gateway``'s own face does), so that importing one room (``audit.store.models``, say) does
+not import all five: every CLI start pays only for what its command reads.
 """
+
+import importlib as _importlib
+import typing as _typing
 
 from audit.errors import (
     AppendFailed,
@@ -27,19 +34,39 @@ from audit.errors import (
     NotFound,
     SchemaMismatch,
 )
-from audit.reports.export import EventFilter, ExportSummary, export_events
-from audit.reports.requests import RequestSummary, list_requests
-from audit.store import AuditStore
-from audit.store.models import (
-    Appended,
-    Checkpoint,
-    Defect,
-    DefectKind,
-    EventDraft,
-    EventKind,
-    StoredEvent,
-    VerifyReport,
-)
+
+if _typing.TYPE_CHECKING:
+    from audit.reports.export import EventFilter, ExportSummary, export_events
+    from audit.reports.requests import RequestSummary, list_requests
+    from audit.store import AuditStore
+    from audit.store.models import (
+        Appended,
+        Checkpoint,
+        Defect,
+        DefectKind,
+        EventDraft,
+        EventKind,
+        StoredEvent,
+        VerifyReport,
+    )
+
+# Where each name that loads on first use lives.
+_LAZY = {
+    "EventFilter": "audit.reports.export",
+    "ExportSummary": "audit.reports.export",
+    "export_events": "audit.reports.export",
+    "RequestSummary": "audit.reports.requests",
+    "list_requests": "audit.reports.requests",
+    "AuditStore": "audit.store",
+    "Appended": "audit.store.models",
+    "Checkpoint": "audit.store.models",
+    "Defect": "audit.store.models",
+    "DefectKind": "audit.store.models",
+    "EventDraft": "audit.store.models",
+    "EventKind": "audit.store.models",
+    "StoredEvent": "audit.store.models",
+    "VerifyReport": "audit.store.models",
+}
 
 __all__ = [
     "AppendFailed",
@@ -65,3 +92,12 @@ __all__ = [
     "export_events",
     "list_requests",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'audit' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value

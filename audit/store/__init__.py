@@ -3,12 +3,29 @@
 from audit.store import AuditStore
 with AuditStore.open("sqlite:///gateway-audit.db") as store:
     store.append(EventDraft(kind=EventKind.REQUEST, request_id="r1"))
+
+Each name loads on first use, so that importing one of the room's modules (the typed values in
+``audit.store.models``, say) does not import the store, SQLAlchemy's engine and Alembic.
 """
 
-from audit.store._follow import LogFollower
-from audit.store._opening import missing_database, sqlite_path
-from audit.store._reads import UNREADABLE, EventKey
-from audit.store._store import AuditStore
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from audit.store._follow import LogFollower
+    from audit.store._opening import missing_database, sqlite_path
+    from audit.store._reads import UNREADABLE, EventKey
+    from audit.store._store import AuditStore
+
+# Where each name that loads on first use lives.
+_LAZY = {
+    "LogFollower": "audit.store._follow",
+    "missing_database": "audit.store._opening",
+    "sqlite_path": "audit.store._opening",
+    "UNREADABLE": "audit.store._reads",
+    "EventKey": "audit.store._reads",
+    "AuditStore": "audit.store._store",
+}
 
 __all__ = [
     "UNREADABLE",
@@ -18,3 +35,12 @@ __all__ = [
     "missing_database",
     "sqlite_path",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'audit.store' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value
