@@ -31,6 +31,7 @@ from audit.errors import (
     NotFound,
     UnreadableContent,
 )
+from audit.sealing import opened
 from audit.store._append import interrupted, item_specific
 from audit.store._fork import on_fork_child
 from audit.store._group import GroupCommitter
@@ -346,9 +347,9 @@ class AuditStore:
             return unlinked(conn, self.sequenced_from, list(seqs))
 
     def payloads(self, digests: Iterable[str]) -> dict[str, bytes]:
-        """The stored bytes of each of ``digests`` that is stored and still hashes to its
-        digest, in as few queries as the digests allow; a missing or altered payload is left
-        out (:meth:`payload` says which it is)."""
+        """The content of each of ``digests`` that is stored and still hashes to its
+        digest, in as few queries as the digests allow (a sealed row opened: audit.sealing);
+        a missing or altered payload is left out (:meth:`payload` says which it is)."""
         wanted = sorted(set(digests))
         found: dict[str, bytes] = {}
         with self._backend.reader.connect() as conn:
@@ -358,7 +359,7 @@ class AuditStore:
                 for ref, content in conn.execute(query):
                     data = as_bytes(content)
                     if digest(data) == ref:
-                        found[ref] = data
+                        found[ref] = opened(data)
         return found
 
     def _iter_where(
@@ -392,15 +393,18 @@ class AuditStore:
         """The newest RESPONSE for ``request_hash`` whose ``data["ok"]`` is true."""
         return next((e for e in self.responses(request_hash) if e.data.get("ok") is True), None)
 
-    def responses(self, request_hash: str) -> Iterator[StoredEvent]:
-        """The chain's RESPONSE events for ``request_hash``, newest first, read a page at a
-        time: candidates only (whether one may be served is for the gateway to decide)."""
+    def responses(self, request_hash: str, *also: str) -> Iterator[StoredEvent]:
+        """The chain's RESPONSE events for ``request_hash`` (or any of ``also``: the same
+        request under an older hash scheme), newest first, read a page at a time: candidates
+        only (whether one may be served is for the gateway to decide)."""
         last: int | None = None
+        hashes = (request_hash, *also)
+        matches = Event.request_hash == request_hash if not also else Event.request_hash.in_(hashes)
         while True:
             query = (
                 select(EVENTS)
                 .where(
-                    Event.request_hash == request_hash,
+                    matches,
                     Event.kind == EventKind.RESPONSE.value,
                     Event.seq >= 1,  # a row below 1 is outside the chain: never serve it
                 )
@@ -417,8 +421,14 @@ class AuditStore:
             last = rows[-1].seq
 
     def payload(self, content_digest: str) -> bytes:
-        """The stored bytes whose digest is ``content_digest``; :class:`ContentMismatch` if
-        the stored bytes no longer hash to it (so altered content is never returned)."""
+        """The content stored under ``content_digest`` (a sealed row opened:
+        audit.sealing); :class:`ContentMismatch` if the stored bytes no longer hash to it (so
+        altered content is never returned)."""
+        return opened(self.stored_payload(content_digest))
+
+    def stored_payload(self, content_digest: str) -> bytes:
+        """The row's bytes exactly as stored under ``content_digest`` (a sealed row keeps
+        its mark and salt): what hashes to the digest, for an export that must carry it."""
         with self._backend.reader.connect() as conn:
             content = conn.execute(
                 select(Payload.content).where(Payload.digest == content_digest)

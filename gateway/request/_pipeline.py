@@ -38,7 +38,12 @@ from gateway._inputs import (
     check_overrides,
     messages_from_input,
 )
-from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
+from gateway._keys import (
+    GATEWAY_VERSION,
+    new_request_id,
+    plain_request_hash,
+    request_hash_for,
+)
 from gateway._log import log
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
@@ -162,7 +167,8 @@ class RequestPipeline:
             policy=policy,
             model=model,
             plan=plan,
-            request_hash=request_hash_for(plan, model_version),
+            request_hash=request_hash_for(plan, model_version, self.recorder.cache_key),
+            plain_hash=plain_request_hash(plan, model_version),
             model_version=model_version,
             stream=request.stream,
             timeout_s=timeout_s,

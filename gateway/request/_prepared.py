@@ -55,6 +55,9 @@ class Prepared:
     model_version: str | None
     stream: bool = False
     timeout_s: float | None = None
+    # The unkeyed hash, when ``request_hash`` is keyed: answers recorded before keyed hashes
+    # are found under it (never recorded for a new event).
+    plain_hash: str | None = None
     labels: CallLabels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
