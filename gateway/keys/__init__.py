@@ -16,6 +16,7 @@ from gateway.keys._cache_key import (
     CacheKey,
     cache_key,
     keyed_request_hash,
+    subject_tag,
 )
 from gateway.keys._new_keys import KEY_USES, KeyKind, NewKey, new_key_file, new_key_hint
 from gateway.keys._public_keys import PUBLIC_KEYS_FORMAT, PublicKeys, public_keys, public_keys_text
@@ -53,5 +54,6 @@ __all__ = [
     "read_public_keys",
     "record_key_path",
     "record_signer",
+    "subject_tag",
     "trusted_record_keys",
 ]

@@ -27,7 +27,14 @@ from audit.store import sqlite_path
 from gateway.errors import ConfigurationError
 from gateway.settings import Settings
 
-__all__ = ["CACHE_KEY_FILE", "KEYED_PREFIX", "CacheKey", "cache_key", "keyed_request_hash"]
+__all__ = [
+    "CACHE_KEY_FILE",
+    "KEYED_PREFIX",
+    "CacheKey",
+    "cache_key",
+    "keyed_request_hash",
+    "subject_tag",
+]
 
 CACHE_KEY_FILE = "gateway-cache.key"
 KEYED_PREFIX = "hmac-sha256:"
@@ -48,12 +55,19 @@ class CacheKey:
         return "CacheKey(**********)"
 
     def mac(self, text: str) -> str:
-        return hmac.new(self._secret, text.encode("ascii"), hashlib.sha256).hexdigest()
+        return hmac.new(self._secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def keyed_request_hash(key: CacheKey | None, plain: str) -> str:
     """The replay key recorded for a request whose plain hash is ``plain``."""
     return plain if key is None else KEYED_PREFIX + key.mac(plain)
+
+
+def subject_tag(key: CacheKey, subject: str) -> str:
+    """The keyed digest a data subject's identifier is recorded as (never the identifier):
+    the same for every request of that subject under one cache key, so that
+    ``gateway audit erase --subject`` finds them, and confirmable by no one without the key."""
+    return KEYED_PREFIX + key.mac("subject\x00" + subject)
 
 
 def cache_key_path(settings: Settings) -> Path | None:

@@ -121,6 +121,8 @@ class CallRecords:
         files = attachments(plan.body.get("messages"))
         if files:
             delivery["attachments"] = files
+        if prepared.subject_tag is not None:  # keyed: never the subject's identifier
+            delivery["subject"] = prepared.subject_tag
         return Intent(
             EventKind.REQUEST,
             {
