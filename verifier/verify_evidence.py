@@ -467,7 +467,10 @@ def matches(name: str, raw: bytes, ref: str, salt: bytes | None = None) -> bool:
     """A payload's bytes hash to the signed digest; a request body with base64 attachments
     is stored with each canonical attachment replaced by a marker naming its digest. A
     sealed payload (a ``salt`` carried) is stored as SEAL_MARK + salt + those bytes."""
-    seal = (lambda b: SEAL_MARK + salt + b) if salt is not None else (lambda b: b)
+
+    def seal(stored: bytes) -> bytes:
+        return SEAL_MARK + salt + stored if salt is not None else stored
+
     if sha(seal(raw)) == ref:
         return True
     if name != "request_body" or b'"base64"' not in raw or MARK in raw:

@@ -44,7 +44,7 @@ def test_a_pack_lists_the_periods_erasures_and_holds(
             "a.auditor",
             "--format",
             "json",
-        ],  # fmt: skip
+        ],
         env={"GATEWAY_DATABASE_URL": settings.database_url, "GATEWAY_CHECKPOINT_KEY": "11" * 32},
     )
     assert built.exit_code == 0, built.output
