@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from gateway import Gateway, Settings
 from gateway.cli import main
 from gateway.evidence import Erasing, HoldScope
+from tests.support.standalone import run_standalone
 
 
 def test_a_pack_lists_the_periods_erasures_and_holds(
@@ -64,3 +65,29 @@ def test_a_pack_lists_the_periods_erasures_and_holds(
     page = (out / "index.html").read_text()
     assert 'id="retention"' in page and "dpo.k.lee" in page
     assert "Case &lt;12&gt;" in page and "Case <12>" not in page  # escaped
+
+
+def test_a_pack_with_sealed_content_verifies_with_the_standalone_verifier(
+    gw: Gateway, erasing: Erasing, settings: Settings, tmp_path: Path
+) -> None:
+    # Sealed payloads (audit.sealing): the export carries each one's salt, and the shipped
+    # verifier, alone, re-makes the digest the signed event names from content and salt.
+    gw.complete("compliance_review", "Is clause 4 fine?", caller="desk-a")
+    today = datetime.now(UTC).date().isoformat()
+    out = tmp_path / "pack"
+    built = CliRunner().invoke(
+        main,
+        ["evidence", "dora", "--from", today, "--to", today, "-o", str(out),
+         "--reviewer", "a.auditor", "--with-content"],
+        env={"GATEWAY_DATABASE_URL": settings.database_url, "GATEWAY_CHECKPOINT_KEY": "11" * 32},
+    )  # fmt: skip
+    assert built.exit_code == 0, built.output
+    rows = [json.loads(line) for line in (out / "export.jsonl").read_text().splitlines()]
+    carried = [r for r in rows if "content" in r]
+    assert carried and all(
+        "salt" in p for r in carried for p in r["content"]["evidence"]["payloads"].values()
+    ), carried[0]
+    code, report = run_standalone(
+        tmp_path, "export", out / "export.jsonl", "--keys", out / "public-keys.json"
+    )
+    assert code == 0, report
