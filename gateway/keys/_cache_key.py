@@ -11,7 +11,9 @@ is, the log alone no longer lets anyone confirm a guessed prompt by rebuilding i
 Order: ``cache_key`` (GATEWAY_CACHE_KEY), then ``cache_key_file``, then
 ``gateway-cache.key`` beside a configured record key file, then beside a SQLite database
 file; made once (32 random bytes as hex, mode 0600) when a writer first needs it. None of
-these (a PostgreSQL deployment whose record key is given inline): plain hashes, as before.
+these (a PostgreSQL deployment whose record key is given inline), or a default place this
+process may not write (a read-only secret mount; logged as ``cache_key_unavailable``): plain
+hashes, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from audit.store import sqlite_path
+from gateway._log import log
 from gateway.errors import ConfigurationError
 from gateway.settings import Settings
 
@@ -101,7 +104,18 @@ def cache_key(settings: Settings, *, create: bool) -> CacheKey | None:
         raise ConfigurationError(
             f"cannot read the cache key file {str(path)!r}: {reason}."
         ) from None
-    return _created(path)
+    try:
+        return _created(path)
+    except OSError as exc:
+        if settings.cache_key_file is not None:
+            raise ConfigurationError(
+                f"cannot create the cache key file {str(path)!r}: {exc.strerror}.",
+                hint="Make the folder writable, or give the key (GATEWAY_CACHE_KEY).",
+            ) from None
+        # The default place, beside a record key that may sit on a read-only secret mount:
+        # a deployment that worked before keeps working, with plain hashes, and says so.
+        log.warning("cache_key_unavailable", path=str(path), reason=str(exc.strerror))
+        return None
 
 
 def _parsed(text: str, where: str) -> CacheKey:
@@ -129,9 +143,4 @@ def _created(path: Path) -> CacheKey:
             os.unlink(tmp)
     except FileExistsError:
         return _parsed(path.read_text(encoding="ascii"), str(path))
-    except OSError as exc:
-        raise ConfigurationError(
-            f"cannot create the cache key file {str(path)!r}: {exc.strerror}.",
-            hint="Make the folder writable, or set GATEWAY_CACHE_KEY_FILE.",
-        ) from None
     return CacheKey(secret)
