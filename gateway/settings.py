@@ -274,7 +274,7 @@ FIELDS: Mapping[str, FieldSpec] = MappingProxyType(
         # record_key_file is a setting of its own (the signer reads the file itself).
         "record_key": FieldSpec("GATEWAY_RECORD_KEY"),
         "record_key_file": FieldSpec("GATEWAY_RECORD_KEY_FILE", path=True),
-        "cache_key": FieldSpec("GATEWAY_CACHE_KEY", file_ok=True),
+        "cache_key": FieldSpec("GATEWAY_CACHE_KEY"),  # cache_key_file: a setting of its own
         "cache_key_file": FieldSpec("GATEWAY_CACHE_KEY_FILE", path=True),
         "trusted_keys": FieldSpec("GATEWAY_TRUSTED_KEYS"),
         "trusted_keys_file": FieldSpec("GATEWAY_TRUSTED_KEYS_FILE", path=True),
