@@ -6,9 +6,11 @@ byte for byte.
     #  "attachment.1": <the decoded PDF>, ...}
     wire == restored(store, event, "request_body")
 
-The payloads table is keyed by the sha256 of its content, so an attachment stored as its own
-payload is one row however many requests send it: a 20 MB prospectus asked about twice is
-20 MB in the log, not 2 x 27 MB of base64 inside two request bodies.
+An attachment is stored as its own payload, decoded: a 20 MB prospectus is 20 MB in the log,
+not 27 MB of base64 inside the request body. The gateway's payloads are sealed under a
+random salt each (audit.sealing), so the event's digest of an attachment is not the plain
+digest its marker names; ``restored`` matches a marker to the event's own attachments by the
+plain digest of their content (rows written before sealing are keyed by it directly).
 
 The marker is the JSON string ``"\\u0000attachment:sha256:<hex of the decoded bytes>"``
 written in place of the base64 string (its quotes included). It was chosen so that it cannot
@@ -105,10 +107,20 @@ def restored(
         # marker-like text in it is content, not a marker.
         return read(ref)
 
+    plain: dict[str, bytes] = {}
+
     def attachment(found: str) -> bytes:
-        if found not in referenced:
+        if found in referenced:  # recorded before sealing: the row's key is the marker's
+            return read(found)
+        # Sealed rows (audit.sealing) are keyed apart from the marker, which names the plain
+        # digest of the file inside the (erasable) body: found among the event's own.
+        if not plain:
+            for ref in sorted(referenced):
+                content = read(ref)
+                plain.setdefault(digest(content), content)
+        if found not in plain:
             raise NotFound(f"seq {event.seq}: {name} names attachment {found}, not its own.")
-        return read(found)
+        return plain[found]
 
     return restore(read(ref), attachment)
 

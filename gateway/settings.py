@@ -86,6 +86,12 @@ class Settings(BaseModel):
     # PostgreSQL needs one of the two. docs/security.md says where a bank keeps it.
     record_key: SecretStr | None = None
     record_key_file: Path | None = None
+    # The cache key (32 bytes as hex) under which request hashes are keyed (HMAC-SHA256), held
+    # like the record key, never in the database: ``cache_key`` itself, or a file. Neither:
+    # ``gateway-cache.key`` beside the record key file, else beside a SQLite database,
+    # created (mode 0600) on first write (gateway.keys.cache_key).
+    cache_key: SecretStr | None = None
+    cache_key_file: Path | None = None
     # Public keys (hex or base64) whose record signatures verify and the read path accept,
     # besides this gateway's own: other instances', a previous key's.
     trusted_keys: tuple[str, ...] = ()
@@ -284,6 +290,8 @@ FIELDS: Mapping[str, FieldSpec] = MappingProxyType(
         # record_key_file is a setting of its own (the signer reads the file itself).
         "record_key": FieldSpec("GATEWAY_RECORD_KEY"),
         "record_key_file": FieldSpec("GATEWAY_RECORD_KEY_FILE", path=True),
+        "cache_key": FieldSpec("GATEWAY_CACHE_KEY"),  # cache_key_file: a setting of its own
+        "cache_key_file": FieldSpec("GATEWAY_CACHE_KEY_FILE", path=True),
         "trusted_keys": FieldSpec("GATEWAY_TRUSTED_KEYS"),
         "trusted_keys_file": FieldSpec("GATEWAY_TRUSTED_KEYS_FILE", path=True),
         "integrator_public_keys": FieldSpec("GATEWAY_INTEGRATOR_PUBLIC_KEYS"),

@@ -42,6 +42,7 @@ SHOWN = ("request_body", "response_body", "partial_response")
 ORIGIN = "compliance-gateway.audit/"
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 MARK = b"\\u0000attachment:"
+SEAL_MARK = b"\x00\xffgateway-sealed-1\x00"  # audit.sealing: content stored behind a salt
 
 
 def sha(data: bytes) -> str:
@@ -377,7 +378,11 @@ class Walk:
         data: dict[str, bytes] = {}
         for name in sorted(set(named) | set(carried)):
             raw = payload_bytes(carried.get(name))
-            if name not in named or raw is None or not matches(name, raw, named[name]):
+            if (
+                name not in named
+                or raw is None
+                or not matches(name, raw, named[name], salt_of(carried.get(name)))
+            ):
                 kind = "content_" + ("extra" if name not in named else
                                      "missing" if raw is None else "mismatch")  # fmt: skip
                 self.bad(line, seq, kind, f"request {rid}: payload {name} is not as signed")
@@ -455,10 +460,25 @@ def payload_bytes(item: Any) -> bytes | None:
         return None
 
 
-def matches(name: str, raw: bytes, ref: str) -> bool:
+def salt_of(item: Any) -> bytes | None:
+    """A sealed payload's salt, carried beside its content (16 bytes as hex)."""
+    text = item.get("salt") if isinstance(item, dict) else None
+    try:
+        salt = bytes.fromhex(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return salt if salt is not None and len(salt) == 16 else None
+
+
+def matches(name: str, raw: bytes, ref: str, salt: bytes | None = None) -> bool:
     """A payload's bytes hash to the signed digest; a request body with base64 attachments
-    is stored with each canonical attachment replaced by a marker naming its digest."""
-    if sha(raw) == ref:
+    is stored with each canonical attachment replaced by a marker naming its digest. A
+    sealed payload (a ``salt`` carried) is stored as SEAL_MARK + salt + those bytes."""
+
+    def seal(stored: bytes) -> bytes:
+        return SEAL_MARK + salt + stored if salt is not None else stored
+
+    if sha(seal(raw)) == ref:
         return True
     if name != "request_body" or b'"base64"' not in raw or MARK in raw:
         return False
@@ -475,7 +495,7 @@ def matches(name: str, raw: bytes, ref: str) -> bool:
         if base64.b64encode(decoded).decode() == text:
             marker = b'"' + MARK + sha(decoded).encode() + b'"'
             stored = stored.replace(b'"' + text.encode() + b'"', marker)
-    return sha(stored) == ref
+    return sha(seal(stored)) == ref
 
 
 def inline_sources(body: Any) -> Iterator[Any]:

@@ -18,6 +18,7 @@ from typing import Any
 from audit._fast_canonical import fast_canonical
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.errors import InvalidEvent
+from audit.sealing import seal
 from audit.store._policy_bytes import checked_policy_bytes
 from audit.store.bounded import (
     MAX_DATA_DEPTH,
@@ -192,7 +193,9 @@ def prepare(draft: EventDraft, known: Known | None = None) -> Prepared:
     ):
         check_draft(draft)
     event_id = uuid.uuid4().hex
-    digests = {name: digest(b) for name, b in draft.payloads.items()}
+    salt = draft.seal_salt
+    stored = {n: seal(b, salt) for n, b in draft.payloads.items()} if salt else draft.payloads
+    digests = {name: digest(b) for name, b in stored.items()}
     given = policy_content is not None or policy_bytes is not None
     policy_ref = draft.policy_fingerprint if given else None
     try:
@@ -214,7 +217,7 @@ def prepare(draft: EventDraft, known: Known | None = None) -> Prepared:
         )
     except CanonicalizationError as exc:
         raise InvalidEvent(f"the event data cannot be recorded: {exc}.") from None
-    rows = {digests[name]: b for name, b in draft.payloads.items()}
+    rows = {digests[name]: b for name, b in stored.items()}
     return Prepared(
         draft=draft,
         event_id=event_id,

@@ -31,6 +31,7 @@ from audit.errors import (
     NotFound,
     UnreadableContent,
 )
+from audit.sealing import opened
 from audit.store._append import interrupted, item_specific
 from audit.store._content import ContentReader
 from audit.store._fork import on_fork_child
@@ -348,11 +349,12 @@ class AuditStore:
             return unlinked(conn, self.sequenced_from, list(seqs))
 
     def payloads(self, digests: Iterable[str]) -> dict[str, bytes]:
-        """The stored bytes of each of ``digests`` that is stored and still hashes to its
-        digest, in as few queries as the digests allow; a missing or altered payload is left
-        out (:meth:`payload` says which it is). A role that reads content only against an
-        ACCESS record reads inside :meth:`reading_under` (audit.store._content)."""
-        return self._content.payloads(digests)
+        """The content of each of ``digests`` that is stored and still hashes to its digest
+        (a sealed row opened: audit.sealing), in as few queries as the digests allow; a missing
+        or altered payload is left out (:meth:`payload` says which it is). A role that reads
+        content only against an ACCESS record reads inside :meth:`reading_under`
+        (audit.store._content)."""
+        return {ref: opened(data) for ref, data in self._content.payloads(digests).items()}
 
     def check_payload(self, content_digest: str) -> None:
         """What :meth:`payload` raises for ``content_digest``, without returning the content
@@ -402,15 +404,18 @@ class AuditStore:
         """The newest RESPONSE for ``request_hash`` whose ``data["ok"]`` is true."""
         return next((e for e in self.responses(request_hash) if e.data.get("ok") is True), None)
 
-    def responses(self, request_hash: str) -> Iterator[StoredEvent]:
-        """The chain's RESPONSE events for ``request_hash``, newest first, read a page at a
-        time: candidates only (whether one may be served is for the gateway to decide)."""
+    def responses(self, request_hash: str, *also: str) -> Iterator[StoredEvent]:
+        """The chain's RESPONSE events for ``request_hash`` (or any of ``also``: the same
+        request under an older hash scheme), newest first, read a page at a time: candidates
+        only (whether one may be served is for the gateway to decide)."""
         last: int | None = None
+        hashes = (request_hash, *also)
+        matches = Event.request_hash == request_hash if not also else Event.request_hash.in_(hashes)
         while True:
             query = (
                 select(EVENTS)
                 .where(
-                    Event.request_hash == request_hash,
+                    matches,
                     Event.kind == EventKind.RESPONSE.value,
                     Event.seq >= 1,  # a row below 1 is outside the chain: never serve it
                 )
@@ -427,8 +432,14 @@ class AuditStore:
             last = rows[-1].seq
 
     def payload(self, content_digest: str) -> bytes:
-        """The stored bytes whose digest is ``content_digest``; :class:`ContentMismatch` if
-        the stored bytes no longer hash to it (so altered content is never returned)."""
+        """The content stored under ``content_digest`` (a sealed row opened:
+        audit.sealing); :class:`ContentMismatch` if the stored bytes no longer hash to it (so
+        altered content is never returned)."""
+        return opened(self.stored_payload(content_digest))
+
+    def stored_payload(self, content_digest: str) -> bytes:
+        """The row's bytes exactly as stored under ``content_digest`` (a sealed row keeps
+        its mark and salt): what hashes to the digest, for an export that must carry it."""
         return self._content.payload(content_digest)
 
     def policy_content(self, fingerprint: str) -> dict[str, Any] | None:

@@ -182,6 +182,7 @@ class Reference(NamedTuple):
     policy_fingerprint: str | None
     payloads: tuple[str, ...]  # the digests it names
     erased: tuple[str, ...]  # an erasure event's ``erased`` list (empty for other kinds)
+    subject: str | None = None  # a REQUEST's ``data["subject"]`` (a keyed digest), if any
 
 
 def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
@@ -215,9 +216,13 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
                     if isinstance(listed, list)
                     else ()
                 )
+                tag = data.get("subject") if kind == EventKind.REQUEST.value else None
+                subject = tag if isinstance(tag, str) else None
             except (ValueError, AttributeError):
-                digests, erased = (), ()
-            yield Reference(seq, request_id, kind, at, task, caller, fingerprint, digests, erased)
+                digests, erased, subject = (), (), None
+            yield Reference(
+                seq, request_id, kind, at, task, caller, fingerprint, digests, erased, subject
+            )
         if len(rows) < page:
             return
         last = rows[-1][0]

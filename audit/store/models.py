@@ -107,6 +107,10 @@ class EventDraft(_Frozen):
     # into the event body, so the chain stays small and a body is stored once however often
     # it recurs.
     payloads: Mapping[str, bytes] = Field(default_factory=dict)
+    # Store each payload sealed under this random salt (audit.sealing; the gateway draws
+    # one per request): its digest then confirms nothing once the row is erased, and no row
+    # is shared with another request's events. None: stored plain, keyed by its sha256.
+    seal_salt: bytes | None = Field(default=None, min_length=16, max_length=16)
     policy_content: dict[str, Any] | None = None
     # Or the content as its RFC 8785 bytes (never both): a caller that holds them spares the
     # store canonicalising the same policy on every append (audit.store._policy_bytes checks them).

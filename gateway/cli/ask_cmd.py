@@ -50,6 +50,10 @@ def _no_constant(name: str) -> object:
 @click.argument("prompt", required=False)
 @click.option("--caller", help="The calling service, recorded with the request.")
 @click.option(
+    "--subject",
+    help="The data subject the request is about (recorded as a keyed digest only).",
+)
+@click.option(
     "--override",
     "overrides",
     multiple=True,
@@ -67,6 +71,7 @@ def ask_command(
     task: str,
     prompt: str | None,
     caller: str | None,
+    subject: str | None,
     overrides: tuple[str, ...],
     offline: bool,
     fmt: str,
@@ -83,9 +88,13 @@ def ask_command(
     with Gateway(settings_of(ctx), offline=offline) as gw, warnings.catch_warnings():
         warnings.simplefilter("ignore", AnswerAlertWarning)
         if stream:
-            result = _streamed(gw, task, prompt, caller, parsed or None, echo=fmt == "text")
+            result = _streamed(
+                gw, task, prompt, caller, parsed or None, echo=fmt == "text", subject=subject
+            )
         else:
-            result = gw.complete(task, prompt, caller=caller, overrides=parsed or None)
+            result = gw.complete(
+                task, prompt, caller=caller, overrides=parsed or None, subject=subject
+            )
     if stream and fmt == "text":
         click.echo("")
         _footer(result)
@@ -111,8 +120,9 @@ def _streamed(
     overrides: dict[str, object] | None,
     *,
     echo: bool,
+    subject: str | None = None,
 ) -> Result:
-    with gw.stream(task, prompt, caller=caller, overrides=overrides) as s:
+    with gw.stream(task, prompt, caller=caller, overrides=overrides, subject=subject) as s:
         for event in s:
             if echo and event["type"] == "content_block_delta":
                 delta = event["delta"]

@@ -75,7 +75,11 @@ def _print_purge(report: PurgeReport) -> None:
 
 
 @click.command("erase")
-@click.option("--request", "requests", multiple=True, required=True, help="A request id (repeat).")
+@click.option("--request", "requests", multiple=True, help="A request id (repeat).")
+@click.option(
+    "--subject",
+    help="A data subject's id: every request made with it (recorded as a keyed digest only).",
+)
 @click.option(
     "--rule",
     type=click.Choice(["subject_request", "other"]),
@@ -91,18 +95,27 @@ def _print_purge(report: PurgeReport) -> None:
 def erase_command(
     ctx: click.Context,
     requests: tuple[str, ...],
+    subject: str | None,
     rule: str,
     reason: str,
     approver: str,
     actor: str | None,
     fmt: str,
 ) -> None:
-    """Erase the content of the given requests now. Refused as a whole, naming why, when
-    any is under a legal hold or a regulatory minimum period."""
+    """Erase the content of the given requests, or of every request about a data subject
+    (--subject), now. Refused as a whole, naming why, when any is under a legal hold or a
+    regulatory minimum period."""
+    if (subject is None) == (not requests):
+        raise click.UsageError("give --request (repeatable) or --subject, not both.")
     with Erasing.open(settings_of(ctx)) as erasing:
-        report = erasing.erase(
-            requests, rule=rule, reason=reason, actor=_actor(actor), approver=approver
-        )
+        if subject is not None:
+            report = erasing.erase_subject(
+                subject, reason=reason, actor=_actor(actor), approver=approver
+            )
+        else:
+            report = erasing.erase(
+                requests, rule=rule, reason=reason, actor=_actor(actor), approver=approver
+            )
     if fmt == "json":
         echo_json(report.model_dump(mode="json"))
         return
@@ -122,6 +135,7 @@ def erase_command(
 @click.option("--request", "request_id")
 @click.option("--since", callback=parse_when, help="From this UTC time (ISO 8601).")
 @click.option("--until", callback=parse_when, help="Before this UTC time (ISO 8601).")
+@click.option("--subject", help="A data subject's id (the scope records its keyed digest).")
 @click.option("--reason", required=True, help="The matter the hold is for, recorded.")
 @_ACTOR
 @click.pass_context
@@ -132,12 +146,16 @@ def hold_command(
     request_id: str | None,
     since: datetime | None,
     until: datetime | None,
+    subject: str | None,
     reason: str,
     actor: str | None,
 ) -> None:
     """Place a legal hold: content in its scope is never erased until it is released."""
-    scope = HoldScope(task=task, caller=caller, request_id=request_id, since=since, until=until)
     with Erasing.open(settings_of(ctx)) as erasing:
+        tag = erasing.subject_tag(subject) if subject is not None else None
+        scope = HoldScope(
+            task=task, caller=caller, request_id=request_id, since=since, until=until, subject=tag
+        )
         hold = erasing.hold(scope, reason=reason, actor=_actor(actor))
     click.echo(f"legal hold {hold.hold_id} placed (event seq {hold.seq}): {shown(scope.text())}")
 

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from audit import AuditStore, AuditStoreError, EventFilter, EventKind, StoredEvent
+from audit.sealing import opened, salt_of
 from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.verify.authenticity import SignatureCheck, check_event, check_outcome
@@ -76,6 +77,9 @@ class ContentRead:
     # name -> the bytes each payload read held (the request body restored to its wire form),
     # and the events it was read through: what an export with content carries as evidence.
     raw: dict[str, bytes] = field(default_factory=dict)
+    # Each sealed payload's salt (audit.sealing), which an export carries so that the
+    # content can be checked offline against the digest its event signed.
+    salts: dict[str, bytes] = field(default_factory=dict)
     events: tuple[StoredEvent, ...] = ()
 
 
@@ -182,12 +186,13 @@ def recorded_content(
     problems: list[str] = []
     payloads: dict[str, str] = {}
     raw: dict[str, bytes] = {}
-    sent = _payload(store, intent, "request_body", payloads, raw, problems)
+    salts: dict[str, bytes] = {}
+    sent = _payload(store, intent, "request_body", payloads, raw, problems, salts)
     answer: Any = None
     if outcome is not None:
         name = next((n for n in ANSWERS if n in outcome.payload_digests), None)
         if name is not None:
-            answer = _payload(store, outcome, name, payloads, raw, problems)
+            answer = _payload(store, outcome, name, payloads, raw, problems, salts)
     if problems:
         return ContentRead(None, problems, plan.seqs)
     content = RecordedContent(
@@ -202,7 +207,7 @@ def recorded_content(
         **shown_parts(sent, answer),
     )
     used = tuple(e for e in (intent, outcome, hit) if e is not None)
-    return ContentRead(content, [], plan.seqs, raw=raw, events=used)
+    return ContentRead(content, [], plan.seqs, raw=raw, events=used, salts=salts)
 
 
 def _attached(name: str) -> bool:
@@ -252,17 +257,22 @@ def _payload(
     read: dict[str, str],
     raw: dict[str, bytes],
     problems: list[str],
+    salts: dict[str, bytes],
 ) -> Any:
     ref = event.payload_digests.get(name)
     if ref is None:
         return None
     try:
-        data = store.payload(ref) if name != "request_body" else restored(store, event, name)
+        stored = store.stored_payload(ref)
+        data = opened(stored) if name != "request_body" else restored(store, event, name)
     except AuditStoreError as exc:
         problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
         return None
     read[name] = ref
     raw[name] = data
+    salt = salt_of(stored)
+    if salt is not None:
+        salts[name] = salt
     return parsed_payload(data)
 
 

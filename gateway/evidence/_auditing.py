@@ -157,6 +157,11 @@ class Auditing(Proving, OwnsLog):
         """The seqs of ``events`` a format-2 log has not linked yet (audit show marks them)."""
         return self._log.run(AuditStore.pending_integration, [e.seq for e in events])
 
+    def events(self, filters: EventFilter) -> list[StoredEvent]:
+        """The events matching ``filters`` (its ``kind`` for one kind), in seq order: for a
+        few kinds over a period (an evidence pack's erasures and holds), not a whole log."""
+        return self._log.run(_events, filters)
+
     def request_events(self, request_id: str) -> list[StoredEvent]:
         """A request's whole life in seq order; an ``InputError`` when nothing is recorded."""
         events = self._log.run(AuditStore.events_for_request, request_id)
@@ -344,3 +349,7 @@ def _usage(
 
 def _filter_json(filters: EventFilter) -> dict[str, object]:
     return filters.model_dump(mode="json", exclude_none=True)
+
+
+def _events(store: AuditStore, filters: EventFilter) -> list[StoredEvent]:
+    return list(store.iter_events(**filters.model_dump()))

@@ -24,10 +24,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from audit import AuditStore, StoredEvent
-from audit.store.erasure import Reference, erase_content, erasure_data, erasures_of
+from audit.store.erasure import (
+    Reference,
+    erase_content,
+    erasure_data,
+    erasures_of,
+    references,
+)
 from audit.store.models import EventDraft, EventKind
 from audit.store.signing import signature_check
 from audit.verify.authenticity import check_event
+from gateway._inputs import check_name
 from gateway._store_adapter import OwnsLog, StoreAdapter
 from gateway.errors import ConfigurationError, ErasureRefused, InputError, IntegrityAlert
 from gateway.evidence._erasure_plan import Decision, ErasurePlan, SummaryRow
@@ -39,7 +46,7 @@ from gateway.evidence._holds import (
     place_hold,
     release_hold,
 )
-from gateway.keys import record_signer, trusted_record_keys
+from gateway.keys import cache_key, record_signer, subject_tag, trusted_record_keys
 from gateway.policy import Policy, minimum_days
 from gateway.settings import Settings
 
@@ -167,6 +174,51 @@ class Erasing(OwnsLog):
     def release(self, hold_id: str, *, reason: str, actor: str) -> int:
         _required(reason, "--reason")
         return self._log.run(release_hold, hold_id, reason=reason, actor=actor)
+
+    # -- data subjects ----------------------------------------------------------------------
+
+    def subject_tag(self, subject: str) -> str:
+        """The keyed digest the requests about ``subject`` recorded (gateway.keys.subject_tag):
+        what a hold's scope and an erasure look for; the identifier itself is never written."""
+        name = check_name(subject, "subject", example="customer-118204")
+        key = cache_key(self._settings, create=False)
+        if name is None or key is None:
+            raise ConfigurationError(
+                "subjects are recorded as digests keyed under the deployment's cache key, and "
+                "it is not here.",
+                hint="Run this where the gateway's cache key is (GATEWAY_CACHE_KEY_FILE).",
+            )
+        return subject_tag(key, name)
+
+    def subject_requests(self, subject: str) -> list[str]:
+        """The ids of the recorded requests about ``subject``, in the log's order."""
+        tag = self.subject_tag(subject)
+        return self._log.run(_requests_about, tag)
+
+    def erase_subject(
+        self,
+        subject: str,
+        *,
+        reason: str,
+        actor: str,
+        approver: str,
+        now: datetime | None = None,
+    ) -> ErasureReport:
+        """A data-subject request: erase the content of every request recorded about
+        ``subject`` (:meth:`erase` under rule ``subject_request``; refused as a whole when
+        any is held or under a regulatory minimum)."""
+        _required(reason, "--reason")
+        _required(approver, "--approver")
+        ids = self.subject_requests(subject)
+        if not ids:
+            raise InputError(
+                "no recorded request carries that subject.",
+                hint="A request names its subject when it is made (subject=..., "
+                "`gateway ask --subject`); requests made without one are found by id.",
+            )
+        return self.erase(
+            ids, rule="subject_request", reason=reason, actor=actor, approver=approver, now=now
+        )
 
     # -- erasure ----------------------------------------------------------------------------
 
@@ -385,3 +437,11 @@ def _held(hold: Hold) -> str:
 def _required(value: str | None, flag: str) -> None:
     if value is None or not value.strip():
         raise InputError(f"{flag} is required and may not be blank.")
+
+
+def _requests_about(store: AuditStore, tag: str) -> list[str]:
+    return [
+        r.request_id
+        for r in references(store)
+        if r.kind == EventKind.REQUEST.value and r.subject == tag
+    ]

@@ -11,8 +11,12 @@
 Payload rows are content-addressed, so one row can belong to several requests (the same
 prompt sent twice, the same attached file). A payload is removed only when every request
 that names it is erased now or was erased before; otherwise it is *kept* and the erasure
-event says so. Knowing that needs every reference in the log, so the pass writes them to a
-scratch SQLite file (the index lives on disk): memory stays flat whatever the log's size.
+event says so. (Sealed rows, audit.sealing, belong to one request; rows written before
+sealing are the shared ones.) Knowing that needs every reference in the log, so the pass
+writes them to a scratch SQLite database (the index lives on disk): memory stays flat
+whatever the log's size. It is SQLite's own private temporary database, whose file is
+unlinked as soon as it is opened: a purge killed mid-run leaves no file behind (it once
+left a ``/tmp/gateway-erasure-*`` folder holding request ids and digests).
 An erasure already recorded is never recorded again; its content, if a run was killed
 before removing it, is listed by :meth:`unfinished` for the next run to remove.
 """
@@ -21,10 +25,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from audit import AuditStore
@@ -77,8 +79,7 @@ REASONS = 3
 
 
 class ErasurePlan:
-    def __init__(self, folder: tempfile.TemporaryDirectory[str], db: sqlite3.Connection) -> None:
-        self._folder = folder
+    def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
         self.summary: dict[tuple[str, str], SummaryRow] = {}
 
@@ -86,13 +87,14 @@ class ErasurePlan:
     def build(
         cls, store: AuditStore, decide: Callable[[Reference], Decision | None]
     ) -> ErasurePlan:
-        folder = tempfile.TemporaryDirectory(prefix="gateway-erasure-")
-        db = sqlite3.connect(Path(folder.name) / "plan.db", isolation_level=None)
+        # "": a private on-disk temporary database (SQLITE_TMPDIR, TMPDIR, /var/tmp, ...),
+        # unlinked on open, gone with the connection or the process.
+        db = sqlite3.connect("", isolation_level=None)
         db.execute("PRAGMA journal_mode=OFF")
         db.execute("PRAGMA synchronous=OFF")
         for statement in _SCHEMA:
             db.execute(statement)
-        plan = cls(folder, db)
+        plan = cls(db)
         db.execute("BEGIN")
         for ref in references(store):
             for digest in set(ref.payloads):
@@ -203,4 +205,3 @@ class ErasurePlan:
 
     def close(self) -> None:
         self._db.close()
-        self._folder.cleanup()

@@ -29,6 +29,7 @@ from typing import Any
 from audit import AuditStore, EventDraft, EventKind, StoredEvent
 from audit.canonical import digest
 from audit.reports.export import Annotate
+from audit.sealing import SALT_BYTES, seal
 from audit.store.erasure import erasures_of
 from audit.verify.authenticity import SignatureCheck, check_event
 from audit.verify.lifecycle import TERMINAL
@@ -147,6 +148,9 @@ def content_evidence(found: ContentRead) -> dict[str, Any]:
             payloads[name] = {"digest": ref, "text": data.decode("utf-8")}
         except UnicodeDecodeError:
             payloads[name] = {"digest": ref, "base64": base64.b64encode(data).decode("ascii")}
+        salt = found.salts.get(name)
+        if salt is not None:  # sealed (audit.sealing): the digest covers the salt too
+            payloads[name]["salt"] = salt.hex()
     events = [e.export_row(signed=True) for e in found.events]
     return {"events": events, "payloads": payloads}
 
@@ -312,7 +316,7 @@ class ContentChecks:
                     f"payload {name} (named by seq {where}) is not in the export",
                 )  # fmt: skip
                 return None
-            if not _matches(name, raw, ref):
+            if not _matches(name, raw, ref, _salt(item)):
                 self._bad(
                     line, seq, "content_mismatch",
                     f"payload {name} does not hash to the digest seq {where} signed ({ref})",
@@ -371,9 +375,22 @@ def _bytes(item: Any) -> bytes | None:
     return None
 
 
-def _matches(name: str, raw: bytes, ref: str) -> bool:
+def _salt(item: Any) -> bytes | None:
+    text = item.get("salt") if isinstance(item, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        salt = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return salt if len(salt) == SALT_BYTES else None
+
+
+def _matches(name: str, raw: bytes, ref: str, salt: bytes | None) -> bool:
     """Whether ``raw`` is the payload whose digest ``ref`` an event signed: the bytes
-    themselves, or (a request body with attachments) the body as the log stores it."""
-    if digest(raw) == ref:
-        return True
-    return name == "request_body" and digest(stored_payloads(name, raw)[name]) == ref
+    themselves, or (a request body with attachments) the body as the log stores it; sealed
+    under ``salt`` when the export carries one."""
+    forms = [raw]
+    if name == "request_body":
+        forms.append(stored_payloads(name, raw)[name])
+    return any(digest(seal(f, salt) if salt is not None else f) == ref for f in forms)

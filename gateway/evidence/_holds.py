@@ -40,10 +40,13 @@ class HoldScope(BaseModel):
     request_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    # A data subject's keyed digest (gateway.keys.subject_tag), never the identifier.
+    subject: str | None = None
 
     def covers(self, event: Reference | StoredEvent) -> bool:
         return (
-            (self.task is None or event.task == self.task)
+            (self.subject is None or _subject(event) == self.subject)
+            and (self.task is None or event.task == self.task)
             and (self.caller is None or event.caller == self.caller)
             and (self.request_id is None or event.request_id == self.request_id)
             and (self.since is None or event.recorded_at >= self.since)
@@ -53,6 +56,10 @@ class HoldScope(BaseModel):
     def text(self) -> str:
         parts = [f"{k}={v}" for k, v in self.model_dump(mode="json").items() if v is not None]
         return ", ".join(parts)
+
+
+def _subject(event: Reference | StoredEvent) -> object:
+    return event.subject if isinstance(event, Reference) else event.data.get("subject")
 
 
 class Hold(NamedTuple):
@@ -67,7 +74,7 @@ def place_hold(store: AuditStore, scope: HoldScope, *, reason: str, actor: str) 
     if not any(v is not None for v in scope.model_dump().values()):
         raise InputError(
             "a hold needs a scope.",
-            hint="Give --task, --caller, --request or a date range (--since/--until).",
+            hint="Give --task, --caller, --request, --subject or a date range (--since/--until).",
         )
     hold_id = f"hold_{uuid.uuid4().hex}"
     data = {"scope": scope.model_dump(mode="json"), "reason": reason, "actor": actor}

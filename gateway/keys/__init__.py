@@ -10,6 +10,14 @@
 Callers' own keys for `gateway serve` are issued on the record: ``gateway.callers``.
 """
 
+from gateway.keys._cache_key import (
+    CACHE_KEY_FILE,
+    KEYED_PREFIX,
+    CacheKey,
+    cache_key,
+    keyed_request_hash,
+    subject_tag,
+)
 from gateway.keys._new_keys import KEY_USES, KeyKind, NewKey, new_key_file, new_key_hint
 from gateway.keys._public_keys import PUBLIC_KEYS_FORMAT, PublicKeys, public_keys, public_keys_text
 from gateway.keys._record_keys import (
@@ -24,15 +32,20 @@ from gateway.keys._record_keys import (
 from gateway.keys._user_id import USER_ID_PREFIX, forwarded_user_id
 
 __all__ = [
+    "CACHE_KEY_FILE",
+    "KEYED_PREFIX",
     "KEY_USES",
     "PUBLIC_KEYS_FORMAT",
     "RECORD_KEY_FILE",
     "USER_ID_PREFIX",
+    "CacheKey",
     "KeyKind",
     "NewKey",
     "PublicKeys",
+    "cache_key",
     "forwarded_user_id",
     "integrator_keys",
+    "keyed_request_hash",
     "new_key_file",
     "new_key_hint",
     "public_keys",
@@ -41,5 +54,6 @@ __all__ = [
     "read_public_keys",
     "record_key_path",
     "record_signer",
+    "subject_tag",
     "trusted_record_keys",
 ]

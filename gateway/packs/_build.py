@@ -38,6 +38,7 @@ from gateway.keys import public_keys, public_keys_text
 from gateway.packs._facts import CALLS, gather
 from gateway.packs._html import summary_html
 from gateway.packs._regimes import REGIMES, Regime
+from gateway.packs._retention import retention_section
 from gateway.settings import Settings
 
 __all__ = ["PackResult", "build_pack"]
@@ -138,6 +139,7 @@ def build_pack(
                 described[target] = f"request {request_id} proven into a signed tree head"
         exported = verify_export(folder / "export.jsonl", keys.record, keys.integrator)
         facts = gather(auditing, since, until, verified, exported)
+        retention = retention_section(auditing, since, until)
         facts.files = dict(described)
         items = [
             {"key": i.key, "asks": i.asks, "source": i.source, **i.check(facts)._asdict()}
@@ -170,6 +172,7 @@ def build_pack(
         "recorded_seq": recorded.seq,
         "items": items,
         "counts": {s: facts.statuses[s] for s in CALLS},
+        "retention": retention,
         "files": {n: {"what": described[n], "sha256": digests[n]} for n in described},
         "check_commands": _commands(described),
     }

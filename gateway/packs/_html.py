@@ -13,6 +13,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from gateway.packs._retention import retention_html
+
 _CSS = """
 @page { size: A4; margin: 16mm 14mm; }
 body { font: 10.5pt/1.45 system-ui, "DejaVu Sans", sans-serif; color: #111; margin: 1.5em auto;
@@ -105,6 +107,7 @@ def summary_html(summary: dict[str, Any]) -> str:
         f"<ul>{sources}</ul></section>"
         + _items(summary)
         + _counts(summary)
+        + retention_html(summary)
         + _files(summary)
         + "</body></html>\n"
     )

@@ -28,6 +28,7 @@ from audit import AuditStore, EventDraft, EventKind
 from gateway._keys import request_hash_for
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
+from gateway.keys import CacheKey
 from gateway.policy import ModelTarget, parse_model_target
 from gateway.providers.registry import Providers
 from gateway.replay._access import answer_read
@@ -93,9 +94,11 @@ class Replayer:
         operator: str | None = None,
         today: date | None = None,
         recorder: Recorder | None = None,
+        cache_key: CacheKey | None = None,
     ) -> None:
         self.store = store
-        self.recorder = recorder if recorder is not None else Recorder(store)
+        # ``cache_key``: keyed request hashes are re-made under it (a recorder has its own).
+        self.recorder = recorder if recorder is not None else Recorder(store, cache_key=cache_key)
         # Who runs the replay: its events are theirs (the replayed request's caller is kept
         # as ``original_caller``); without one, they are recorded under that caller.
         self.operator = operator
@@ -265,7 +268,9 @@ class Replayer:
         row = Row({}, policy=recorded.policy)
         row.request_hash = recorded.request.request_hash if recorded.request else None
         if prepared.mode is Mode.VERIFY:
-            checks = verify_request(self.store, self.catalog, recorded, self._verify_models)
+            checks = verify_request(
+                self.store, self.catalog, recorded, self._verify_models, self.recorder.cache_key
+            )
             failed = [c for c in checks if not c.ok]
             row.fields = {
                 "outcome": Outcome.FAILED if failed else Outcome.PASSED,
@@ -363,7 +368,7 @@ class Replayer:
             row.fields.update(outcome=Outcome.REFUSED, reason=migration.refusal)
             return row
         version = self.providers.model_version(reached.provider, reached.id)
-        row.request_hash = request_hash_for(plan, version)
+        row.request_hash = request_hash_for(plan, version, self.recorder.cache_key)
         # Streamed or not is how the answer was delivered, not what was asked: a streamed
         # recording compares with its re-plan as an answer, never as a "$.stream" change.
         changes = [c for c in json_changes(body, plan.body) if c.path not in UNASKED]

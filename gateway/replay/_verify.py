@@ -17,9 +17,10 @@ from typing import Any
 from audit import AuditStore, StoredEvent
 from audit.canonical import CanonicalizationError, canonical_bytes, digest
 from audit.errors import ContentMismatch, NotFound
-from gateway._keys import request_hash_for
+from gateway._keys import recorded_request_hash
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import GatewayError
+from gateway.keys import KEYED_PREFIX, CacheKey
 from gateway.policy import Plan, plan_request
 from gateway.replay._model import Check
 from gateway.replay._recorded import Recorded, body_bytes, recorded_user_id, request_body
@@ -32,12 +33,14 @@ def verify_request(
     catalog: Catalog,
     recorded: Recorded,
     models: dict[str, ModelInfo] | None = None,
+    key: CacheKey | None = None,
 ) -> tuple[Check, ...]:
     """``models``: the run's models as re-planning sees them, by id (kept across requests, so
-    the planner's per-policy-and-model verdict is reused rather than worked out anew)."""
+    the planner's per-policy-and-model verdict is reused rather than worked out anew).
+    ``key``: the deployment's cache key, which a keyed request hash is re-made under."""
     assert recorded.request is not None and recorded.policy is not None  # selection guarantees
     return tuple(
-        _checks(store, catalog, recorded, recorded.request, {} if models is None else models)
+        _checks(store, catalog, recorded, recorded.request, {} if models is None else models, key)
     )
 
 
@@ -47,6 +50,7 @@ def _checks(
     recorded: Recorded,
     request: StoredEvent,
     models: dict[str, ModelInfo],
+    key: CacheKey | None,
 ) -> Iterator[Check]:
     policy = recorded.policy
     assert policy is not None
@@ -85,7 +89,7 @@ def _checks(
         yield Check(name="replan", ok=False, detail=f"re-planning failed: {exc.message}")
         return
     yield Check(name="replan", ok=True, detail=f"planned for {model.id} ({plan.api_version})")
-    yield _hash_check(plan, request)
+    yield _hash_check(plan, request, key)
     yield _body_check(plan, body, streamed=request.data.get("stream") is True)
     if recorded.response is not None:
         yield _sent_check(store, recorded, recorded.response)
@@ -99,9 +103,14 @@ def _model_as_recorded(catalog: Catalog, model_id: str) -> ModelInfo | None:
     return model.model_copy(update={"lifecycle": "active", "retires_at": None})
 
 
-def _hash_check(plan: Plan, request: StoredEvent) -> Check:
+def _hash_check(plan: Plan, request: StoredEvent, key: CacheKey | None) -> Check:
     version = request.data.get("model_version")
-    replanned = request_hash_for(plan, version if isinstance(version, str) else None)
+    recorded = request.request_hash or ""
+    if recorded.startswith(KEYED_PREFIX) and key is None:
+        detail = "the recorded request hash is keyed, and this deployment's cache key is not here"
+        return Check(name="request_hash", ok=False, detail=detail)
+    model_version = version if isinstance(version, str) else None
+    replanned = recorded_request_hash(plan, model_version, key, recorded)
     ok = replanned == request.request_hash
     detail = (
         f"re-planned request hash {replanned} matches the record"
@@ -189,7 +198,7 @@ def _payload_checks(store: AuditStore, recorded: Recorded) -> Iterator[Check]:
                 )
                 continue
             try:
-                actual = digest(store.payload(ref))
+                actual = digest(store.stored_payload(ref))
             except NotFound:
                 yield Check(name=f"payload:{name}", ok=False, detail=f"{ref} is missing")
                 continue

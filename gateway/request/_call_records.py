@@ -127,6 +127,8 @@ class CallRecords:
         files = attachments(plan.body.get("messages"))
         if files:
             delivery["attachments"] = files
+        if prepared.subject_tag is not None:  # keyed: never the subject's identifier
+            delivery["subject"] = prepared.subject_tag
         return Intent(
             EventKind.REQUEST,
             {
@@ -335,7 +337,12 @@ class CallRecords:
         }
         if prepared.stream:
             hit_data["stream"] = True
-        appended = self.recorder.append(prepared.labels.draft(EventKind.CACHE_HIT, hit_data))
+        labels = prepared.labels
+        if served.request_hash is not None and served.request_hash != labels.request_hash:
+            # An answer recorded under the plain hash (before keyed hashes): the hit names it
+            # under that hash, as verify requires of a hit and the RESPONSE it serves.
+            labels = replace(labels, request_hash=served.request_hash)
+        appended = self.recorder.append(labels.draft(EventKind.CACHE_HIT, hit_data))
         result = self.result(
             prepared, served.response, served.stop_reason, appended.seq, cached=True
         )

@@ -13,12 +13,14 @@ how it ended (:data:`Sent`: :class:`Replied` or :class:`Failed`), its one termin
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 from audit import EventDraft, EventKind
+from audit.sealing import SALT_BYTES
 from gateway.errors import ConfigurationError, GatewayError, UpstreamError, UpstreamRejected
 from gateway.providers.base import Provider, ProviderReply, RequestNotHonoured
 from gateway.providers.stream import MessageAssembler
@@ -50,6 +52,10 @@ class CallLabels:
     policy_fingerprint: str | None
     request_hash: str | None
     attempt_context: Mapping[str, Any] = field(default_factory=dict)
+    # The call's random salt, which seals each of its payloads (audit.sealing): its digests
+    # confirm no guessed content once erased (docs/security.md, "What an erased request
+    # still reveals"); the same bytes twice in one call are still one row.
+    seal_salt: bytes = field(default_factory=lambda: secrets.token_bytes(SALT_BYTES), repr=False)
 
     def draft(
         self,
@@ -69,6 +75,7 @@ class CallLabels:
             request_hash=self.request_hash,
             data=dict(data),
             payloads=dict(payloads or {}),
+            seal_salt=self.seal_salt,
             policy_content=dict(policy_content) if policy_content is not None else None,
             policy_canonical=policy_canonical,
         )

@@ -115,14 +115,18 @@ class Gateway(_Client):
         caller: str | None = None,
         overrides: Mapping[str, object] | None = None,
         timeout: float | None = None,
+        subject: str | None = None,
     ) -> Result:
         """Run one request and return its answer. ``timeout`` (seconds): the longest wait for
         the upstream to answer or between two reads; no retry starts after it (recorded in
-        the intent)."""
+        the intent). ``subject``: the data subject the request is about (a customer id),
+        recorded as a keyed digest only, for `gateway audit erase --subject`."""
         # Hits need no lock; a replay miss takes the per-request lock and looks again, so that
         # concurrent identical misses make one upstream call and the rest are served from it.
         core = self._core
-        step = core.begin(Request(task, prompt, messages, caller, overrides, timeout=timeout))
+        step = core.begin(
+            Request(task, prompt, messages, caller, overrides, timeout=timeout, subject=subject)
+        )
         if isinstance(step, Miss):
             with self._locks.hold(step.prepared.request_hash):
                 return self._complete(core.looked_again(step.prepared))
@@ -158,13 +162,16 @@ class Gateway(_Client):
         caller: str | None = None,
         overrides: Mapping[str, object] | None = None,
         timeout: float | None = None,
+        subject: str | None = None,
     ) -> Stream:
         """A streamed request: ``with gw.stream(...) as s: for event in s: ...``, then
         ``s.result``. See _streams for what happens on each way out."""
 
         def open_stream(stack: ExitStack) -> Opened:
             core = self._core
-            step = core.begin(Request(task, prompt, messages, caller, overrides, True, timeout))
+            step = core.begin(
+                Request(task, prompt, messages, caller, overrides, True, timeout, subject=subject)
+            )
             if isinstance(step, Miss):  # a replay miss streams under its lock (see complete)
                 stack.enter_context(self._locks.hold(step.prepared.request_hash))
                 step = core.looked_again(step.prepared)
@@ -221,6 +228,7 @@ class AsyncGateway(_Client):
         overrides: Mapping[str, object] | None = None,
         timeout: float | None = None,
         on_request_id: Callable[[str], object] | None = None,
+        subject: str | None = None,
     ) -> Result:
         """``Gateway.complete`` for asyncio. Cancelled (or timed out by ``asyncio.timeout`` or
         ``wait_for``) after its intent, it records CANCELLED, saying whether the answer had
@@ -229,7 +237,9 @@ class AsyncGateway(_Client):
         # The same steps and locking as Gateway.complete, with the audit work in worker-thread
         # hops: a hit makes one hop in all, a record-mode miss two (the intent, committed as
         # the provider sends, and the outcome), a replay miss four (the look under its lock).
-        request = Request(task, prompt, messages, caller, overrides, timeout=timeout)
+        request = Request(
+            task, prompt, messages, caller, overrides, timeout=timeout, subject=subject
+        )
         step = await self._begin(request, told=on_request_id)
         if isinstance(step, Miss):
             async with self._locks.hold(step.prepared.request_hash):
@@ -321,13 +331,16 @@ class AsyncGateway(_Client):
         overrides: Mapping[str, object] | None = None,
         timeout: float | None = None,
         on_request_id: Callable[[str], object] | None = None,
+        subject: str | None = None,
     ) -> AsyncStream:
         """``Gateway.stream`` for asyncio: ``async with agw.stream(...) as s: async for event
         in s: ...``, then ``s.result``. ``on_request_id``: as for :meth:`complete`."""
 
         async def open_stream(stack: AsyncExitStack) -> AsyncOpened:
             core = self._core
-            request = Request(task, prompt, messages, caller, overrides, True, timeout)
+            request = Request(
+                task, prompt, messages, caller, overrides, True, timeout, subject=subject
+            )
             step = await self._begin(request, told=on_request_id)
             if isinstance(step, Miss):  # a replay miss streams under its lock (see complete)
                 await stack.enter_async_context(self._locks.hold(step.prepared.request_hash))

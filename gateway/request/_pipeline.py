@@ -35,10 +35,16 @@ from gateway._attachments import attachments
 from gateway._inputs import (
     EXPERIMENT_CALLER,
     check_caller,
+    check_name,
     check_overrides,
     messages_from_input,
 )
-from gateway._keys import GATEWAY_VERSION, new_request_id, request_hash_for
+from gateway._keys import (
+    GATEWAY_VERSION,
+    new_request_id,
+    plain_request_hash,
+    request_hash_for,
+)
 from gateway._log import log
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
@@ -49,7 +55,7 @@ from gateway.errors import (
     PolicyViolation,
     UpstreamError,
 )
-from gateway.keys import forwarded_user_id
+from gateway.keys import forwarded_user_id, subject_tag
 from gateway.policy import Plan, Policy, PolicySet, chosen_model, plan_request, transported
 from gateway.providers.base import WireTarget
 from gateway.providers.registry import Providers, runs_offline
@@ -122,6 +128,7 @@ class RequestPipeline:
             checked_caller = check_caller(caller, experiment=self._derives_policies)
             overrides = check_overrides(overrides)
             timeout_s = _check_timeout(request.timeout)
+            tag = self._subject_tag(request.subject)
             policy = self.policies.get(task)
             self.policies.check_in_effect(policy)  # before its effective_date: refused
             if self._policy_transform is not None:
@@ -162,11 +169,28 @@ class RequestPipeline:
             policy=policy,
             model=model,
             plan=plan,
-            request_hash=request_hash_for(plan, model_version),
+            request_hash=request_hash_for(plan, model_version, self.recorder.cache_key),
+            plain_hash=plain_request_hash(plan, model_version),
+            subject_tag=tag,
             model_version=model_version,
             stream=request.stream,
             timeout_s=timeout_s,
         )
+
+    def _subject_tag(self, subject: object) -> str | None:
+        """The keyed digest ``subject`` is recorded as, or None; InputError for a subject
+        that is not a plain name, or when there is no cache key to key it under."""
+        name = check_name(subject, "subject", example="customer-118204")
+        if name is None:
+            return None
+        key = self.recorder.cache_key
+        if key is None:
+            raise InputError(
+                "a request's subject is recorded as a keyed digest, and this deployment has "
+                "no cache key to key it under.",
+                hint="Set GATEWAY_CACHE_KEY_FILE (docs/security.md), or leave subject out.",
+            )
+        return subject_tag(key, name)
 
     def _plan(
         self,

@@ -40,6 +40,9 @@ class Request:
     stream: bool = False
     timeout: object = None
     counting: bool = False
+    # The data subject the request is about (a DSAR's identifier), recorded only as a keyed
+    # digest (gateway.keys.subject_tag) so that `gateway audit erase --subject` finds it.
+    subject: object = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,10 @@ class Prepared:
     model_version: str | None
     stream: bool = False
     timeout_s: float | None = None
+    # The unkeyed hash, when ``request_hash`` is keyed: answers recorded before keyed hashes
+    # are found under it (never recorded for a new event).
+    plain_hash: str | None = None
+    subject_tag: str | None = None  # the recorded keyed digest of the request's subject
     labels: CallLabels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

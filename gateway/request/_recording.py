@@ -39,7 +39,7 @@ from audit.verify.eras import KeyEras
 from gateway._attachment_payloads import stored_payloads
 from gateway._store_adapter import StoreAdapter, require_database
 from gateway.errors import AuditError, AuditWriteError, ConfigurationError
-from gateway.keys import record_signer, trusted_record_keys
+from gateway.keys import CacheKey, cache_key, record_signer, trusted_record_keys
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider, WireTarget
 from gateway.request._call_types import CallLabels, Intended, Intent, Sent, failed, replied
 from gateway.request._threads import AuditThreads
@@ -59,8 +59,11 @@ class Recorder:
         *,
         signature: SignatureCheck | None = None,
         threads: AuditThreads | None = None,
+        cache_key: CacheKey | None = None,
     ) -> None:
         self.store = store
+        # The deployment's secret the replay key is an HMAC under (gateway.keys.cache_key).
+        self.cache_key = cache_key
         self.reads = StoreAdapter(store)  # reads outside a call: the gateway's errors
         self.signature = signature
         self.threads = threads if threads is not None else AuditThreads()
@@ -88,7 +91,7 @@ class Recorder:
         check = signature_check(trusted, reads.store.store_id)
         if signer is not None:
             _refuse_retired_signer(reads, signer, check)
-        return cls(reads.store, signature=check)
+        return cls(reads.store, signature=check, cache_key=cache_key(settings, create=True))
 
     # -- the one translation of audit-store errors --------------------------------------------
 

@@ -65,6 +65,9 @@ class Served:
     stop_reason: str | None
     response: dict[str, Any]  # read-only by convention: results copy what they hand out
     size: int  # bytes of the recorded response body, for the memo's byte bound
+    # The served RESPONSE's request hash when read from the log: a plain one (recorded
+    # before keyed hashes) is what the CACHE_HIT must carry to name it.
+    request_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,10 @@ class ReplayCache:
                 return served
             self._memo.drop(prepared.request_hash)
         try:
-            candidates = self._recorder.store.responses(prepared.request_hash)
+            # Answers recorded before keyed request hashes are found under the plain one.
+            plain = prepared.plain_hash
+            also = (plain,) if plain is not None and plain != prepared.request_hash else ()
+            candidates = self._recorder.store.responses(prepared.request_hash, *also)
             for candidate in islice(candidates, MAX_CANDIDATES):
                 served = self.serve(prepared, candidate)
                 if served is not None:
@@ -245,6 +251,7 @@ class ReplayCache:
             stop_reason=event.data.get("stop_reason"),
             response=response,
             size=len(raw),
+            request_hash=event.request_hash,
         )
 
 

@@ -110,6 +110,11 @@ async def messages(request: Request) -> Response:
         raise
 
 
+# The data subject a request is about (a DSAR's identifier): recorded as a keyed digest only,
+# so that `gateway audit erase --subject` finds every request about it.
+SUBJECT_HEADER = "x-gateway-subject"
+
+
 async def _complete(
     request: Request, state: ServerState, key: CallerKey, call: MessagesCall
 ) -> Response:
@@ -124,6 +129,7 @@ async def _complete(
                     caller=key.caller,
                     overrides=call.overrides or None,
                     on_request_id=told.append,
+                    subject=request.headers.get(SUBJECT_HEADER),
                 )
     except TimeoutError:
         raise _timed_out(state, told) from None
@@ -160,6 +166,7 @@ async def _stream(
         caller=key.caller,
         overrides=call.overrides or None,
         on_request_id=told.append,
+        subject=request.headers.get(SUBJECT_HEADER),
     )
     # Counted in flight from before its intent until its outcome is recorded (in `finish`,
     # after the response ended), so a shutdown does not close the gateway under it.

@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 
 from audit import AuditStore, EventKind, StoredEvent
 from audit.canonical import digest
+from audit.sealing import is_sealed, opened
 from audit.store.migrate import upgrade
 from audit.verify import verify_log
 from gateway import Gateway, Settings
@@ -74,27 +75,31 @@ def _cli(db_path: Path, *args: str) -> Result:
     return CliRunner().invoke(main, list(args), env=env)
 
 
-def test_the_pdf_is_stored_once_for_two_requests(
+def test_the_pdf_is_stored_once_per_request_and_sealed(
     gw: Gateway, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     gw.complete("prospectus_summary", messages=_asking("Summarise the risks.", _b64()))
     after_one = sum(len(c) for _, c in _payload_rows(db_path))
     gw.complete("prospectus_summary", messages=_asking("Summarise the fees.", _b64()))
     rows = _payload_rows(db_path)
-    assert [d for d, c in rows if c == PDF] == [digest(PDF)]
+    # One sealed row per request (audit.sealing: a salt per request, so no digest of the
+    # file confirms it once erased); none keyed by the file's plain digest.
+    assert len([d for d, c in rows if opened(c) == PDF and is_sealed(c)]) == 2
+    assert digest(PDF) not in {d for d, _ in rows}
     assert not [d for d, c in rows if _b64().encode() in c]  # no body holds it as base64
     grew = sum(len(c) for _, c in rows) - after_one
-    assert grew < len(PDF) // 4, grew  # the second request added its body and answer only
+    # the second request added the file once (its REQUEST and RESPONSE share the row)
+    assert grew < len(PDF) + len(PDF) // 4, grew
 
     first, second = _requests(db_path)
     for event, sent in zip((first, second), fake_api.requests, strict=True):
-        assert event.payload_digests["attachment.1"] == digest(PDF)
+        assert event.payload_digests["attachment.1"] != digest(PDF)
         body = _restored(db_path, event)
         assert body == sent.body  # exactly the bytes the provider received
         assert digest(body) == digest(sent.body)
-    # The RESPONSE's copy of the bytes put on the wire is stored the same way.
+    # The RESPONSE's copy of the bytes put on the wire is stored the same way, in its row.
     (response, _) = [e for e in events(db_path) if e.kind == EventKind.RESPONSE]
-    assert response.payload_digests["attachment.1"] == digest(PDF)
+    assert response.payload_digests["attachment.1"] == first.payload_digests["attachment.1"]
     assert _restored(db_path, response, "request_wire") == fake_api.requests[0].body
 
 
@@ -152,11 +157,14 @@ def test_non_canonical_base64_stays_inline_and_restores(
 
 def test_a_tampered_attachment_is_reported_by_every_reader(gw: Gateway, db_path: Path) -> None:
     rid = gw.complete("prospectus_summary", messages=_asking("Summarise.", _b64())).request_id
-    altered = PDF[:-8] + b"altered\n"
+    (request,) = _requests(db_path)
+    ref = request.payload_digests["attachment.1"]  # sealed: not the file's plain digest
     with sqlite3.connect(db_path) as db:  # as the database's owner could: triggers off
         for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
             db.execute(f"DROP TRIGGER {name}")
-        db.execute("UPDATE payloads SET content = ? WHERE digest = ?", (altered, digest(PDF)))
+        (stored,) = db.execute("SELECT content FROM payloads WHERE digest = ?", (ref,)).fetchone()
+        altered = bytes(stored)[:-8] + b"altered\n"
+        db.execute("UPDATE payloads SET content = ? WHERE digest = ?", (altered, ref))
     report = replay(f"sqlite:///{db_path}", rid)
     assert report.requests[0].outcome.value != "passed"
     failed = [c.name for c in report.requests[0].checks if not c.ok]
@@ -169,7 +177,7 @@ def test_a_tampered_attachment_is_reported_by_every_reader(gw: Gateway, db_path:
 
     verified = _cli(db_path, "audit", "verify", "--format", "json")
     assert verified.exit_code != 0
-    assert digest(PDF) in verified.output
+    assert ref in verified.output
 
 
 def test_a_body_already_holding_the_marker_is_stored_whole() -> None:
@@ -191,7 +199,7 @@ def test_the_same_file_twice_in_one_body_is_one_attachment_payload() -> None:
 
 
 @pytest.mark.postgres
-def test_on_postgresql_the_pdf_is_one_row_and_both_bodies_restore(
+def test_on_postgresql_the_pdf_is_one_sealed_row_a_request_and_both_bodies_restore(
     make_gateway: MakeGateway, pg_url: str, fake_api: FakeMessagesAPI
 ) -> None:
     upgrade(pg_url)
@@ -204,7 +212,8 @@ def test_on_postgresql_the_pdf_is_one_row_and_both_bodies_restore(
             bytes(c) for (c,) in db.execute(sqlalchemy.text("SELECT content FROM payloads"))
         ]
     engine.dispose()
-    assert contents.count(PDF) == 1
+    assert [opened(c) for c in contents if is_sealed(c)].count(PDF) == 2  # one per request
+    assert PDF not in contents
     assert not [c for c in contents if _b64().encode() in c]
     with AuditStore.open(pg_url) as store:
         requests = list(store.iter_events(kind=EventKind.REQUEST))

@@ -6,9 +6,11 @@ from pathlib import Path
 
 from audit import AuditStore, EventKind, StoredEvent
 from gateway.catalog import Catalog
+from gateway.keys import cache_key
 from gateway.providers.anthropic import AnthropicProvider
 from gateway.providers.registry import Providers
 from gateway.replay import Replayer, ReplayReport, Selection
+from gateway.request import Recorder
 from gateway.settings import Settings
 
 API_KEY = "sk-ant-test-replay-KEY-DO-NOT-LEAK"
@@ -70,8 +72,10 @@ def replay(
             )
         },
     )
+    key = cache_key(Settings(database_url=url), create=False)  # the deployment's, beside it
     with AuditStore.open(url, "os") as store:
-        replayer = Replayer(store, catalog or Catalog.load(), providers)
+        recorder = Recorder(store, cache_key=key)
+        replayer = Replayer(store, catalog or Catalog.load(), providers, recorder=recorder)
         report = replayer.run(
             replayer.prepare(Selection(request_ids=ids, task=task), live=live, model=model)
         )

@@ -11,8 +11,10 @@ from click.testing import Result
 
 from audit import AuditStore, EventKind
 from gateway.catalog import Catalog
+from gateway.keys import cache_key
 from gateway.replay import Outcome, Replayer, RequestReplay, Selection
 from gateway.replay._loading import load_selection
+from gateway.settings import Settings
 from tests.replay.conftest import Recorded
 from tests.replay.helpers import replay_events
 
@@ -46,7 +48,8 @@ def test_pages_of_two_load_every_request_in_order_with_its_payloads(recorded: Re
 def test_a_streamed_verify_keeps_no_rows_and_records_each(recorded: Recorded) -> None:
     seen: list[RequestReplay] = []
     with AuditStore.open(recorded.url, "os") as store:
-        replayer = Replayer(store, Catalog.load())
+        key = cache_key(Settings(database_url=recorded.url), create=False)
+        replayer = Replayer(store, Catalog.load(), cache_key=key)
         prepared = replayer.prepare(Selection(limit=None))
         report = replayer.run(prepared, seen.append, keep_rows=False)
     assert report.requests == () and report.summary.total == len(seen) == 4

@@ -1,27 +1,26 @@
 """The confirmation attack: after erasure, can someone holding the log confirm a guessed
-low-entropy prompt? For the events this version writes, yes: documented, pinned here."""
+low-entropy prompt? Not for the events this version writes: the request hash is an HMAC
+under the deployment's cache key (never in the database) and each payload is sealed under
+a random salt erased with it (docs/security.md, "What an erased request still reveals")."""
 
 from __future__ import annotations
 
-import pytest
-
 from audit import AuditStore
+from audit.canonical import digest
 from gateway import Gateway, Settings
 from gateway.catalog import Catalog
 from gateway.evidence import Erasing
 from gateway.policy import Policy, plan_request
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the REQUEST's request_hash (the replay key) and payload digests are plain sha256 "
-    "of the wire body: keyed digests for new events are not built yet (docs/security.md, "
-    "'What an erased request still reveals'). This test passes once they are.",
-)
 def test_a_guessed_one_word_prompt_cannot_be_confirmed_after_erasure(
     gw: Gateway, erasing: Erasing, settings: Settings
 ) -> None:
     answered = gw.complete("compliance_review", "yes")
+    with AuditStore.open(settings.database_url) as store:
+        [sent] = [e for e in store.events_for_request(answered.request_id) if e.kind == "request"]
+        ref = sent.payload_digests["request_body"]
+        wire = store.payload(ref)  # the exact bytes sent: the best guess an attacker can make
     erasing.erase(
         [answered.request_id], rule="subject_request", reason="DSAR", actor="j", approver="dpo"
     )
@@ -42,3 +41,5 @@ def test_a_guessed_one_word_prompt_cannot_be_confirmed_after_erasure(
         == request.request_hash
     ]
     assert confirmed == []
+    # Even the exact wire bytes do not hash to the digest the signed event keeps.
+    assert digest(wire) != ref
