@@ -164,6 +164,7 @@ def main() -> None:
                     env = served_env(h["home"], fake_url)
                     env["GATEWAY_DATABASE_URL"] = h["db_url"]
                     env["GATEWAY_DURABILITY"] = durability
+                    env["GATEWAY_RECORD_KEY"] = "29" * 32  # PostgreSQL needs one configured
                     key = caller_key(env)
                     url = st.enter_context(gateway_server(env, workers, tree))
                     served.append(Served(name, url, h["db_url"], key))
