@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,6 +240,9 @@ class PostgresWriter:
         self._lock = threading.Lock()  # guards the head: append_many may run beside a leader
         self._head: tuple[int, str] | None = None
         self._read_first = 0  # appends left that read the head before inserting
+        # libpq 14 or later (psycopg's binary wheels bundle one); an older one gets the same
+        # statements one round trip each.
+        self._pipelined = bool(self._dialect.loaded_dbapi.Pipeline.is_supported())
 
     def forget_head(self) -> None:
         with self._lock:
@@ -287,7 +290,7 @@ class PostgresWriter:
     def _send(self, conn: Any, linked_or_link: Linked | Link, *, read_head: bool) -> Linked:
         # BEGIN and COMMIT are statements of the pipeline (the connection is in autocommit
         # mode meanwhile): psycopg's own would each wait for a Sync of their own.
-        with conn.pipeline(), conn.cursor() as cur:
+        with conn.pipeline() if self._pipelined else nullcontext(), conn.cursor() as cur:
             cur.execute("BEGIN")
             cur.execute(CHAIN_LOCK_SQL)
             if read_head:
