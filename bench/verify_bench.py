@@ -95,6 +95,37 @@ print(json.dumps({
 """
 
 
+# The signature bound: one process verifying Ed25519 signatures with `cryptography`, as many
+# as a log of N events holds (one per event), over 32-byte-hash-sized messages.
+BOUND = r"""
+import json, os, time
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+key = Ed25519PrivateKey.generate()
+public = key.public_key()
+messages = [os.urandom(71) for _ in range(2000)]
+signed = [(m, key.sign(m)) for m in messages]
+n, start, cpu = 0, time.perf_counter(), time.process_time()
+while n < 20000:
+    for m, s in signed:
+        public.verify(s, m)
+    n += len(signed)
+wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+print(json.dumps({"events": n, "seconds": round(wall, 2), "events_per_s": round(n / wall),
+    "cpu_us_per_event": round(cpu / n * 1e6, 2), "per_cpu_s": round(n / cpu),
+    "peak_rss_mb": 0, "workers_peak_rss_mb": 0, "workers_cpu_us_per_event": 0,
+    "load": open("/proc/loadavg").read().split()[0]}))
+"""
+
+
+def bound() -> dict[str, Any]:
+    """Ed25519 verifies a second on one core, in a fresh process (the rate per core in use)."""
+    out = subprocess.run(
+        [sys.executable, "-c", BOUND], check=True, capture_output=True, text=True, cwd="/"
+    )
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
 def measure(
     code: Path, url: str, mode: str, verified: Path, *, gc_off: bool = False, jobs: int = 0
 ) -> dict[str, Any]:
@@ -191,6 +222,11 @@ def run(
     if args.cli:
         codes.append(("after-cli", args.after, 0))  # the command's way: no cyclic collector
     for round_no in range(1, args.rounds + 1):
+        if args.bound:
+            row = {"backend": label, "code": "ed25519", "mode": "bound", "round": round_no}
+            row.update(bound())
+            results.append(row)
+            print("  " + json.dumps(row), flush=True)
         for mode in args.modes.split(","):
             for code_name, code, jobs in codes:
                 if mode == "since" and code_name == "before" and not args.before_since:
@@ -236,6 +272,9 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="also the new code with gc off")
     parser.add_argument(
         "--jobs", default="0", help="the new code's verify(jobs=...) values, e.g. 1,2 (0: default)"
+    )
+    parser.add_argument(
+        "--bound", action="store_true", help="each round, also one core's Ed25519 verify rate"
     )
     parser.add_argument(
         "--before-since", action="store_true", help="the old code has verified checkpoints too"

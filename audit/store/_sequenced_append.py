@@ -119,7 +119,7 @@ class SequencedAppender:
             if policy and policy["fingerprint"] not in known.policies:
                 policies[policy["fingerprint"]] = policy
         # PostgreSQL's content trigger and chain guard compare content rows (see
-        # audit.store._append._ContentCheck), so insert-if-absent is enough here.
+        # audit.store._writers._ContentCheck), so insert-if-absent is enough here.
         if payloads:
             conn.exec_driver_sql(self._payloads.sql, self._payloads.params(list(payloads.values())))
         if policies:

@@ -239,15 +239,23 @@ class Backend:
         try:
             conn.exec_driver_sql(CHAIN_LOCK_SQL)
         except OperationalError as exc:
-            if getattr(exc.orig, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            refusal = self.lock_refusal(exc)
+            if refusal is None:
                 raise
-            raise AppendFailed(
-                f"the audit chain lock was not granted within {self.lock_timeout_ms / 1000:g} s: "
-                "another session holds it (an append in progress, or a session that keeps a "
-                "transaction open).",
-                hint="Nothing was written. Retry; if it persists, find the session holding the "
-                "lock (pg_stat_activity, state 'idle in transaction') and end it.",
-            ) from exc
+            raise refusal from exc
+
+    def lock_refusal(self, exc: BaseException) -> AppendFailed | None:
+        """The :class:`AppendFailed` that names the chain lock, when ``exc`` (a SQLAlchemy
+        error) is PostgreSQL's ``lock_timeout`` expiring; else None."""
+        if getattr(getattr(exc, "orig", None), "sqlstate", None) != LOCK_NOT_AVAILABLE:
+            return None
+        return AppendFailed(
+            f"the audit chain lock was not granted within {self.lock_timeout_ms / 1000:g} s: "
+            "another session holds it (an append in progress, or a session that keeps a "
+            "transaction open).",
+            hint="Nothing was written. Retry; if it persists, find the session holding the "
+            "lock (pg_stat_activity, state 'idle in transaction') and end it.",
+        )
 
     def after_fork(self) -> None:
         """In a forked child: new, empty pools, so the child opens its own connections.

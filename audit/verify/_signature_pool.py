@@ -9,15 +9,17 @@ An Ed25519 check (~60 µs here) costs several times what everything else verify 
 row, and the checks are independent of each other, unlike the links. Threads do not help:
 ``cryptography`` releases the GIL inside OpenSSL, but each check must take it back, and with
 verify's own thread busy in Python they queue for it (measured: slower than one thread). So
-each worker is a process: ``python -m audit.verify._signature_worker``, started afresh (not forked:
-verify's reader thread may hold locks; not ``multiprocessing``'s spawn, which re-imports the
-caller's main script). Each is sent, for every row, only what the check needs (seq, key id,
-signature, hash; ``marshal`` over a pipe) and answers with the rows that did not pass. The
-rows are the walk's own, so a signature is checked against the hash whose links verify
-checked. One thread per worker does its pipe I/O, a request at a time.
+each worker is a process: ``python -P .../audit/verify/_signature_worker.py``, a script that
+imports ``cryptography`` only, started afresh (not forked: verify's reader thread may hold
+locks; not ``multiprocessing``'s spawn, which re-imports the caller's main script). Each is
+sent, for every row, only what the check needs (key id, signature, the signed message built
+here by ``signed_message``; ``marshal`` over a pipe) and answers with the rows that did not
+pass, which are judged here (``signature_verdict``). The rows are the walk's own, so a
+signature is checked against the hash whose links verify checked. One thread per worker does
+its pipe I/O, a request at a time.
 
-Small logs are checked inline (:data:`POOL_FROM` events): starting processes costs more than
-it saves there.
+Small logs are checked inline (:data:`POOL_FROM` events): starting processes (about 50 ms
+of CPU each) costs more than it saves there.
 """
 
 from __future__ import annotations
@@ -29,57 +31,32 @@ import sys
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import Any, Self
 
 from audit.errors import DatabaseUnavailable
 from audit.store.chain import EventRow
-from audit.store.models import DefectKind
-from audit.store.signing import Trust, TrustedKeys
+from audit.store.signing import Trust, signed_message
 from audit.verify._verifier import Verdict, signature_verdict
 
 SignatureResult = Verdict | bool | None
-POOL_FROM = 20_000  # events: below this, signatures are checked in verify's own thread
-_Item = tuple[int, str | None, str | None, str]  # seq, key_id, signature, hash
-# What a worker answers: (index in the chunk, True or (defect kind, detail)), never a pass.
-_Wire = list[tuple[int, bool | tuple[str, str]]]
-
-
-def check_chunk(items: Sequence[_Item], trust: Trust) -> _Wire:
-    found: _Wire = []
-    for index, (seq, kid, signature, event_hash) in enumerate(items):
-        verdict = signature_verdict(seq, kid, signature, event_hash, trust)
-        if verdict is True:
-            found.append((index, True))
-        elif isinstance(verdict, Verdict):
-            found.append((index, (verdict.kind.value, verdict.detail)))
-    return found
-
-
-def serve(inp: IO[bytes], out: IO[bytes]) -> None:
-    """A worker: the trusted keys first, then chunks until the pipe closes."""
-    # marshal, not pickle: plain tuples of text and ints, from the verify that started us.
-    keys, allow_unsigned_before = marshal.load(inp)  # noqa: S302 - our parent's pipe
-    trust = Trust(TrustedKeys.of(keys), allow_unsigned_before)
-    while True:
-        try:
-            items = marshal.load(inp)  # noqa: S302 - our parent's pipe
-        except EOFError:
-            return
-        marshal.dump(check_chunk(items, trust), out)
-        out.flush()
+POOL_FROM = 4_000  # events: below this, signatures are checked in verify's own thread
+_Item = tuple[str | None, str | None, bytes]  # key_id, signature, the signed message
+# What a worker answers: the indexes in the chunk of the items that did not check out.
+_Wire = list[int]
+_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_signature_worker.py")
 
 
 class _Worker:
     def __init__(self, trust: Trust) -> None:
+        # By its path, with -P: this package's own file, and no folder of the caller's on
+        # the module path (the worker imports cryptography only).
         self._proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "audit.verify._signature_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": _package_root()},
+            [sys.executable, "-P", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-verify-pipe")
         self._io.submit(
-            self._send, ([k.public_key for k in trust.keys], trust.allow_unsigned_before)
+            self._send,
+            [(k.key_id, bytes.fromhex(k.public_key)) for k in trust.keys],
         )
 
     def _send(self, message: Any) -> None:
@@ -126,23 +103,33 @@ def _package_root() -> str:
 class Pending:
     """A page's signature checks under way."""
 
-    def __init__(self, size: int, chunks: list[tuple[int, Future[_Wire]]]) -> None:
-        self._size = size
+    def __init__(
+        self,
+        page: Sequence[EventRow],
+        trust: Trust,
+        chunks: list[tuple[int, Future[_Wire]]],
+    ) -> None:
+        self._page = page
+        self._trust = trust
         self._chunks = chunks
 
     def result(self) -> list[SignatureResult]:
-        """One verdict per row of the page, in its order."""
-        verdicts: list[SignatureResult] = [None] * self._size
+        """One verdict per row of the page, in its order. A row the worker could not check
+        out is judged here, by the one rule (an unsigned row a log may hold, an unknown key,
+        a bad signature)."""
+        verdicts: list[SignatureResult] = [None] * len(self._page)
         for offset, future in self._chunks:
-            for index, answer in future.result():
-                verdicts[offset + index] = (
-                    Verdict(DefectKind(answer[0]), answer[1]) if isinstance(answer, tuple) else True
+            for index in future.result():
+                r = self._page[offset + index]
+                verdicts[offset + index] = signature_verdict(
+                    r.seq, r.key_id, r.signature, r.hash, self._trust
                 )
         return verdicts
 
 
 class SignaturePool:
     def __init__(self, trust: Trust, workers: int | None = None) -> None:
+        self._trust = trust
         self._workers: list[_Worker] = []
         try:
             for _ in range(workers or cores()):
@@ -155,9 +142,11 @@ class SignaturePool:
         step = max(1, -(-len(page) // len(self._workers)))
         chunks = []
         for worker, start in zip(self._workers, range(0, len(page), step), strict=False):
-            items = [(r.seq, r.key_id, r.signature, r.hash) for r in page[start : start + step]]
+            items = [
+                (r.key_id, r.signature, signed_message(r.hash)) for r in page[start : start + step]
+            ]
             chunks.append((start, worker.submit(items)))
-        return Pending(len(page), chunks)
+        return Pending(page, self._trust, chunks)
 
     def close(self) -> None:
         for worker in self._workers:

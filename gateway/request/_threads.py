@@ -19,7 +19,7 @@ future, which costs loop iterations on the way back. Here the most recently idle
 takes the next job directly, and the result comes back in one ``call_soon_threadsafe``.
 
 Threads start on first use (a sync ``Gateway`` starts none), at most ``max_threads`` at once
-(enough for the audit store to group concurrent appends into one commit); jobs beyond that
+(`MAX_THREADS`: enough for every request in flight to join one group commit); jobs beyond that
 wait in order. Worker threads are daemons, so a gateway never closed cannot hold the process
 open, and an exit handler waits for the work already submitted, as the default executor's
 does; a forked child starts its own threads.
@@ -41,6 +41,12 @@ from typing import Any, Generic, TypeVar
 __all__ = ["AuditThreads", "Job"]
 
 R = TypeVar("R")
+
+# Enough for every request in flight to wait in one group commit: an audit thread mostly waits
+# (for the chain lock, a commit, an fsync), so the bound is concurrency, not cores. With the
+# old bound (cores + 4: 6 here) a c=32 load queued behind 6 threads and a commit group never
+# held more than 6 appends (bench/results/throughput.md).
+MAX_THREADS = 64
 
 
 class Job(Generic[R]):
@@ -139,7 +145,7 @@ class AuditThreads:
     """See the module docstring. One per gateway; safe to submit to from any loop."""
 
     def __init__(self, max_threads: int | None = None) -> None:
-        self._max = max_threads or min(32, (os.cpu_count() or 1) + 4)
+        self._max = max_threads or MAX_THREADS
         self._lock = threading.Lock()
         self._idle: list[_Slot] = []  # a stack: the most recently idle thread is the warmest
         self._backlog: deque[Job[Any]] = deque()

@@ -7,6 +7,7 @@ lock) while appenders queue behind it.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -193,3 +194,32 @@ def test_the_classifier_separates_item_errors_from_batch_errors(any_url: str) ->
             store.append(EventDraft(kind=EventKind.REQUEST, request_id="r2"))
     assert not item_specific(locked.value)
     assert item_specific(ValueError("a bug in one item"))
+
+
+def test_a_served_gateways_concurrent_appends_share_one_commit(any_url: str) -> None:
+    """32 requests in flight on one event loop hand their appends to the gateway's audit
+    threads: all 32 reach the committer and are committed in two groups (the first in,
+    then everyone who queued behind it), not in groups no bigger than a small thread pool."""
+    from gateway.request import AuditThreads  # the served path's hand-off to the store
+
+    async def append_all(store: AuditStore, threads: AuditThreads) -> list[int]:
+        with ChainLockHolder(any_url):
+            jobs = [
+                threads.submit(store.append, EventDraft(kind=EventKind.REQUEST, request_id=f"r{n}"))
+                for n in range(32)
+            ]
+            await asyncio.to_thread(
+                _until, lambda: _queued(store._committer) == 31, "31 appends queued", 10
+            )
+        return [(await job).seq for job in jobs]
+
+    threads = AuditThreads()
+    try:
+        with AuditStore.open(any_url) as store:
+            seqs = asyncio.run(append_all(store, threads))
+            assert sorted(seqs) == list(range(1, 33))
+            assert store.group_commits == 2
+            times = {e.recorded_at for e in store.iter_events()}
+            assert len(times) == 2  # one commit, one recorded_at
+    finally:
+        threads.close()

@@ -46,7 +46,7 @@ def _workers(module: str = "audit.verify._range_worker") -> list[int]:
     ("jobs", "module", "said"),
     [
         (2, "audit.verify._range_worker", "a verify worker could not check its pages"),
-        (1, "audit.verify._signature_worker", "a verify worker checking record signatures stopped"),
+        (1, "_signature_worker.py", "a verify worker checking record signatures stopped"),
     ],
     ids=["range-walk", "signature-pool"],
 )
