@@ -14,8 +14,8 @@ integer's digits), with no Python code per object: orjson's value is kept when n
 key twice and no integer is long enough for orjson to read it as a float. A compact body (what
 the SDKs send) that orjson writes back byte for byte needs no scan: a repeated key would have
 been dropped and written shorter, a number read as anything else written otherwise. Any other
-body (and any body orjson refuses) is parsed by json with the duplicate-key hook below, which decides and
-words the error as it always did; its depth is shown in C where it can be
+body (and any body orjson refuses) is parsed by json with the duplicate-key hook below, which
+decides and words the error as it always did; its depth is shown in C where it can be
 (:func:`audit.canonical.shallow_enough`). A larger body keeps json's hook and the depth walk:
 their Python code is where the worker thread lets the event loop run (below).
 
