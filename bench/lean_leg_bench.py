@@ -87,8 +87,18 @@ def run(tree: Path, kind: str, calls: int, fake_url: str) -> float:
     home = Path(tempfile.mkdtemp(prefix="lean-bench-"))
     try:
         out = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "lean_leg_bench.py"), "--child", kind,
-             "--calls", str(calls), "--fake", fake_url, "--home", str(home)],
+            [
+                sys.executable,
+                str(ROOT / "bench" / "lean_leg_bench.py"),
+                "--child",
+                kind,
+                "--calls",
+                str(calls),
+                "--fake",
+                fake_url,
+                "--home",
+                str(home),
+            ],
             env={**os.environ, "PYTHONPATH": str(tree)},
             cwd=tree,
             capture_output=True,

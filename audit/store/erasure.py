@@ -245,7 +245,7 @@ _FIRST_ERASURE = (
 # transaction reads the latest committed state, as the SQLAlchemy path's own transaction does.
 _MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 _FIRST_ERASURE_SQL = (
-    f"SELECT seq FROM {Event.__table__.name} WHERE request_id = {{0}} AND kind = {{0}} "
+    f"SELECT seq FROM {Event.__tablename__} WHERE request_id = {{0}} AND kind = {{0}} "
     "ORDER BY seq LIMIT 1"
 )
 
@@ -254,17 +254,18 @@ def erasure_of(store: AuditStore, request_id: str) -> StoredEvent | None:
     """The first erasure event of ``request_id``, or None (one indexed lookup of its seq; the
     event is read only when there is one). Not authenticated here, as :func:`erasures_of`."""
     reader = store.backend.reader
-    mark = _MARKS.get(str(reader.dialect.paramstyle))
-    if mark is not None and Event.__table__.schema is None:
+    mark = _MARKS.get(str(reader.dialect.paramstyle)) if Event.__table__.schema is None else None
+    if mark is not None:
         seq = _first_erasure_seq(reader, _FIRST_ERASURE_SQL.format(mark), request_id)
         if seq is None:
             return None
+        with reader.connect() as conn:
+            return events_at(conn, [seq]).get(seq)
     with reader.connect() as conn:
-        if mark is None:
-            seq = conn.execute(_FIRST_ERASURE, {"request_id": request_id}).scalar()
-            if seq is None:
-                return None
-        return events_at(conn, [seq]).get(seq)
+        found = conn.execute(_FIRST_ERASURE, {"request_id": request_id}).scalar()
+        if found is None:
+            return None
+        return events_at(conn, [found]).get(found)
 
 
 def _first_erasure_seq(reader: Engine, sql: str, request_id: str) -> int | None:
