@@ -39,7 +39,7 @@ from anthropic._response import (
     ResponseContextManager,
 )
 
-from audit._fast_canonical import fast_compact
+from audit.canonical import compact_bytes
 from gateway.providers.base import BETAS_FIELD
 from gateway.providers.wire._body import TYPED_BODY_FIELDS
 from gateway.providers.wire._capture import PROBES, WireCapture
@@ -102,10 +102,14 @@ def _compact(body: dict[str, Any]) -> bytes:
     temperature does not send 30 KB of caller tools to the slower encoder."""
     written = []
     for key, value in body.items():
-        fast = fast_compact(value) if type(value) is dict or type(value) is list else None
-        if fast is None:
-            fast = _ENCODE(value).encode("utf-8")
-        written.append(_ENCODE(key).encode("utf-8") + b":" + fast)
+        member = None
+        if type(value) is dict or type(value) is list:
+            member = compact_bytes(value)  # json's own bytes, by orjson where provably so
+            if b"NaN" in member or b"Infinity" in member:
+                member = None  # json writes NaN where the SDK's encoder refuses it: decide below
+        if member is None:
+            member = _ENCODE(value).encode("utf-8")
+        written.append(_ENCODE(key).encode("utf-8") + b":" + member)
     return b"{" + b",".join(written) + b"}"
 
 
