@@ -58,7 +58,10 @@ def fast_canonical(value: Any, max_depth: int | None = None) -> bytes | None:
     (an empty one counts as a level), so a caller that must bound the depth needs no walk
     of its own."""
     if type(value) is dict:
-        fast = _members(value, max_depth)
+        try:
+            fast = _members(value, max_depth)
+        except RecursionError:  # objects within objects, each with a float: the walk decides
+            fast = None
         if fast is not None:
             return fast
     elif type(value) is list:
@@ -138,9 +141,11 @@ _ORJSON_DEPTH = _orjson_depth_limit()
 
 def _members(value: dict[Any, Any], max_depth: int | None) -> bytes | None:
     """An object written member by member (keys sorted as the walk sorts them), each member's
-    value by orjson where it can be and by the walk otherwise: a float among an event's
-    numbers (a temperature, a latency) sends only its own member to the walk, not the
-    30 KB of caller tools beside it. None where the walk must decide the whole object."""
+    value by orjson where it can be, member by member again for an object orjson's bytes
+    cannot be kept for, and by the walk otherwise: a float among an event's numbers (a
+    temperature, a latency), or inside a nested object (a request body's ``temperature``
+    beside its tools), sends only the members that hold it to the walk, not the 30 KB of
+    caller tools beside it. None where the walk must decide the whole object."""
     room = _UNBOUNDED if max_depth is None else max_depth - 1
     if room < 0:
         return None
@@ -154,6 +159,10 @@ def _members(value: dict[Any, Any], max_depth: int | None) -> bytes | None:
         fast = None
         if type(item) is dict or type(item) is list:
             fast = _by_orjson(item, None if max_depth is None else room)
+            if fast is None and type(item) is dict:
+                # A float somewhere inside (a planned body's temperature beside 30 KB of
+                # caller tools): only the members that hold one go to the walk, level by level.
+                fast = _members(item, None if max_depth is None else room)
         if fast is None:
             try:
                 fast = _ENCODE(_plain(item, room)).encode("utf-8")

@@ -356,11 +356,27 @@ def _output(policy: Policy, bound: CallerOutput, model: ModelInfo, value: object
 
 
 def check_schema(schema: dict[str, Any], what: str) -> None:
-    """An InputError unless ``schema`` is a JSON schema the answer check can use."""
+    """An InputError unless ``schema`` is a JSON schema the answer check can use. The
+    metaschema check costs milliseconds and a framework sends the same schema on every
+    request: a schema found valid is remembered by its exact JSON (per process, bounded)."""
+    try:
+        key: bytes | None = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError: not plain JSON to orjson, checked each time
+        key = None
+    if key is not None and key in _VALID_SCHEMAS:
+        return
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise InputError(f"{what} is not a valid JSON schema ({str(exc.message)[:120]}).") from None
+    if key is not None and len(key) <= _VALID_SCHEMAS_BYTES // 64:
+        if len(_VALID_SCHEMAS) >= 64:
+            _VALID_SCHEMAS.clear()  # a memo of verdicts, not a record: start again
+        _VALID_SCHEMAS.add(key)
+
+
+_VALID_SCHEMAS: set[bytes] = set()  # at most 64 schemas of at most 64 KB each
+_VALID_SCHEMAS_BYTES = 4 * 1024 * 1024
 
 
 # -- thinking, stop sequences, metadata, context management, betas ----------------------------

@@ -52,6 +52,7 @@ FIRST_PARTY = WireProfile(
     request_id_header="request-id",
     rate_limit_prefix="anthropic-ratelimit-",
     should_retry_header="x-should-retry",
+    messages_path="/v1/messages",
     hints=MappingProxyType(
         {
             "authentication_error": "Check that ANTHROPIC_API_KEY holds a valid key.",

@@ -11,9 +11,11 @@ UTF-8). Anything else is a typed 400 naming what is wrong.
 A body up to INLINE_BYTES is parsed by orjson (a tenth of json's time for 30 KB of tools) and
 checked by one pass of json's C scanner with C callables as hooks (every object's keys, every
 integer's digits), with no Python code per object: orjson's value is kept when no object names a
-key twice and no integer is long enough for orjson to read it as a float; any other body (and
-any body orjson refuses) is parsed by json with the duplicate-key hook below, which decides and
-words the error as it always did; its depth is shown in C where it can be
+key twice and no integer is long enough for orjson to read it as a float. A compact body (what
+the SDKs send) that orjson writes back byte for byte needs no scan: a repeated key would have
+been dropped and written shorter, a number read as anything else written otherwise. Any other
+body (and any body orjson refuses) is parsed by json with the duplicate-key hook below, which
+decides and words the error as it always did; its depth is shown in C where it can be
 (:func:`audit.canonical.shallow_enough`). A larger body keeps json's hook and the depth walk:
 their Python code is where the worker thread lets the event loop run (below).
 
@@ -93,13 +95,21 @@ _UNSURE: Any = object()
 _LONGEST_SAFE_INTEGER = 18  # characters, sign included: orjson reads longer ones past 2**63
 
 
-def _plain_body(text: str) -> Any:
+def _plain_body(text: str, data: bytes) -> Any:
     """orjson's value of ``text`` when it is json's and no object repeats a key; _UNSURE
     otherwise (json with the duplicate-key hook decides)."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:  # NaN, 1e400, a lone surrogate, too deep, not JSON
         return _UNSURE
+    try:
+        if orjson.dumps(value) == data:
+            # Written back byte for byte (a compact body, as the SDKs send): no object lost a
+            # repeated key (that would write fewer bytes) and every number reads as it is
+            # written, so json's scan below has nothing left to find.
+            return value
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes: the scan decides
+        pass
     objects: list[list[tuple[str, Any]]] = []
     integers: list[str] = []
     try:
@@ -122,7 +132,7 @@ def parse_json_body(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise BodyError(f"the request body is not UTF-8 (at byte {exc.start}).") from None
     too_deep = BodyError(f"the request body nests more than {max_depth} levels deep.")
     inline = len(data) <= INLINE_BYTES
-    value = _plain_body(text) if inline else _UNSURE
+    value = _plain_body(text, data) if inline else _UNSURE
     try:
         if value is _UNSURE:
             value = json.loads(text, object_pairs_hook=_unique_keys)

@@ -158,3 +158,27 @@ def test_the_depth_bound_holds_for_objects_and_arrays_alike() -> None:
             depth = level + (1 if isinstance(leaf, list | dict) else 0)
             assert fast_canonical(nested, depth) == _reference(nested)
             assert fast_canonical(nested, depth - 1) is None
+
+
+def test_a_float_deep_in_an_object_is_rfc8785_and_keeps_the_depth_bound() -> None:
+    # A planned body's temperature beside caller tools, one level down in the request hash's
+    # object: the members around it are written by orjson, the float's by the walk.
+    tools = [{"name": f"t{n}", "input_schema": {"type": "object", "x": "ü😀"}} for n in range(20)]
+    keyed = {"provider": "anthropic", "body": {"temperature": 0.7, "tools": tools, "n": 1.0}}
+    assert fast_canonical(keyed) == _reference(keyed)
+    assert fast_canonical(keyed, 5) == _reference(keyed)
+    assert fast_canonical(keyed, 4) is None  # body, tools, a tool, its schema: 5 levels
+    for leaf in (0.5, {"f": 2.5}, [1e-3]):
+        nested: object = leaf
+        for level in range(1, 30):
+            nested = {"k": nested, "f": 0.25} if level % 2 else [nested]
+            depth = level + (0 if isinstance(leaf, float) else 1)
+            assert fast_canonical(nested, depth) == _reference(nested)
+            assert fast_canonical(nested, depth - 1) is None
+
+
+def test_objects_nested_past_the_recursion_limit_are_left_to_the_reference() -> None:
+    nested: object = 0.5
+    for _ in range(5000):
+        nested = {"k": nested, "f": 1.5}
+    assert fast_canonical(nested) is None  # no RecursionError out of it

@@ -425,3 +425,15 @@ def test_the_plan_owns_its_copy_of_the_callers_parts(load: Any, catalog: Catalog
     planned = plan(catalog, load(), tools=tools)
     tools[0]["name"] = "changed later"
     assert planned.body["tools"][0]["name"] == "grep"
+
+
+def test_a_schema_found_valid_once_is_still_checked_exactly(load: Any, catalog: Catalog) -> None:
+    # The metaschema verdict is remembered per process by the schema's exact JSON: a schema
+    # accepted once is accepted again, and one that differs from it in any value is checked.
+    valid = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}
+    invalid = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "1"}}}
+    for _ in range(2):
+        planned = plan(catalog, load(), output_format={"type": "json_schema", "schema": valid})
+        assert planned.output_schema == valid
+        with pytest.raises(InputError, match="not a valid JSON schema"):
+            plan(catalog, load(), output_format={"type": "json_schema", "schema": invalid})

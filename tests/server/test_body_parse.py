@@ -16,6 +16,11 @@ SAME_AS_JSON = [
     b'{"a": "\\u00e9\\ud83d\\ude00 \\"q\\" \\\\", "b": null, "c": true}',
     b'{"a": 1e400, "b": -Infinity}',  # json reads these; orjson refuses: json decides
     b'{"tools": [{"name": "t", "input_schema": {"type": "object"}}], "max_tokens": 5}',
+    # Compact, as the SDKs send (orjson writes some of these back byte for byte: no scan).
+    b'{"a":123456789012345678901234567890,"b":-9223372036854775809,"c":18446744073709551615}',
+    b'{"a":[1.5,1e-7,5e-324,-0,1E5,1e16,1.0,0.1,-0.0]}',
+    '{"a":"\\u00e9 \\u001f\\n \u00e9 \u2028 \U0001f600 / \\\\","b":null,"c":true}'.encode(),
+    b'{"tools":[{"name":"t","input_schema":{"type":"object"}}],"max_tokens":5,"t":0.7}',
 ]
 
 
@@ -31,7 +36,13 @@ def test_nan_is_read_as_json_reads_it() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [b'{"a": 1, "a": 2}', b'{"x": [{"k": 1, "k": 1}]}', b'[{"": 0, "": 0}]'],
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"x": [{"k": 1, "k": 1}]}',
+        b'[{"": 0, "": 0}]',
+        b'{"a":1,"a":1}',  # compact: what orjson writes back is shorter, so the scan decides
+        b'{"m":[{"role":"user","content":"x","content":"x"}],"max_tokens":5}',
+    ],
 )
 def test_a_key_named_twice_is_refused_by_either_path(text: bytes) -> None:
     with pytest.raises(BodyError, match="more than once"):

@@ -70,8 +70,12 @@ class MessagesCall:
         stream_client: anthropic.Anthropic,
         timeout: httpx2.Timeout,
         deadline_s: float | None = None,
+        wire: bytes | None = None,
     ) -> None:
         self.kwargs = split_body(body)
+        # The body's bytes as create() would write them, written once by the gateway (the
+        # lean leg, gateway.providers.wire._lean), or None: create() writes them.
+        self.wire = wire
         self.timeout = timeout
         # Per-request headers are the SDK's last layer, so nothing from the environment
         # (ANTHROPIC_CUSTOM_HEADERS) can replace the version or the credential.

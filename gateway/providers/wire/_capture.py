@@ -23,7 +23,7 @@ from gateway.errors import ConfigurationError
 from gateway.providers.wire._body import split_body
 from gateway.providers.wire._sdk import NO_SDK_TRACING
 
-__all__ = ["WireCapture", "fast_path_supported"]
+__all__ = ["PROBES", "WireCapture", "fast_path_supported"]
 
 
 class _BodyCaptured(Exception):
@@ -137,7 +137,7 @@ _CAPTURE_TIMEOUT = 60.0
 
 # Bodies the two paths must agree on before the fast one is trusted: typed fields, system
 # blocks, extra_body fields (merged by the SDK), nested unknown fields, and a stream.
-_PROBES: tuple[dict[str, Any], ...] = (
+PROBES: tuple[dict[str, Any], ...] = (
     {
         "model": "probe",
         "max_tokens": 1,
@@ -194,7 +194,7 @@ class WireCapture:
                 **options,
                 http_client=_CaptureHttpClient(transport=_CaptureTransport()),
             )
-        self._fast = self._fast_client is not None and all(map(self._agree, _PROBES))
+        self._fast = self._fast_client is not None and all(map(self._agree, PROBES))
 
     @property
     def fast(self) -> bool:

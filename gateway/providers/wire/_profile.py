@@ -123,6 +123,10 @@ class WireProfile:
     # The model id (and the stream flag) travel in the URL, not the body: the record of a
     # request then says where it went (on_wire is told the target with the bytes).
     model_in_url: bool = False
+    # Where the Messages endpoint is when the URL names no model: the lean leg posts the
+    # gateway's own bytes of a body there (gateway.providers.wire._lean). None: every body
+    # goes through the SDK's create(), which shapes the URL and the body for the transport.
+    messages_path: str | None = None
     # Options for a client that only serialises bodies and sends nothing (the wire capture):
     # credentials of the right shape that are never used.
     capture_credentials: Mapping[str, Any] = field(

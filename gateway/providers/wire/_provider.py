@@ -40,6 +40,7 @@ import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -69,6 +70,7 @@ from gateway.providers.wire._body import (
 from gateway.providers.wire._call import MessagesCall
 from gateway.providers.wire._capture import WireCapture
 from gateway.providers.wire._failures import UPSTREAM_FAILURES, classify, hint_for
+from gateway.providers.wire._lean import LeanBody, alean_request, lean_request
 from gateway.providers.wire._profile import WireAuth, WireProfile
 from gateway.providers.wire._retry import RetryPolicy
 from gateway.providers.wire._sdk import build_async_client, build_client
@@ -122,6 +124,9 @@ class MessagesProvider:
         # Built on first use: a sync-only service never creates an event-loop-bound client.
         self._async_sdk: anthropic.AsyncAnthropic | None = None
         self._capture = WireCapture(profile.sync_client, profile.capture_credentials)
+        # The lean leg: where the transport's URL names no model and the SDK agrees with the
+        # gateway's bytes, a body's bytes are written once, here, and posted as they are.
+        self._lean = LeanBody(self._capture) if profile.messages_path is not None else None
         # Until close(): no SDK log record below WARNING, and none at all that holds a secret.
         self._log_guard = SdkLogGuard(secrets=auth.secrets).attach()
 
@@ -130,7 +135,8 @@ class MessagesProvider:
 
     def wire_bytes(self, body: Mapping[str, Any]) -> bytes:
         """The exact body bytes ``send(body)`` puts on the wire."""
-        return self._capture.wire_bytes(body)
+        lean = None if self._lean is None else self._lean.wire_bytes(body)
+        return lean if lean is not None else self._capture.wire_bytes(body)
 
     def model_version(self, model_id: str) -> None:
         """``None``: a Claude model id names one fixed model."""
@@ -193,12 +199,7 @@ class MessagesProvider:
         # A streaming-response context: the SDK hands over after the status line, so the body
         # is read here, where a body that breaks off after a 2xx can be told from a failed
         # connection (the SDK would report both as a connection error, and we would retry).
-        with sending(
-            self._client.messages.with_streaming_response.create(
-                **call.kwargs, extra_headers=call.headers, timeout=call.timeout
-            ),
-            on_wire,
-        ) as raw:
+        with sending(self._open(call), on_wire) as raw:
             return raw.http_response, read_body(raw.http_response)
 
     def stream(
@@ -215,12 +216,7 @@ class MessagesProvider:
         while True:
             call.start()
             try:
-                with sending(
-                    self._client.messages.with_streaming_response.create(
-                        **call.kwargs, extra_headers=call.headers, timeout=call.timeout
-                    ),
-                    on_wire,
-                ) as raw:
+                with sending(self._open(call), on_wire) as raw:
                     http = call.opened(raw.http_response)
                     chunks = iter_body(http)
                     for chunk in chunks:
@@ -269,12 +265,7 @@ class MessagesProvider:
     async def _aattempt(
         self, call: MessagesCall, on_wire: OnWire | AsyncOnWire | None
     ) -> tuple[httpx2.Response, bytes]:
-        async with asending(
-            self._async_client().messages.with_streaming_response.create(
-                **call.kwargs, extra_headers=call.headers, timeout=call.timeout
-            ),
-            on_wire,
-        ) as raw:
+        async with asending(self._aopen(call), on_wire) as raw:
             return raw.http_response, await aread_body(raw.http_response)
 
     async def astream(
@@ -291,12 +282,7 @@ class MessagesProvider:
         while True:
             call.start()
             try:
-                async with asending(
-                    self._async_client().messages.with_streaming_response.create(
-                        **call.kwargs, extra_headers=call.headers, timeout=call.timeout
-                    ),
-                    on_wire,
-                ) as raw:
+                async with asending(self._aopen(call), on_wire) as raw:
                     http = call.opened(raw.http_response)
                     chunks = aiter_body(http)
                     async for chunk in chunks:
@@ -337,6 +323,28 @@ class MessagesProvider:
             stream_client=self._client,
             timeout=self._timeout if timeout_s is None else _per_call_timeout(timeout_s),
             deadline_s=timeout_s,
+            wire=None if self._lean is None else self._lean.wire_bytes(body),
+        )
+
+    # One attempt's request, unread: the gateway's bytes posted as they are (the lean leg),
+    # or the body through create(); either way the SDK client's own send, request hooks and
+    # error mapping, and the same raw response.
+
+    def _open(self, call: MessagesCall) -> AbstractContextManager[Any]:
+        path = self._profile.messages_path
+        if call.wire is not None and path is not None:
+            return lean_request(self._client, path, call.wire, call.headers, call.timeout)
+        return self._client.messages.with_streaming_response.create(
+            **call.kwargs, extra_headers=call.headers, timeout=call.timeout
+        )
+
+    def _aopen(self, call: MessagesCall) -> AbstractAsyncContextManager[Any]:
+        client = self._async_client()
+        path = self._profile.messages_path
+        if call.wire is not None and path is not None:
+            return alean_request(client, path, call.wire, call.headers, call.timeout)
+        return client.messages.with_streaming_response.create(
+            **call.kwargs, extra_headers=call.headers, timeout=call.timeout
         )
 
     def _async_client(self) -> anthropic.AsyncAnthropic:
