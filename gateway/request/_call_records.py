@@ -10,37 +10,42 @@ hit stands for; and the REJECTED event of a request refused before it became a c
 
 from __future__ import annotations
 
-import json
-import math
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from audit import EventKind
-from audit.canonical import canonical_bytes, canonical_digest
 from gateway._attachment_payloads import stored_payloads
 from gateway._attachments import attachments
-from gateway._inputs import EXPERIMENT_CALLER, check_bounded, safe_label
+from gateway._inputs import EXPERIMENT_CALLER, safe_label
 from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway.errors import (
     AnswerAlertWarning,
     GatewayError,
-    InputError,
     OutputValidationError,
     PolicyNotApproved,
     UpstreamError,
 )
-from gateway.policy import Plan, Policy
-from gateway.providers.base import BETAS_FIELD, ProviderReply
+from gateway.policy import Policy
+from gateway.providers.base import ProviderReply
 from gateway.providers.stream import MessageAssembler
 from gateway.request._answer_checks import answer_alerts, answer_facts
 from gateway.request._call_types import CallLabels, Intent
 from gateway.request._prepared import Prepared
+from gateway.request._record_facts import (
+    checked_text,
+    contract_facts,
+    finite,
+    partial_facts,
+    refused_input_summary,
+    replayability,
+    stop_sequence,
+    token_total,
+)
 from gateway.request._recording import Recorder
-from gateway.request._replayable import outside_world
 from gateway.request._served import Answered, ReplayCache, Served
 from gateway.result import Result, answer_blocks
 
@@ -139,7 +144,7 @@ class CallRecords:
                 "model_version": prepared.model_version,
                 "requested": plan.requested,
                 "effective": plan.effective,
-                **_contract_facts(plan),
+                **contract_facts(plan),
                 "cache_mode": plan.cache_mode,
                 "key_scope": plan.key_scope,
                 # A derived policy (experiment, offline) names itself and the reviewed one.
@@ -147,7 +152,7 @@ class CallRecords:
                 if prepared.policy.derived
                 else None,
                 "output_format": plan.output_format,
-                **_replayability(prepared.policy),
+                **replayability(prepared.policy),
                 "durability": self.durability,
                 "gateway_version": GATEWAY_VERSION,
             },
@@ -176,7 +181,7 @@ class CallRecords:
         }
         payloads: dict[str, bytes] = {}
         if partial is not None:
-            data["partial"], payloads = _partial(partial)
+            data["partial"], payloads = partial_facts(partial)
         self.recorder.append(prepared.labels.draft(EventKind.FAILED, data, payloads=payloads))
         log.warning(
             "request_failed",
@@ -201,7 +206,7 @@ class CallRecords:
         data: dict[str, Any] = {"reason": reason, "answered": reply is not None}
         payloads: dict[str, bytes] = {}
         if partial is not None:
-            data["partial"], payloads = _partial(partial)
+            data["partial"], payloads = partial_facts(partial)
         if reply is not None:
             data["usage"] = reply.response.get("usage") or {}
             data["upstream_request_id"] = reply.upstream_request_id
@@ -237,7 +242,7 @@ class CallRecords:
             "stop_reason": stop_reason,
             "usage": reply.response.get("usage") or {},
             "upstream_request_id": reply.upstream_request_id,
-            "latency_ms": _finite(reply.latency_ms),
+            "latency_ms": finite(reply.latency_ms),
             "attempts": reply.attempts,
             "output_check": check.record() if check else {"checked": False},
             "rate_limits": dict(reply.rate_limits),
@@ -298,7 +303,7 @@ class CallRecords:
             seq=appended.seq,
             cached=False,
             latency_ms=round(reply.latency_ms, 3),
-            tokens=_token_total(usage),
+            tokens=token_total(usage),
             attempts=reply.attempts,
             output_ok=data["ok"],
         )
@@ -389,115 +394,8 @@ class CallRecords:
             usage=dict(response.get("usage") or {}),
             policy_fingerprint=prepared.policy.fingerprint,
             stop_reason=stop_reason,
-            stop_sequence=_stop_sequence(response),
+            stop_sequence=stop_sequence(response),
             content=blocks,
             tool_uses=tool_uses,
             capped=dict(prepared.plan.capped),
         )
-
-
-def _stop_sequence(response: Mapping[str, Any]) -> str | None:
-    stop = response.get("stop_sequence")
-    return stop if isinstance(stop, str) else None
-
-
-def checked_text(plan: Plan, response: Mapping[str, Any]) -> str:
-    """The text a JSON answer is checked in: the answer's text, or the input of the tool the
-    caller forced as its output (``Plan.output_tool``; "" when the answer did not call it)."""
-    if plan.output_tool is None:
-        return response_text(response)
-    for block in response.get("content") or ():
-        if (
-            isinstance(block, dict)
-            and block.get("type") == "tool_use"
-            and block.get("name") == plan.output_tool
-        ):
-            return json.dumps(block.get("input"), ensure_ascii=False)
-    return ""
-
-
-def _contract_facts(plan: Plan) -> dict[str, Any]:
-    """What an opened contract adds to a REQUEST, only when it applies (so other requests
-    record what they always did): the values capped at the policy's ceiling, the anthropic-beta
-    values sent as a header (not in the body bytes), and the caller's output schema check."""
-    facts: dict[str, Any] = {}
-    if plan.capped:
-        facts["capped"] = plan.capped
-    betas = plan.body.get(BETAS_FIELD)
-    if betas:
-        facts["anthropic_beta"] = betas
-    if plan.output_tool is not None:
-        facts["output_tool"] = plan.output_tool
-    return facts
-
-
-def _replayability(policy: Policy) -> dict[str, str]:
-    """``not_replayable``: why this request's answer cannot be replayed; absent when it can."""
-    reason = outside_world(policy)
-    return {"not_replayable": reason} if reason else {}
-
-
-def _partial(partial: MessageAssembler) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """What a stream delivered before it ended: its size and last usage in the event's data,
-    the partial message (its text) as a payload only: event bodies hold no content, so a
-    role that may read the events but not the content (a PostgreSQL reviewer, migration
-    0015) reads no answer in them."""
-    data = {
-        "text_chars": len(partial.text()),
-        "usage": dict(partial.usage),
-        "events": partial.event_count,
-        "stop_reason": partial.stop_reason,
-    }
-    message = partial.message()
-    payloads = {} if message is None else {"partial_response": _json_bytes(message)}
-    return data, payloads
-
-
-def _json_bytes(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _finite(value: float) -> float:
-    return round(value, 3) if math.isfinite(value) else -1.0
-
-
-def _token_total(usage: Mapping[str, Any]) -> int:
-    return sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int))
-
-
-# A refused request is never sent: its record needs what was asked, not megabytes of it.
-MAX_RECORDED_VALUE_BYTES = 256  # canonical bytes of an override value kept as given
-MAX_RECORDED_KEYS = 64
-
-
-def refused_input_summary(overrides: object) -> dict[str, Any]:
-    """What a REJECTED event says of the overrides a caller asked for, bounded whatever
-    they were: ``requested`` holds each small value as given (a temperature, a flag);
-    ``requested_omitted`` each larger one by size and digest (a 4 MiB junk system prompt
-    costs a few dozen bytes of permanent log); past MAX_RECORDED_KEYS keys,
-    ``requested_keys_omitted`` counts the rest. Keys are shown as labels (escaped,
-    bounded)."""
-    if overrides is None:
-        return {"requested": {}}
-    if not isinstance(overrides, Mapping):
-        return {"requested": {"unrecordable": f"<{type(overrides).__name__}>"}}
-    kept: dict[str, Any] = {}
-    omitted: dict[str, Any] = {}
-    for key, value in list(overrides.items())[:MAX_RECORDED_KEYS]:
-        name = safe_label(key)
-        try:
-            check_bounded(value, "an override")  # before the canonical form: it recurses
-            size = len(canonical_bytes(value))
-        except (InputError, ValueError, TypeError):
-            omitted[name] = {"unrecordable": "nested too deep, too large or not JSON"}
-            continue
-        if size <= MAX_RECORDED_VALUE_BYTES:
-            kept[name] = value
-        else:
-            omitted[name] = {"bytes": size, "digest": canonical_digest(value)}
-    summary: dict[str, Any] = {"requested": kept}
-    if omitted:
-        summary["requested_omitted"] = omitted
-    if len(overrides) > MAX_RECORDED_KEYS:
-        summary["requested_keys_omitted"] = len(overrides) - MAX_RECORDED_KEYS
-    return summary
