@@ -44,10 +44,13 @@ class Minimum(NamedTuple):
 
 # Whole years rounded up to include leap days, so a class of exactly N years passes.
 _YEAR = 366
+# The longest period a named rule sets for the records it covers: a task's prompts and answers
+# may be communications (17a-4(b)(4): three years) or a firm's books (17a-4(a): six), and the
+# review cannot tell which, so it holds the policy to the longer one.
 REGULATORY_MINIMUMS: tuple[Minimum, ...] = (
-    Minimum("17a-4", 6 * _YEAR, "SEC Rule 17a-4 (six years)"),
+    Minimum("17a-4", 6 * _YEAR, "SEC Rule 17a-4 (six years, its longest period: 17a-4(a))"),
     Minimum("finra 4511", 6 * _YEAR, "FINRA Rule 4511 (six years)"),
-    Minimum("mifid", 5 * _YEAR, "MiFID II Art. 16(6) (five years)"),
+    Minimum("mifid", 5 * _YEAR, "MiFID II Art. 16(7) and MiFIR Art. 25(1) (five years)"),
     Minimum("sysc 10a", 5 * _YEAR, "FCA SYSC 10A (five years)"),
     Minimum("ai act", 183, "EU AI Act Art. 19 (at least six months)"),
 )
