@@ -85,6 +85,7 @@ READ_BODY = """
 DECLARE
   r record;
   body bytea;
+  named jsonb;
   content bytea;
 BEGIN
   IF p_digest IS NULL OR p_digest !~ '{pattern}' THEN
@@ -107,8 +108,14 @@ BEGIN
   END IF;
   SELECT e.body INTO body FROM {schema}.events e
     WHERE e.seq = p_access_seq AND e.kind = 'access';
-  IF body IS NULL
-     OR position(convert_to('"' || p_digest || '"', 'UTF8') IN body) = 0 THEN
+  -- Named where the gateway names what it reads (data.payloads), not anywhere in the body:
+  -- the reviewer chooses other fields (its name, an export's filters), and a digest put there
+  -- must not open content its record does not say it read.
+  IF body IS NOT NULL THEN
+    named := convert_from(body, 'UTF8')::jsonb #> '{{data,payloads}}';
+  END IF;
+  IF named IS NULL OR jsonb_typeof(named) <> 'object'
+     OR NOT EXISTS (SELECT 1 FROM jsonb_each(named) n WHERE n.value = to_jsonb(p_digest)) THEN
     RAISE EXCEPTION 'audit content: the ACCESS record at seq % does not name %',
       p_access_seq, p_digest USING ERRCODE = 'insufficient_privilege';
   END IF;

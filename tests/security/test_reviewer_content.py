@@ -135,6 +135,14 @@ def test_the_function_refuses_without_a_committed_access_record_of_ones_own(
         _read(recorded, other, ref)  # the reviewer's record, naming other content
     with pytest.raises(psycopg.errors.InvalidParameterValue):
         _read(recorded, other, "sha256")  # a fragment of a digest names nothing
+    # The digest put where the reviewer chooses the text (its name, an export's filters), not
+    # among the payloads its record says it read: still no content.
+    planted = _access(
+        recorded.reviewer_url,
+        {"reviewer": ref, "export": {"filters": {"task": ref}}, "payloads": {}},
+    )
+    with pytest.raises(refused, match="does not name"):
+        _read(recorded, planted, ref)
     own = _access(recorded.reviewer_url, {"payloads": {"response_body": ref}})
     assert b"content" in _read(recorded, own, ref)
     # The window closes: the owner may shorten it; an old record reads nothing.
