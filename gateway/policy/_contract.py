@@ -369,7 +369,9 @@ def check_schema(schema: dict[str, Any], what: str) -> None:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise InputError(f"{what} is not a valid JSON schema ({str(exc.message)[:120]}).") from None
-    if key is not None and len(key) <= _VALID_SCHEMAS_BYTES // 64:
+    # Remembered only when its key reads back as the schema itself: orjson writes NaN as null
+    # and a tuple as a list, so such a schema would share a key with one that is not valid.
+    if key is not None and len(key) <= _VALID_SCHEMAS_BYTES // 64 and orjson.loads(key) == schema:
         if len(_VALID_SCHEMAS) >= 64:
             _VALID_SCHEMAS.clear()  # a memo of verdicts, not a record: start again
         _VALID_SCHEMAS.add(key)

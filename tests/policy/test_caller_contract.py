@@ -437,3 +437,13 @@ def test_a_schema_found_valid_once_is_still_checked_exactly(load: Any, catalog: 
         assert planned.output_schema == valid
         with pytest.raises(InputError, match="not a valid JSON schema"):
             plan(catalog, load(), output_format={"type": "json_schema", "schema": invalid})
+
+
+def test_a_schema_remembered_as_valid_does_not_stand_for_another_with_the_same_json() -> None:
+    # orjson writes NaN as null: {"minimum": NaN} passes the metaschema check, and
+    # {"minimum": null} does not; the memo of valid schemas must not confuse the two.
+    from gateway.policy._contract import check_schema
+
+    check_schema({"type": "number", "minimum": float("nan")}, "the request's output schema")
+    with pytest.raises(InputError, match="not a valid JSON schema"):
+        check_schema({"type": "number", "minimum": None}, "the request's output schema")
