@@ -139,7 +139,15 @@ def _orjson_depth_limit() -> int | None:
 _ORJSON_DEPTH = _orjson_depth_limit()
 
 
-def _members(value: dict[Any, Any], max_depth: int | None) -> bytes | None:
+# How many levels of objects are written member by member: a request body's float sits one or
+# two levels down. Each level asks orjson about its whole subtree again, so an unbounded split
+# of a deep object (a caller's 60 levels around a float and 1 MB) cost depth x size.
+_SPLIT_LEVELS = 3
+
+
+def _members(
+    value: dict[Any, Any], max_depth: int | None, split: int = _SPLIT_LEVELS
+) -> bytes | None:
     """An object written member by member (keys sorted as the walk sorts them), each member's
     value by orjson where it can be, member by member again for an object orjson's bytes
     cannot be kept for, and by the walk otherwise: a float among an event's numbers (a
@@ -159,10 +167,10 @@ def _members(value: dict[Any, Any], max_depth: int | None) -> bytes | None:
         fast = None
         if type(item) is dict or type(item) is list:
             fast = _by_orjson(item, None if max_depth is None else room)
-            if fast is None and type(item) is dict:
+            if fast is None and type(item) is dict and split > 1:
                 # A float somewhere inside (a planned body's temperature beside 30 KB of
                 # caller tools): only the members that hold one go to the walk, level by level.
-                fast = _members(item, None if max_depth is None else room)
+                fast = _members(item, None if max_depth is None else room, split - 1)
         if fast is None:
             try:
                 fast = _ENCODE(_plain(item, room)).encode("utf-8")
