@@ -283,8 +283,17 @@ def _first_erasure_seq(reader: Engine, sql: str, request_id: str) -> int | None:
         finally:
             cursor.close()
     except reader.dialect.loaded_dbapi.Error as exc:
+        # As SQLAlchemy's own path does: a lost connection (a restarted server) is dropped
+        # from the pool, not handed to the next memo hit to fail again.
+        lost = reader.dialect.is_disconnect(exc, raw.dbapi_connection, None)
+        if lost:
+            raw.invalidate(exc)
         raise DBAPIError.instance(
-            sql, (request_id,), exc, reader.dialect.loaded_dbapi.Error
+            sql,
+            (request_id,),
+            exc,
+            reader.dialect.loaded_dbapi.Error,
+            connection_invalidated=lost,
         ) from exc
     finally:
         raw.close()
