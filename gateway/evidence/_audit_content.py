@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from audit import AuditStore, AuditStoreError, EventFilter, EventKind, StoredEvent
+from audit.errors import ContentNotPermitted
 from audit.sealing import opened, salt_of
 from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
@@ -265,6 +266,8 @@ def _payload(
     try:
         stored = store.stored_payload(ref)
         data = opened(stored) if name != "request_body" else restored(store, event, name)
+    except ContentNotPermitted:
+        raise  # the database refused the read (an expired window, say): not tampering
     except AuditStoreError as exc:
         problems.append(f"seq {event.seq}: payload {name} is not as recorded ({exc.message})")
         return None
