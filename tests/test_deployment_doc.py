@@ -65,9 +65,15 @@ def test_walk_docs_deployment(
         # The background servers stop (SIGTERM) when the walk ends, however it ends.
         "trap 'kill $(jobs -p) 2>/dev/null || true; wait || true' EXIT",
     ]
+    # Roles are the cluster's, not the database's: the doc's names get this run's suffix, so
+    # the walk does not meet roles another test (or an earlier walk) created.
+    suffix = database.replace("-", "_")[-12:]
+    roles = {"gateway_app": f"gateway_app_{suffix}", "auditor": f"auditor_{suffix}"}
     for command in commands:
         for doc_port, port in ports.items():
             command = command.replace(doc_port, port)
+        for doc_role, role in roles.items():
+            command = re.sub(rf"\b{doc_role}\b", role, command)
         # Each command's output ends its own line (curl's answers end without a newline).
         script += [f"echo '+ {command.replace(chr(39), '')[:100]}' >&2", command, "echo"]
     env = {
@@ -80,8 +86,8 @@ def test_walk_docs_deployment(
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
             "PYTHONPATH": str(ROOT),
             "ADMIN_URL": postgres_server.url(database),
-            "APP_URL": postgres_server.url(database, user="gateway_app"),
-            "REVIEWER_URL": postgres_server.url(database, user="auditor"),
+            "APP_URL": postgres_server.url(database, user=roles["gateway_app"]),
+            "REVIEWER_URL": postgres_server.url(database, user=roles["auditor"]),
             "ADMIN_DSN": postgres_server.dsn(database),
             "ANTHROPIC_API_KEY": "sk-ant-test-deployment-doc",
             "ANTHROPIC_BASE_URL": fake_api.base_url,

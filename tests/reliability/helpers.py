@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from audit import AuditStore, EventKind, list_requests
+from audit.canonical import digest
 from audit.verify import verify_log
 from gateway._vocabulary import request_status
 
@@ -121,7 +122,7 @@ class LogState:
     statuses: dict[str, str]  # request_id -> list status
     kinds: dict[str, tuple[str, ...]]  # request_id -> event kinds in seq order
     seqs: dict[str, tuple[int, ...]]
-    intent_bodies: frozenset[str]  # digests of every REQUEST event's request_body
+    intent_bodies: frozenset[str]  # digests of the bytes every REQUEST event recorded as sent
     request_hashes: dict[str, str | None]
 
     def outcome_counts(self) -> Counter[str]:
@@ -141,7 +142,9 @@ def log_state(url: str) -> LogState:
             seqs.setdefault(event.request_id, []).append(event.seq)
             hashes.setdefault(event.request_id, event.request_hash)
             if event.kind == EventKind.REQUEST:
-                bodies.add(event.payload_digests["request_body"])
+                # The digest of the bytes sent, not of the stored row: a row is sealed (a
+                # random salt before the bytes, audit.sealing), so its own digest is another.
+                bodies.add(digest(store.payload(event.payload_digests["request_body"])))
     return LogState(
         verified=report.ok,
         defects=tuple(str(d) for d in report.defects[:5]),
