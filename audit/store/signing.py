@@ -147,17 +147,24 @@ def create_key_file(path: Path) -> Signer:
     one, never a half-written file.
     """
     signer = Signer.generate()
+    write_new_secret(path, signer.seed_hex())
+    return signer
+
+
+def write_new_secret(path: Path, text: str) -> None:
+    """Write ``text`` and a newline to ``path`` (mode 0600), which must not exist yet: whole,
+    to a temporary file beside it, then linked into place, so a reader never sees half of
+    it; ``FileExistsError`` when another process linked its own first."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
     try:
         try:
-            os.write(fd, (signer.seed_hex() + "\n").encode("ascii"))
+            os.write(fd, (text + "\n").encode("ascii"))
             os.fsync(fd)
         finally:
             os.close(fd)
         os.link(tmp, path)
     finally:
         os.unlink(tmp)
-    return signer
 
 
 class TrustedKey(NamedTuple):

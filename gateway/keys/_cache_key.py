@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
-import tempfile
 from pathlib import Path
 
 from audit.store import sqlite_path
+from audit.store.signing import write_new_secret
 from gateway._log import log
 from gateway.errors import ConfigurationError
 from gateway.settings import Settings
@@ -131,16 +130,7 @@ def _created(path: Path) -> CacheKey:
     processes starting at once, the second reads the first's."""
     secret = secrets.token_bytes(32)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            try:
-                os.write(fd, (secret.hex() + "\n").encode("ascii"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.link(tmp, path)
-        finally:
-            os.unlink(tmp)
+        write_new_secret(path, secret.hex())
     except FileExistsError:
         return _parsed(path.read_text(encoding="ascii"), str(path))
     return CacheKey(secret)
