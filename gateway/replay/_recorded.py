@@ -4,6 +4,7 @@
     recorded = recorded_from(store, request_id, events, policies)
     recorded.policy.fingerprint, recorded.request, recorded.response
     request_body(store, recorded)                   # the wire body as JSON, or None
+    recorded_requested(store, recorded)             # the overrides it was planned with
 
 Loading a selection page by page is gateway.replay._loading's job.
 """
@@ -25,7 +26,7 @@ from gateway._inputs import EXPERIMENT_CALLER
 from gateway.errors import InputError
 from gateway.policy import Policy
 from gateway.providers.base import BETAS_FIELD
-from gateway.request import outside_world
+from gateway.request import OVERRIDES_PAYLOAD, outside_world
 
 DEFAULT_LIMIT = 50
 
@@ -262,6 +263,26 @@ def request_body(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None
     if isinstance(betas, list) and betas:
         body[BETAS_FIELD] = betas
     return body
+
+
+def recorded_requested(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None:
+    """The overrides a recorded request was planned with: from its ``overrides`` payload
+    when it brought content of its own (a system prompt, tools: its data names them by size
+    alone), else from its data, as every request recorded before did. None when that payload
+    is gone (erased) or unreadable."""
+    if recorded.request is None:
+        return None
+    if OVERRIDES_PAYLOAD not in recorded.request.payload_digests:
+        requested = recorded.request.data.get("requested")
+        return dict(requested) if isinstance(requested, Mapping) else {}
+    raw = payload(store, recorded.request, OVERRIDES_PAYLOAD, recorded.payloads)
+    if raw is None:
+        return None
+    try:
+        overrides = json.loads(raw)
+    except ValueError:
+        return None
+    return overrides if isinstance(overrides, dict) else None
 
 
 def recorded_user_id(body: dict[str, Any]) -> str | None:

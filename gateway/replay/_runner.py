@@ -50,6 +50,7 @@ from gateway.replay._recorded import (
     Recorded,
     Selection,
     experiments_left_out,
+    recorded_requested,
     recorded_user_id,
     request_body,
 )
@@ -331,7 +332,7 @@ class Replayer:
         """The request re-planned for the --model target, or under the candidate folder."""
         request = recorded.request
         assert request is not None and recorded.policy is not None
-        messages, requested = body.get("messages"), request.data.get("requested") or {}
+        messages, requested = body.get("messages"), recorded_requested(self.store, recorded) or {}
         if prepared.candidate is not None:
             return plan_candidate(
                 prepared.candidate,

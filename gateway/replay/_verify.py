@@ -23,7 +23,13 @@ from gateway.errors import GatewayError
 from gateway.keys import KEYED_PREFIX, CacheKey
 from gateway.policy import Plan, plan_request
 from gateway.replay._model import Check
-from gateway.replay._recorded import Recorded, body_bytes, recorded_user_id, request_body
+from gateway.replay._recorded import (
+    Recorded,
+    body_bytes,
+    recorded_requested,
+    recorded_user_id,
+    request_body,
+)
 
 BODY_SAME = "re-planned body is the recorded wire body (RFC 8785 form)"
 
@@ -60,9 +66,10 @@ def _checks(
         detail=f"recorded policy content hashes to {policy.fingerprint}",
     )
     yield from _payload_checks(store, recorded)
-    body = request_body(store, recorded)
-    if body is None:
-        yield Check(name="replan", ok=False, detail="the recorded request body is not readable")
+    body, requested = request_body(store, recorded), recorded_requested(store, recorded)
+    if body is None or requested is None:
+        what = "request body" if body is None else "overrides (caller parts)"
+        yield Check(name="replan", ok=False, detail=f"the recorded {what} is not readable")
         return
     model_id = str(request.data.get("model_id"))
     model = models.get(model_id) or _model_as_recorded(catalog, model_id)
@@ -81,7 +88,7 @@ def _checks(
             policy,
             model,
             messages,
-            overrides=request.data.get("requested") or {},
+            overrides=requested,
             caller=request.caller,
             user_id=recorded_user_id(body),
         )

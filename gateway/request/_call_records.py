@@ -40,6 +40,7 @@ from gateway.request._record_facts import (
     contract_facts,
     finite,
     partial_facts,
+    recorded_overrides,
     refused_input_summary,
     replayability,
     stop_sequence,
@@ -134,6 +135,7 @@ class CallRecords:
             delivery["attachments"] = files
         if prepared.subject_tag is not None:  # keyed: never the subject's identifier
             delivery["subject"] = prepared.subject_tag
+        requested, overrides = recorded_overrides(plan.requested)
         return Intent(
             EventKind.REQUEST,
             {
@@ -142,7 +144,7 @@ class CallRecords:
                 "api_version": plan.api_version,
                 "model_id": plan.model_id,
                 "model_version": prepared.model_version,
-                "requested": plan.requested,
+                "requested": requested,
                 "effective": plan.effective,
                 **contract_facts(plan),
                 "cache_mode": plan.cache_mode,
@@ -157,6 +159,7 @@ class CallRecords:
                 "gateway_version": GATEWAY_VERSION,
             },
             policy_canonical=self.policy_bytes(prepared.policy),
+            payloads=overrides,
         )
 
     def record_failed(

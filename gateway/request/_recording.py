@@ -159,7 +159,7 @@ class Recorder:
             call.draft(
                 intent.kind,
                 data,
-                payloads=stored_payloads("request_body", wire),
+                payloads={**intent.payloads, **stored_payloads("request_body", wire)},
                 policy_content=intent.policy_content,
                 policy_canonical=intent.policy_canonical,
             )

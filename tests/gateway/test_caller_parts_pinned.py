@@ -7,6 +7,7 @@ traffic; it must be deliberate (and then the constants are updated with a note w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # From the code before the request path shared its canonical forms (perf branch, 2026-12-02).
 PINNED_HASH = "sha256:c742f70c059158fb71ce3e098194ff3e812e6857c230c6eb396c8cfd0e044f26"
-PINNED_DATA = "sha256:e617c0120e59939b2221e2dd9097f097b30acf4aabeb854a5689f63e056059af"
+# Changed on purpose (2026-12-03): the REQUEST's data names the caller's system prompt and
+# tools by size; the parts themselves moved to its sealed ``overrides`` payload (content that
+# erasure reaches and a PostgreSQL reviewer reads only against an ACCESS record).
+PINNED_DATA = "sha256:c680c09c9166455afbf6d47a4f651eecb805ab2253dc23808bccfcab2f0228a0"
 PINNED_WIRE = "sha256:b18cc4e7f890b276dcda851c9b3694d76a4107b0a350c9048164f81d76266f86"
 
 
@@ -65,8 +69,11 @@ def _prepared(tmp_path: Path) -> tuple[Any, Gateway]:
 def test_a_caller_parts_request_keys_and_records_as_pinned(tmp_path: Path) -> None:
     prepared, gw = _prepared(tmp_path)
     try:
-        data = dict(gw._core.pipeline.records.intent(prepared).data)
+        intent = gw._core.pipeline.records.intent(prepared)
+        data = dict(intent.data)
         data.pop("gateway_version")
+        assert data["requested"]["system"] == {"bytes": 1122}
+        assert json.loads(intent.payloads["overrides"]) == prepared.plan.requested
         wire = gw._core.provider(prepared).wire_bytes(prepared.body)
         assert prepared.plain_hash == PINNED_HASH  # keyed on the record: the plain one is pinned
         assert digest(canonical_bytes(data)) == PINNED_DATA

@@ -67,7 +67,9 @@ def test_an_assistant_request_with_its_own_system_prompt_and_tools_is_sent_cappe
     data, recorded = request_event(server, message.id)
     assert recorded == sent.body
     assert data["requested"]["max_tokens"] == 20_000 and data["capped"] == {"max_tokens": 16000}
-    assert data["requested"]["system"] == "Sign as the FX desk bot."
+    # The caller's text is content: named by size in the data, kept in the sealed payload.
+    assert data["requested"]["system"] == {"bytes": len('"Sign as the FX desk bot."')}
+    assert "FX desk bot" not in json.dumps(data)
 
 
 def test_a_streamed_capped_answer_says_so_in_its_headers(

@@ -85,6 +85,16 @@ def recorded(db: Path, request_id: str) -> tuple[dict[str, Any], bytes]:
         return dict(request.data), store.payload(request.payload_digests["request_body"])
 
 
+def recorded_overrides(db: Path, request_id: str) -> dict[str, Any]:
+    """The overrides as the caller sent them: content (a system prompt, tools) is in the
+    REQUEST's sealed ``overrides`` payload; its data names each part by size alone."""
+    with AuditStore.open(f"sqlite:///{db}", durability="os") as store:
+        request = store.events_for_request(request_id)[0]
+        overrides = json.loads(store.payload(request.payload_digests["overrides"]))
+    assert isinstance(overrides, dict)
+    return overrides
+
+
 def test_the_request_records_exactly_what_the_caller_sent(
     agent: Gateway,
     fake_api: FakeMessagesAPI,
@@ -111,7 +121,11 @@ def test_the_request_records_exactly_what_the_caller_sent(
     assert wire["thinking"] == overrides["thinking"]
     assert wire["metadata"] == {"user_id": "session-42"}
     assert wire["max_tokens"] == 16000 and "anthropic_beta" not in wire
-    assert data["requested"] == overrides  # as the caller sent them, 32,000 included
+    assert recorded_overrides(db_path, result.request_id) == overrides  # 32,000 included
+    assert data["requested"]["max_tokens"] == 32_000  # settings as given, in the data
+    size = len(json.dumps(SYSTEM, separators=(",", ":")))
+    assert data["requested"]["system"] == {"bytes": size}  # content: by size alone
+    assert "You are a coding agent." not in json.dumps(data)
     assert data["capped"] == {"max_tokens": 16000}
     assert data["anthropic_beta"] == ["interleaved-thinking-2025-05-14"]
 
@@ -227,4 +241,5 @@ def test_a_claude_code_turn_passes_the_whole_request_path(
     data, body = recorded(db_path, stream.request_id)
     assert body == sent.body and len(body) > 90_000
     assert sent.headers["anthropic-beta"] == ",".join(request["overrides"]["betas"])
-    assert data["requested"] == request["overrides"]
+    assert recorded_overrides(db_path, stream.request_id) == request["overrides"]
+    assert set(data["requested"]) == set(request["overrides"])
