@@ -40,6 +40,7 @@ from gateway.request._record_facts import (
     contract_facts,
     finite,
     partial_facts,
+    quoted_text,
     recorded_overrides,
     refused_input_summary,
     replayability,
@@ -170,8 +171,9 @@ class CallRecords:
         detail: str | None = None,
         partial: MessageAssembler | None = None,
     ) -> None:
-        """Record the FAILED outcome. ``detail`` may quote input: it goes to the audit record,
-        never to a log or an error message. ``partial``: what a stream delivered first."""
+        """Record the FAILED outcome. ``detail`` may quote input: it goes to the audit record
+        as the ``detail`` payload (content, erasable), never to a log, an error message or
+        the event's data. ``partial``: what a stream delivered first."""
         error.request_id = prepared.request_id
         data: dict[str, Any] = {
             "error": type(error).__name__,
@@ -182,9 +184,10 @@ class CallRecords:
             "reason": error.message,
             "detail": detail,
         }
-        payloads: dict[str, bytes] = {}
+        data, payloads = quoted_text(data, "detail")  # content: in a payload, erasable
         if partial is not None:
-            data["partial"], payloads = partial_facts(partial)
+            data["partial"], streamed = partial_facts(partial)
+            payloads.update(streamed)
         self.recorder.append(prepared.labels.draft(EventKind.FAILED, data, payloads=payloads))
         log.warning(
             "request_failed",

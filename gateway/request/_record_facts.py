@@ -95,6 +95,19 @@ def token_total(usage: Mapping[str, Any]) -> int:
     return sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int))
 
 
+def quoted_text(data: Mapping[str, Any], key: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """``data`` without ``key`` (an upstream's or a provider's words, which may quote the
+    prompt), and the payload that holds them instead; the data says only how long they were
+    (``<key>_bytes``). Nothing when the text is empty."""
+    kept = dict(data)
+    text = kept.pop(key, None)
+    if not isinstance(text, str) or not text:
+        return kept, {}
+    raw = text.encode()
+    kept[f"{key}_bytes"] = len(raw)
+    return kept, {key: raw}
+
+
 # The overrides whose value a caller writes freely: content, never in an event's data.
 CONTENT_OVERRIDES = frozenset(
     {"system", "tools", "tool_choice", "output_format", "stop_sequences", "metadata"}
