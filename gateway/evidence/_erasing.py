@@ -406,7 +406,7 @@ class Erasing(OwnsLog):
 def _append(store: AuditStore, drafts: list[EventDraft]) -> list[Appended]:
     """A batch's erasure events, committed before any of their content goes: in one
     transaction on format 1; on format 2 a reader's reservation at a time, so a run stopped
-    between two leaves events whose content the next run removes (:meth:`ErasurePlan.unfinished`)."""
+    between two leaves events whose content the next run removes (``ErasurePlan.unfinished``)."""
     if store.sequenced_from is None:
         return store.append_many(drafts)
     appended: list[Appended] = []
