@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from audit.store.models import VerifyReport
 from gateway import ErasureRefused, Gateway, IntegrityAlert, Settings
 from gateway.cli import main
 from gateway.evidence import Auditing, Erasing, HoldScope
+from gateway.keys import record_signer
 from tests.audit.conftest import Raw
 from tests.audit.test_sequenced_security import INTEGRATOR, integrate
 from tests.gateway.conftest import MakeGateway
@@ -278,3 +280,31 @@ def test_a_forged_erasure_decides_nothing_and_verify_names_it(log: Log) -> None:
         log.gateway().complete("compliance_review", PROMPT)
     report = log.verify()
     assert any(d.seq == forged.seq and d.kind == "unsigned" for d in report.defects)
+
+
+def test_a_content_export_of_an_erased_request_verifies_offline(log: Log, tmp_path: Path) -> None:
+    gw = log.gateway()
+    first = gw.complete("compliance_review", PROMPT)
+    gw.complete("compliance_review", PROMPT)  # a cache hit of the answer that goes
+    gw.complete("quant_strategy", "FX momentum")
+    with Erasing.open(log.settings) as erasing:
+        erasing.purge(actor="ops", now=LATER)
+    log.integrate()
+    out = tmp_path / "export.jsonl"
+    runner = CliRunner()
+    export = ["audit", "export", "--format", "jsonl", "--with-content", "--reviewer", "r"]
+    exported = runner.invoke(main, [*export, "-o", str(out)], env=log.env())
+    assert exported.exit_code == 0, exported.output
+    signer = record_signer(log.settings, create=False)
+    assert signer is not None
+    public = tmp_path / "record.pub"
+    public.write_text(signer.public_key + "\n")
+    keys = ["--public-key", str(public)]
+    if log.sequenced:
+        integrator = tmp_path / "integrator.pub"
+        integrator.write_text(INTEGRATOR.public_key + "\n")
+        keys += ["--integrator-public-key", str(integrator)]
+    lines = out.read_text().splitlines()
+    assert sum('"erased"' in line and first.request_id in line for line in lines) >= 1
+    checked = runner.invoke(main, ["audit", "verify", "--export", str(out), *keys], env=log.env())
+    assert checked.exit_code == 0, checked.output
