@@ -5,7 +5,8 @@ content removed without one, or under an ``erased_content`` row no erasure event
 tampering; a run stopped between its events and the removal is completed by the next; held
 content is never erased; a forged erasure decides nothing. On format 2 the erasure events
 are sequenced rows like any other, linked by the integrator (or still pending), and the
-format-2 walk reads the content they removed as the format-1 walk does.
+format-2 walk reads the content they removed as the format-1 walk does. A live replay's
+copies of a request go with it on every format.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from gateway.evidence import Auditing, Erasing, HoldScope
 from gateway.keys import record_signer
 from tests.audit.conftest import Raw
 from tests.audit.test_sequenced_security import INTEGRATOR, integrate
+from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway.conftest import MakeGateway
 from tests.retention.conftest import LATER
+from tests.retention.test_replay_copies import replay_live
 
 PROMPT = "Transaction: pay 250 GBP to Example Ltd"
 RECORD_KEY = "45" * 32
@@ -308,3 +311,25 @@ def test_a_content_export_of_an_erased_request_verifies_offline(log: Log, tmp_pa
     assert sum('"erased"' in line and first.request_id in line for line in lines) >= 1
     checked = runner.invoke(main, ["audit", "verify", "--export", str(out), *keys], env=log.env())
     assert checked.exit_code == 0, checked.output
+
+
+def test_a_live_replay_copy_goes_with_the_request_it_replays(
+    log: Log, fake_api: FakeMessagesAPI
+) -> None:
+    original = log.gateway().complete("compliance_review", PROMPT, subject="customer-7")
+    run_id = replay_live(log.settings, fake_api.base_url, original.request_id, None)
+    with AuditStore.open(log.settings.database_url) as store:
+        copies = [e for e in store.events_for_request(run_id) if e.kind is EventKind.REPLAY]
+    digests = sorted({d for e in copies for d in e.payload_digests.values()})
+    assert digests
+    with Erasing.open(log.settings) as erasing:
+        report = erasing.erase_subject("customer-7", reason="DSAR", actor="j", approver="d")
+    marks = ", ".join("?" * len(digests))
+    left = log.raw.execute(f"SELECT digest FROM payloads WHERE digest IN ({marks})", tuple(digests))
+    assert left == []
+    log.integrate()
+    verified = log.verify()
+    assert verified.ok, verified.defects
+    assert [(n.request_id, n.seq) for n in verified.erasures] == [
+        (original.request_id, report.erased[original.request_id])
+    ]
