@@ -183,6 +183,12 @@ class Reference(NamedTuple):
     payloads: tuple[str, ...]  # the digests it names
     erased: tuple[str, ...]  # an erasure event's ``erased`` list (empty for other kinds)
     subject: str | None = None  # a REQUEST's ``data["subject"]`` (a keyed digest), if any
+    # A REPLAY's ``data["original_request_id"]``: the request whose content its payloads
+    # copy (a live replay re-sends the recorded prompt), erased with it.
+    original: str | None = None
+
+
+_REPLAY = EventKind.REPLAY.value
 
 
 def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
@@ -218,10 +224,22 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
                 )
                 tag = data.get("subject") if kind == EventKind.REQUEST.value else None
                 subject = tag if isinstance(tag, str) else None
+                copied = data.get("original_request_id") if kind == _REPLAY else None
+                original = copied if isinstance(copied, str) else None
             except (ValueError, AttributeError):
-                digests, erased, subject = (), (), None
+                digests, erased, subject, original = (), (), None, None
             yield Reference(
-                seq, request_id, kind, at, task, caller, fingerprint, digests, erased, subject
+                seq,
+                request_id,
+                kind,
+                at,
+                task,
+                caller,
+                fingerprint,
+                digests,
+                erased,
+                subject,
+                original,
             )
         if len(rows) < page:
             return
