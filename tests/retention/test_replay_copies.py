@@ -16,7 +16,7 @@ import pytest
 
 from audit import AuditStore, EventKind
 from audit.errors import AuditStoreError
-from gateway import Gateway, Settings
+from gateway import Gateway, Settings, UpstreamRejected
 from gateway.catalog import Catalog
 from gateway.evidence import Auditing, Erasing
 from gateway.keys import cache_key, record_signer
@@ -24,7 +24,7 @@ from gateway.providers.anthropic import AnthropicProvider
 from gateway.providers.registry import Providers
 from gateway.replay import Replayer, Selection
 from gateway.request import Recorder
-from tests.fakes.messages_api import FakeMessagesAPI
+from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import API_KEY
 from tests.retention.conftest import LATER
 
@@ -105,3 +105,38 @@ def test_erasing_a_replayed_request_erases_its_live_replay_copies(
         verified = auditing.verify()
     assert verified.ok, verified.defects
     assert [n.request_id for n in verified.erasures] == [original.request_id]
+
+
+def test_an_upstream_message_quoting_the_prompt_goes_with_the_request(
+    gw: Gateway,
+    erasing: Erasing,
+    settings: Settings,
+    db_path: Path,
+    fake_api: FakeMessagesAPI,
+) -> None:
+    """A refusal's own words may quote the prompt: the ATTEMPT_FAILED event keeps them as its
+    payload (content), of the request, or of the request a live replay re-sent."""
+    fake_api.script(Reply.error(400, message=f"cannot process: {SECRET}"))
+    with pytest.raises(UpstreamRejected) as refused:
+        gw.complete("compliance_review", SECRET, subject=SUBJECT)
+    original = refused.value.request_id
+    assert original is not None
+    gw.complete("compliance_review", SECRET, subject=SUBJECT)  # answered: replayable
+    answered = [r for r in requests_of(settings) if r != original]
+    fake_api.script(Reply.error(400, message=f"still cannot: {SECRET}"))
+    replay_live(settings, fake_api.base_url, answered[0], None)
+    with AuditStore.open(settings.database_url) as store:
+        quoted = [e for e in store.iter_events() if e.kind is EventKind.ATTEMPT_FAILED]
+    assert len(quoted) == 2 and all(SECRET not in str(e.data) for e in quoted)
+    assert leftovers(db_path)
+
+    erasing.erase_subject(SUBJECT, reason="DSAR", actor="j", approver="d")
+    assert leftovers(db_path) == []
+    with Auditing.open(settings) as auditing:
+        verified = auditing.verify()
+    assert verified.ok, verified.defects
+
+
+def requests_of(settings: Settings) -> list[str]:
+    with AuditStore.open(settings.database_url) as store:
+        return [e.request_id for e in store.iter_events() if e.kind is EventKind.REQUEST]
