@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from audit import AuditStore
 from audit.errors import CheckpointError
-from audit.proofs.checkpoint import parse_key
+from audit.proofs.checkpoint_key import parse_key
 from audit.store.models import EventDraft, EventKind, StoredEvent
 from audit.store.signing import SignatureCheck, TrustedKey, TrustedKeys, UnusableKey
 from audit.store.signing import signature_check as record_signature_check

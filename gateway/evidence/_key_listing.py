@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 
 from audit import AuditStore
 from audit.errors import CheckpointError
-from audit.proofs.checkpoint import parse_key, public_key
+from audit.proofs.checkpoint_key import parse_key, public_key
 from audit.store.schema import Event
 from audit.store.signing import TrustedKey, TrustedKeys, signature_check
 from audit.verify.eras import KeyEras

@@ -52,8 +52,8 @@ def test_a_new_sqlite_file_is_exactly_what_the_migrations_make(tmp_path: Path) -
 
 
 def test_the_snapshot_names_every_packaged_revision_and_the_head() -> None:
-    assert _sqlite_snapshot.REVISIONS == revisions(), REGENERATE
-    assert HEAD == head_revision(), REGENERATE
+    assert revisions() == _sqlite_snapshot.REVISIONS, REGENERATE
+    assert head_revision() == HEAD, REGENERATE
 
 
 def test_the_committed_snapshot_is_the_generated_one() -> None:
