@@ -3,6 +3,7 @@
     rotation = rotate_checkpoint_key(settings, retire="keys/checkpoint-old.key.pub")
     rotation.seq, rotation.retired_key_id, rotation.key_id
     eras = CheckpointEras.read(store, signature)   # each checkpoint key, since/retired seqs
+    refuse_retired_signer(head.public_key, head.seq, head.created_at, eras)  # signed after
 
 Run with the **new** key configured (GATEWAY_CHECKPOINT_KEY): this appends a
 CHECKPOINT_KEY_ROTATION event that names the retired key and the new one, with the new key's
@@ -11,6 +12,12 @@ event is signed by the record key like every other, so the rotation is on the sa
 tamper-evident record as the checkpoints: an auditor given the old public key learns the new
 one from the log, and from which seq the old one signs nothing. Checkpoints the old key
 signed before the rotation stay valid; keep its public key for them.
+
+Every check of a checkpoint against the log (`audit verify --checkpoint`, `--since-verified`,
+`audit consistency`) refuses one signed by a key the log retired, for a head at or past the
+rotation's seq or made after it: whoever steals a retired key must not be able to vouch for
+the log as it is now. (A stolen key can still sign a head it backdates to before the
+rotation; a time-stamp or a witness's cosignature is what dates a checkpoint.)
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import base64
 import uuid
 from collections.abc import Iterable
 from contextlib import closing
+from datetime import datetime
 from typing import NamedTuple
 
 from cryptography.exceptions import InvalidSignature
@@ -36,7 +44,12 @@ from gateway.errors import ConfigurationError, InputError
 from gateway.keys import public_keys_given, record_signer, trusted_record_keys
 from gateway.settings import Settings
 
-__all__ = ["CheckpointEras", "CheckpointRotation", "rotate_checkpoint_key"]
+__all__ = [
+    "CheckpointEras",
+    "CheckpointRotation",
+    "refuse_retired_signer",
+    "rotate_checkpoint_key",
+]
 
 _STATEMENT = "compliance-gateway checkpoint key rotation v1"
 
@@ -57,6 +70,7 @@ class CheckpointEra(NamedTuple):
     key: TrustedKey
     since_seq: int | None
     retired_seq: int | None
+    retired_at: datetime | None = None  # when the rotation that retired it was recorded
 
 
 class CheckpointEras:
@@ -88,12 +102,46 @@ class CheckpointEras:
         if new.key_id in self.by_id:
             return  # a key comes in once
         before = self.by_id.get(old.key_id)
-        self.by_id[old.key_id] = CheckpointEra(old, before.since_seq if before else None, event.seq)
+        since = before.since_seq if before else None
+        self.by_id[old.key_id] = CheckpointEra(old, since, event.seq, event.recorded_at)
         self.by_id[new.key_id] = CheckpointEra(new, event.seq, None)
 
     @property
     def retired(self) -> dict[str, int]:
         return {k: e.retired_seq for k, e in self.by_id.items() if e.retired_seq is not None}
+
+
+def refuse_retired_signer(
+    signer: str | None, seq: int, made: datetime | None, eras: CheckpointEras
+) -> None:
+    """Refuse (:class:`InputError`) a checkpoint by ``signer`` (its public key) of the head at
+    ``seq`` (a tree head: its size), made at ``made`` if it says, when the log retired that
+    key before it: a head at or past the rotation's seq, or made after the rotation was
+    recorded. A retired key signs nothing from its rotation on; its older checkpoints stay
+    valid."""
+    if signer is None:
+        return
+    try:
+        key_id = _key_of(signer).key_id
+    except UnusableKey:
+        return  # not a key at all: the signature check refuses it
+    era = eras.by_id.get(key_id)
+    if era is None or era.retired_seq is None:
+        return
+    late = made is not None and era.retired_at is not None and made >= era.retired_at
+    if seq < era.retired_seq and not late:
+        return
+    at = f" ({era.retired_at:%Y-%m-%d %H:%M:%S} UTC)" if era.retired_at is not None else ""
+    claim = f"its head is seq {seq}" + (
+        f", made {made:%Y-%m-%d %H:%M:%S} UTC" if made is not None else ""
+    )
+    raise InputError(
+        f"the checkpoint is signed by checkpoint key {key_id}, which this log retired at seq "
+        f"{era.retired_seq}{at}, and {claim}: a retired key signs nothing after its rotation, "
+        "so whoever holds it now cannot vouch for the log.",
+        hint="Verify against a checkpoint signed by the current checkpoint key (`gateway keys "
+        "list` names it), and treat the retired key as compromised.",
+    )
 
 
 def rotate_checkpoint_key(settings: Settings, *, retire: str) -> CheckpointRotation:

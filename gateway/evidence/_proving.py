@@ -22,9 +22,10 @@ import audit.sequenced
 import audit.verify
 from audit import Checkpoint, CheckpointError, VerifyReport
 from audit.proofs import checkpoint_key
-from audit.store.signing import Trust
+from audit.store.signing import Trust, TrustedKeys, signature_check
 from gateway._store_adapter import StoreAdapter, audit_call
 from gateway.errors import ConfigurationError, InputError
+from gateway.evidence._checkpoint_rotation import CheckpointEras, refuse_retired_signer
 from gateway.keys import integrator_keys, trusted_record_keys
 from gateway.settings import Settings
 
@@ -93,9 +94,11 @@ class Proving:
             base = self._load_checkpoint(since_verified)
             self._log.run(audit.verify.check_checkpoint, base)
             relied = audit_call(checkpoints.relied_on, base, keys, attesters)
+            self._refuse_retired(base, keys)
         if checkpoint is not None:
             head = self._load_checkpoint(checkpoint)
             self._log.run(audit.verify.check_checkpoint, head)  # another database's: say that first
+            self._refuse_retired(head, keys)
             pinned = audit_call(
                 checkpoints.pinned,
                 head,
@@ -149,6 +152,13 @@ class Proving:
             )
         base = self._load_checkpoint(rests_on) if rests_on is not None else None
         return self._log.run(audit.proofs.verified_checkpoint, report, key, base)
+
+    def _refuse_retired(self, head: Checkpoint, keys: TrustedKeys) -> None:
+        """Refuse a checkpoint its key signed after the log retired it (the rotations that
+        count are those written under the record keys ``keys``)."""
+        check = signature_check(keys, self._log.store.store_id)
+        eras = self._log.run(CheckpointEras.read, check)
+        refuse_retired_signer(head.public_key, head.seq, head.created_at, eras)
 
     def _signing_key(self) -> bytes | None:
         secret = self._settings.checkpoint_key
