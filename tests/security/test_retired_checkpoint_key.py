@@ -41,7 +41,10 @@ def test_a_fresh_checkpoint_by_a_retired_key_is_refused_and_its_old_ones_still_h
     taken = cli(with_old, "audit", "checkpoint", "-o", str(before))
     assert taken.exit_code == 0, taken.output
 
-    rotated = cli(with_new, "keys", "rotate-checkpoint", "--retire", str(old.public_path))
+    rotated = cli(
+        with_new, "keys", "rotate-checkpoint", "--retire", str(old.public_path), "--old-key",
+        str(old.path),
+    )  # fmt: skip
     assert rotated.exit_code == 0, rotated.output
 
     # The thief of the retired key signs the log as it is now.
