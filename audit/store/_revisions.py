@@ -79,7 +79,11 @@ def create_sqlite_schema(connection: Connection) -> None:
     ``connection`` is in: the schema is created whole or not at all."""
     if not connection.in_transaction():
         raise RuntimeError("create_sqlite_schema runs inside the caller's transaction")
+    # A file that holds Alembic's (empty) version table only is new too, as Alembic sees it.
+    versioned = inspect(connection).has_table(VERSION_TABLE)
     for statement in SQLITE_SCHEMA:
+        if versioned and statement.startswith(f"CREATE TABLE {VERSION_TABLE} "):
+            continue
         connection.exec_driver_sql(statement)
     connection.execute(
         text(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (:head)"), {"head": HEAD}

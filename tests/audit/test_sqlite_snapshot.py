@@ -65,3 +65,12 @@ def test_two_stores_open_a_new_file_once(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'audit.db'}"
     with AuditStore.open(url) as first, AuditStore.open(url) as second:
         assert first.store_id == second.store_id
+
+
+def test_a_file_with_only_an_empty_version_table_is_created_as_new(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)")
+    conn.close()
+    with AuditStore.open(f"sqlite:///{path}") as store:
+        assert store.store_id
