@@ -1,7 +1,8 @@
 """How long the CLI takes to start: `gateway --help`, `gateway audit list` (one recorded
 request; and a selection that matches none, which names the known tasks), `gateway audit show
 ID` and `gateway policy review`, against the interpreter alone and the SDK's import, in the
-same run. The log holds one request, recorded first with the offline model (`gateway ask
+same run, and against the imports reading the store cannot do without (the floor). The log
+holds one request, recorded first with the offline model (`gateway ask
 offline_demo`).
 
     .venv/bin/python bench/cli_start_bench.py [--runs 5] [--pythonpath DIR]
@@ -81,6 +82,13 @@ def main() -> None:
     cases = {
         "python -c pass": [python, "-c", "pass"],
         "python -c 'import anthropic'": [python, "-c", "import anthropic"],
+        # What reading the store cannot do without: click, SQLAlchemy's ORM (the schema's
+        # typed models) and pydantic (the event types).
+        "floor: click + sqlalchemy.orm + pydantic": [
+            python,
+            "-c",
+            "import click, sqlalchemy.orm, pydantic",
+        ],
         "gateway --help": [*gateway, "--help"],
         "gateway audit list": [*gateway, "audit", "list"],
         "gateway audit list --task none": [*gateway, "audit", "list", "--task", "none"],
