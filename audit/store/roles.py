@@ -32,8 +32,8 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit.errors import DatabaseUnavailable
+from audit.store._revisions import check_at_head
 from audit.store.backend import Backend, db_reason
-from audit.store.migrate import check_at_head
 
 APPEND_TABLES = ("events", "payloads", "policies")
 # What a reviewer's own records need: EXPORT, CHECKPOINT and ACCESS events carry no payload

@@ -12,9 +12,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from gateway.policy._schema import CALLER_PARTS as OPENING_KEYS
-
 Contract = Literal["strict", "opened"]
+
+# The [caller] keys that open a part of the request the caller brings, in review order.
+CALLER_PARTS = (
+    "system",
+    "tools",
+    "output",
+    "thinking",
+    "stop_sequences",
+    "metadata",
+    "context_management",
+    "betas",
+)
+
 
 # A request's overrides that are a part the caller brought, and what an auditor calls them.
 PART_NAMES = {
@@ -38,7 +49,7 @@ def opened_keys(content: Mapping[str, object] | None) -> tuple[str, ...]:
     if not isinstance(caller, Mapping):
         return ()
     opened = []
-    for key in OPENING_KEYS:
+    for key in CALLER_PARTS:
         value = caller.get(key)
         if value is None:
             continue
