@@ -12,15 +12,20 @@ on pages of the log (audit.verify._range).
 
 from __future__ import annotations
 
+from binascii import Error as Base64Error
+from binascii import a2b_base64
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from audit.store.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, EventRow, _mirrored, link_hash
 from audit.store.erasure import erased_seq
 from audit.store.models import Checkpoint, Defect, DefectKind, Relied, TrustedKeyInfo, VerifyReport
-from audit.store.signing import Trust
+from audit.store.signing import DOMAIN, Trust
 from audit.verify._ordinary_body import Ordinary, StoredBody
 from audit.verify._walk_digests import SignaturesDigest, TreeBuilder, b64
 from audit.verify.body import Parsed, _refs, parse_body
@@ -117,6 +122,12 @@ class Verifier:
         self.unsigned_allowed = 0
         self.life = Lifecycle()
         self._page_from = 0
+        # The trusted keys by key id, for feed_page's check of a signature that checks out
+        # (any other is judged by signature_verdict, which names what is wrong).
+        self._verify_keys = {
+            k.key_id: Ed25519PublicKey.from_public_bytes(bytes.fromhex(k.public_key))
+            for k in (trust.keys if trust is not None else ())
+        }
 
     # What an event names by seq, and the lives of requests with an unmatched outcome, are
     # looked up once per page (audit.verify.lifecycle): the caller feeds a page, asks what is
@@ -197,25 +208,32 @@ class Verifier:
         rows: Sequence[EventRow],
         parsed: Sequence[Parsed],
         contents: Mapping[str, str | None],
+        verdicts: Sequence[Verdict | bool | None] | None = None,
     ) -> None:
-        """:meth:`feed` of each row, its signature checked here. A row with nothing to report
-        (every check passes) takes a short path, the same checks in one loop; any other row
-        goes through :meth:`feed`, before anything of it was counted, so its defects are
-        said exactly as feed says them."""
+        """:meth:`feed` of each row, its signature checked here, or by the caller:
+        ``verdicts`` holds one :func:`signature_verdict` per row (False for a row to check
+        here: one a relied-on checkpoint stands for). A row with nothing to report (every
+        check passes) takes a short path, the same checks in one loop; any other row goes
+        through :meth:`feed`, before anything of it was counted, so its defects are said
+        exactly as feed says them."""
         feed, trust, same_time = self.feed, self.trust, self.same_time
         relied_seq, relied_keys = self._relied_seq, self.relied.keys if self.relied else ()
         tree, tree_upto, sigs, sigs_upto = self.tree, self.tree_upto, self.sigs, self.sigs_upto
         cp_seq = self.checkpoint.seq if self.checkpoint is not None else 0
         life, life_fields = self.life.feed, self.life.feed_fields
+        verify_keys = self._verify_keys
         fields: StoredBody | None
-        for row, body in zip(rows, parsed, strict=True):
+        checked: Sequence[Verdict | bool | None] = (
+            verdicts if verdicts is not None else [False] * len(rows)
+        )
+        for row, body, given in zip(rows, parsed, checked, strict=True):
             seq = row.seq
             if (
                 seq != self.expected
                 or row.prev_hash != self.prev_hash
                 or seq in (cp_seq, relied_seq)
             ):
-                feed(row, body, contents)  # a gap, a broken link, or a checkpoint's: feed's
+                feed(row, body, contents, given)  # a gap, a broken link, a checkpoint's: feed's
                 continue
             if type(body) is Ordinary:  # audit.verify._ordinary_body: the fields typed in C
                 fields = body.body
@@ -225,7 +243,7 @@ class Verifier:
                     or _mirrored(row) != _ordinary_mirrored(fields)
                     or not same_time(seq, row.recorded_at, fields.recorded_at, body.time)
                 ):
-                    feed(row, body, contents)
+                    feed(row, body, contents, given)
                     continue
                 refs = body.refs
             elif (
@@ -235,7 +253,7 @@ class Verifier:
                 or _mirrored(row) != tuple(map(body.get, MIRRORED))
                 or not same_time(seq, row.recorded_at, body["recorded_at"], body["_time"])
             ):
-                feed(row, body, contents)
+                feed(row, body, contents, given)
                 continue
             else:
                 fields = None
@@ -250,13 +268,19 @@ class Verifier:
                 if seq <= relied_seq:  # attested: signed by a key it trusted, else feed's
                     attested = row.signature is not None and row.key_id in relied_keys
                     verdict = None if attested else False
+                elif given is not False:
+                    verdict = given
                 else:
-                    verdict = signature_verdict(seq, row.key_id, row.signature, row.hash, trust)
+                    verdict = _signed(verify_keys, row)
+                    if verdict is not None:  # it does not check out: the one rule says why
+                        verdict = signature_verdict(
+                            seq, row.key_id, row.signature, row.hash, trust
+                        )
                     if verdict is True:  # unsigned, and allowed there
                         self.unsigned_allowed += 1
                         verdict = None
             if not refs_ok or verdict is not None:
-                feed(row, body, contents, verdict if isinstance(verdict, Verdict) else False)
+                feed(row, body, contents, verdict if isinstance(verdict, Verdict) else given)
                 continue
             self.count += 1
             self.bytes += len(row.body)
@@ -448,6 +472,22 @@ class Verifier:
                 else None
             ),
         )
+
+
+def _signed(keys: Mapping[Any, Ed25519PublicKey], row: EventRow) -> bool | None:
+    """None when ``row``'s record signature is one of ``keys``' over its hash (what
+    :func:`signature_verdict` finds then, by the same steps, without the layers around
+    them: verify's hot loop); False otherwise, which signature_verdict then judges."""
+    key = keys.get(row.key_id)
+    signature = row.signature
+    if key is None or type(signature) is not str:
+        return False
+    try:
+        # base64.b64decode(validate=True) and signing.signed_message, as TrustedKeys.check
+        key.verify(a2b_base64(signature, strict_mode=True), DOMAIN + row.hash.encode("ascii"))
+    except (InvalidSignature, Base64Error, ValueError):
+        return False
+    return None
 
 
 def _root_seq(checkpoint: Checkpoint | None) -> int:
