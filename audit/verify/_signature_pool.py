@@ -36,7 +36,7 @@ from typing import Any, Self
 from audit.errors import DatabaseUnavailable
 from audit.store.chain import EventRow
 from audit.store.signing import DOMAIN, Trust, signed_message
-from audit.verify._verifier import Verdict, signature_verdict
+from audit.verify._verdicts import Verdict, signature_verdict
 
 SignatureResult = Verdict | bool | None
 POOL_FROM = 4_000  # events: below this, signatures are checked in verify's own thread

@@ -12,21 +12,17 @@ on pages of the log (audit.verify._range).
 
 from __future__ import annotations
 
-from binascii import Error as Base64Error
-from binascii import a2b_base64
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, NamedTuple
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from typing import Any
 
 from audit.store.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, EventRow, _mirrored, link_hash
 from audit.store.erasure import erased_seq
 from audit.store.models import Checkpoint, Defect, DefectKind, Relied, TrustedKeyInfo, VerifyReport
-from audit.store.signing import DOMAIN, Trust
+from audit.store.signing import Trust
 from audit.verify._ordinary_body import Ordinary, StoredBody
+from audit.verify._verdicts import Verdict, public_keys, signature_verdict, signed
 from audit.verify._walk_digests import SignaturesDigest, TreeBuilder, b64
 from audit.verify.body import Parsed, _refs, parse_body
 from audit.verify.lifecycle import FED_KINDS, INTENT_KINDS, Lifecycle, Target
@@ -42,30 +38,6 @@ def gap_detail(expected: int, seq: int) -> str:
 
 
 _ordinary_mirrored = attrgetter(*MIRRORED)  # the body's values of the mirrored columns
-
-
-class Verdict(NamedTuple):
-    """Why a row's record signature does not check out."""
-
-    kind: DefectKind
-    detail: str
-
-
-def signature_verdict(
-    seq: int, kid: str | None, signature: str | None, event_hash: str, trust: Trust
-) -> Verdict | bool | None:
-    """None when an event's signature checks out under ``trust``; True for an unsigned
-    event that ``trust`` allows (it predates signing); else the :class:`Verdict`."""
-    if signature is None and seq < trust.allow_unsigned_before:
-        return True
-    reason = trust.keys.check(kid, signature, event_hash)
-    if reason is None:
-        return None
-    if signature is None:
-        return Verdict(DefectKind.UNSIGNED, reason)
-    if trust.keys.knows(kid):
-        return Verdict(DefectKind.BAD_SIGNATURE, reason)
-    return Verdict(DefectKind.UNTRUSTED_SIGNER, reason)
 
 
 # Whether a row's recorded_at column (as read) is the instant its body records: called with
@@ -124,10 +96,7 @@ class Verifier:
         self._page_from = 0
         # The trusted keys by key id, for feed_page's check of a signature that checks out
         # (any other is judged by signature_verdict, which names what is wrong).
-        self._verify_keys = {
-            k.key_id: Ed25519PublicKey.from_public_bytes(bytes.fromhex(k.public_key))
-            for k in (trust.keys if trust is not None else ())
-        }
+        self._verify_keys = public_keys(trust)
 
     # What an event names by seq, and the lives of requests with an unmatched outcome, are
     # looked up once per page (audit.verify.lifecycle): the caller feeds a page, asks what is
@@ -271,11 +240,9 @@ class Verifier:
                 elif given is not False:
                     verdict = given
                 else:
-                    verdict = _signed(verify_keys, row)
+                    verdict = signed(verify_keys, row)
                     if verdict is not None:  # it does not check out: the one rule says why
-                        verdict = signature_verdict(
-                            seq, row.key_id, row.signature, row.hash, trust
-                        )
+                        verdict = signature_verdict(seq, row.key_id, row.signature, row.hash, trust)
                     if verdict is True:  # unsigned, and allowed there
                         self.unsigned_allowed += 1
                         verdict = None
@@ -472,22 +439,6 @@ class Verifier:
                 else None
             ),
         )
-
-
-def _signed(keys: Mapping[Any, Ed25519PublicKey], row: EventRow) -> bool | None:
-    """None when ``row``'s record signature is one of ``keys``' over its hash (what
-    :func:`signature_verdict` finds then, by the same steps, without the layers around
-    them: verify's hot loop); False otherwise, which signature_verdict then judges."""
-    key = keys.get(row.key_id)
-    signature = row.signature
-    if key is None or type(signature) is not str:
-        return False
-    try:
-        # base64.b64decode(validate=True) and signing.signed_message, as TrustedKeys.check
-        key.verify(a2b_base64(signature, strict_mode=True), DOMAIN + row.hash.encode("ascii"))
-    except (InvalidSignature, Base64Error, ValueError):
-        return False
-    return None
 
 
 def _root_seq(checkpoint: Checkpoint | None) -> int:
