@@ -31,7 +31,8 @@ from audit.store.chain import EventRow
 from audit.store.models import DefectKind, Relied
 from audit.store.signing import Trust, TrustedKeys
 from audit.verify._read import ChainReader
-from audit.verify._verifier import Verdict, Verifier
+from audit.verify._verdicts import Verdict
+from audit.verify._verifier import Verifier
 from audit.verify._walk_digests import SignaturesDigest, leaf_of
 from audit.verify.body import Parsed, newest_refs, parse_page, referenced
 from audit.verify.lifecycle import FED_KINDS, NAMING_KINDS

@@ -35,8 +35,8 @@ from typing import Any, Self
 
 from audit.errors import DatabaseUnavailable
 from audit.store.chain import EventRow
-from audit.store.signing import Trust, signed_message
-from audit.verify._verifier import Verdict, signature_verdict
+from audit.store.signing import DOMAIN, Trust, signed_message
+from audit.verify._verdicts import Verdict, signature_verdict
 
 SignatureResult = Verdict | bool | None
 POOL_FROM = 4_000  # events: below this, signatures are checked in verify's own thread
@@ -142,7 +142,7 @@ class SignaturePool:
         step = max(1, -(-len(page) // len(self._workers)))
         chunks = []
         for worker, start in zip(self._workers, range(0, len(page), step), strict=False):
-            items = [_item(r) for r in page[start : start + step]]
+            items = _items(page[start : start + step])
             chunks.append((start, worker.submit(items)))
         return Pending(page, self._trust, chunks)
 
@@ -161,6 +161,15 @@ class SignaturePool:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _items(rows: Sequence[EventRow]) -> list[_Item]:
+    """:func:`_item` of each row: in one pass while every hash is ASCII (always, but for a
+    tampered column), else row by row."""
+    try:
+        return [(r.key_id, r.signature, DOMAIN + r.hash.encode("ascii")) for r in rows]
+    except (ValueError, AttributeError):
+        return [_item(r) for r in rows]
 
 
 def _item(row: EventRow) -> tuple[str | None, str | None, bytes]:

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from audit.store.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, EventRow, _mirrored, link_hash
 from audit.store.erasure import erased_seq
 from audit.store.models import Checkpoint, Defect, DefectKind, Relied, TrustedKeyInfo, VerifyReport
 from audit.store.signing import Trust
 from audit.verify._ordinary_body import Ordinary, StoredBody
+from audit.verify._verdicts import Verdict, public_keys, signature_verdict, signed
 from audit.verify._walk_digests import SignaturesDigest, TreeBuilder, b64
 from audit.verify.body import Parsed, _refs, parse_body
 from audit.verify.lifecycle import FED_KINDS, INTENT_KINDS, Lifecycle, Target
@@ -37,30 +38,6 @@ def gap_detail(expected: int, seq: int) -> str:
 
 
 _ordinary_mirrored = attrgetter(*MIRRORED)  # the body's values of the mirrored columns
-
-
-class Verdict(NamedTuple):
-    """Why a row's record signature does not check out."""
-
-    kind: DefectKind
-    detail: str
-
-
-def signature_verdict(
-    seq: int, kid: str | None, signature: str | None, event_hash: str, trust: Trust
-) -> Verdict | bool | None:
-    """None when an event's signature checks out under ``trust``; True for an unsigned
-    event that ``trust`` allows (it predates signing); else the :class:`Verdict`."""
-    if signature is None and seq < trust.allow_unsigned_before:
-        return True
-    reason = trust.keys.check(kid, signature, event_hash)
-    if reason is None:
-        return None
-    if signature is None:
-        return Verdict(DefectKind.UNSIGNED, reason)
-    if trust.keys.knows(kid):
-        return Verdict(DefectKind.BAD_SIGNATURE, reason)
-    return Verdict(DefectKind.UNTRUSTED_SIGNER, reason)
 
 
 # Whether a row's recorded_at column (as read) is the instant its body records: called with
@@ -117,6 +94,9 @@ class Verifier:
         self.unsigned_allowed = 0
         self.life = Lifecycle()
         self._page_from = 0
+        # The trusted keys by key id, for feed_page's check of a signature that checks out
+        # (any other is judged by signature_verdict, which names what is wrong).
+        self._verify_keys = public_keys(trust)
 
     # What an event names by seq, and the lives of requests with an unmatched outcome, are
     # looked up once per page (audit.verify.lifecycle): the caller feeds a page, asks what is
@@ -197,25 +177,32 @@ class Verifier:
         rows: Sequence[EventRow],
         parsed: Sequence[Parsed],
         contents: Mapping[str, str | None],
+        verdicts: Sequence[Verdict | bool | None] | None = None,
     ) -> None:
-        """:meth:`feed` of each row, its signature checked here. A row with nothing to report
-        (every check passes) takes a short path, the same checks in one loop; any other row
-        goes through :meth:`feed`, before anything of it was counted, so its defects are
-        said exactly as feed says them."""
+        """:meth:`feed` of each row, its signature checked here, or by the caller:
+        ``verdicts`` holds one :func:`signature_verdict` per row (False for a row to check
+        here: one a relied-on checkpoint stands for). A row with nothing to report (every
+        check passes) takes a short path, the same checks in one loop; any other row goes
+        through :meth:`feed`, before anything of it was counted, so its defects are said
+        exactly as feed says them."""
         feed, trust, same_time = self.feed, self.trust, self.same_time
         relied_seq, relied_keys = self._relied_seq, self.relied.keys if self.relied else ()
         tree, tree_upto, sigs, sigs_upto = self.tree, self.tree_upto, self.sigs, self.sigs_upto
         cp_seq = self.checkpoint.seq if self.checkpoint is not None else 0
         life, life_fields = self.life.feed, self.life.feed_fields
+        verify_keys = self._verify_keys
         fields: StoredBody | None
-        for row, body in zip(rows, parsed, strict=True):
+        checked: Sequence[Verdict | bool | None] = (
+            verdicts if verdicts is not None else [False] * len(rows)
+        )
+        for row, body, given in zip(rows, parsed, checked, strict=True):
             seq = row.seq
             if (
                 seq != self.expected
                 or row.prev_hash != self.prev_hash
                 or seq in (cp_seq, relied_seq)
             ):
-                feed(row, body, contents)  # a gap, a broken link, or a checkpoint's: feed's
+                feed(row, body, contents, given)  # a gap, a broken link, a checkpoint's: feed's
                 continue
             if type(body) is Ordinary:  # audit.verify._ordinary_body: the fields typed in C
                 fields = body.body
@@ -225,7 +212,7 @@ class Verifier:
                     or _mirrored(row) != _ordinary_mirrored(fields)
                     or not same_time(seq, row.recorded_at, fields.recorded_at, body.time)
                 ):
-                    feed(row, body, contents)
+                    feed(row, body, contents, given)
                     continue
                 refs = body.refs
             elif (
@@ -235,7 +222,7 @@ class Verifier:
                 or _mirrored(row) != tuple(map(body.get, MIRRORED))
                 or not same_time(seq, row.recorded_at, body["recorded_at"], body["_time"])
             ):
-                feed(row, body, contents)
+                feed(row, body, contents, given)
                 continue
             else:
                 fields = None
@@ -250,13 +237,17 @@ class Verifier:
                 if seq <= relied_seq:  # attested: signed by a key it trusted, else feed's
                     attested = row.signature is not None and row.key_id in relied_keys
                     verdict = None if attested else False
+                elif given is not False:
+                    verdict = given
                 else:
-                    verdict = signature_verdict(seq, row.key_id, row.signature, row.hash, trust)
+                    verdict = signed(verify_keys, row)
+                    if verdict is not None:  # it does not check out: the one rule says why
+                        verdict = signature_verdict(seq, row.key_id, row.signature, row.hash, trust)
                     if verdict is True:  # unsigned, and allowed there
                         self.unsigned_allowed += 1
                         verdict = None
             if not refs_ok or verdict is not None:
-                feed(row, body, contents, verdict if isinstance(verdict, Verdict) else False)
+                feed(row, body, contents, verdict if isinstance(verdict, Verdict) else given)
                 continue
             self.count += 1
             self.bytes += len(row.body)

@@ -107,10 +107,13 @@ def verify_log(
     pool = SignaturePool(trust) if trust is not None and big else None
     # The walk allocates a page of rows and parsed bodies at a time, which sets off the
     # cyclic collector's full passes over the whole heap (a quarter of verify's CPU,
-    # measured): the objects that exist before the walk are set aside for its duration.
+    # measured): the objects that exist before the walk are set aside for its duration, and
+    # the collector is off (the walk makes no cycles; the command runs with it off, and the
+    # range walk's workers too).
     frozen = gc.isenabled()
     if frozen:
         gc.freeze()
+        gc.disable()
     try:
         ahead: tuple[list[EventRow], Pending | None] | None = None
         for page in reader.pages():
@@ -127,6 +130,7 @@ def verify_log(
             _verify_page(store, verifier, reader, *ahead, progress, total)
     finally:
         if frozen:
+            gc.enable()
             gc.unfreeze()
         if pool is not None:
             pool.close()
@@ -235,16 +239,13 @@ def _verify_page(
 ) -> None:
     parsed = parse_page([row.body for row in page])  # once per event: the hot loop
     contents = reader.content_digests(referenced(parsed), newest_refs(parsed))
-    feed = verifier.feed
-    if pending is None:
-        verifier.feed_page(page, parsed, contents)
-    else:
-        verdicts: list[SignatureResult] = pending.result()
+    verdicts: list[SignatureResult] | None = None
+    if pending is not None:
+        verdicts = pending.result()
         if len(verdicts) < len(page):  # the relied-on rows: Verifier checks those itself
             padding: list[SignatureResult] = [False] * (len(page) - len(verdicts))
             verdicts = padding + verdicts
-        for row, body, verdict in zip(page, parsed, verdicts, strict=True):
-            feed(row, body, contents, verdict)
+    verifier.feed_page(page, parsed, contents, verdicts)
     if page:
         _settle_page(store, verifier, page[-1].seq, progress, total)
 
