@@ -44,7 +44,7 @@ from gateway.evidence import (
     UsageReport,
     UsageRow,
 )
-from gateway.policy import caller_parts
+from gateway.policy import caller_parts, requested_keys
 
 
 @click.group("audit")
@@ -231,7 +231,7 @@ def _coverage(auditing: Auditing, events: list[StoredEvent]) -> dict[str, Any]:
     intent, or its refusal, recorded them)."""
     first = next((e for e in events if e.kind in (EventKind.REQUEST, EventKind.REJECTED)), None)
     fingerprint = first.policy_fingerprint if first is not None else None
-    requested = first.data.get("requested") if first is not None else None
+    requested = requested_keys(first.data) if first is not None else ()
     return {"contract": auditing.contract(fingerprint), "caller_supplied": caller_parts(requested)}
 
 

@@ -20,6 +20,7 @@ from gateway.policy._findings import Finding, Severity
 from gateway.policy._model_choice import chosen_model, transported
 from gateway.policy._plan import Plan, plan_request
 from gateway.policy._policy_set import PolicyEntry, PolicySet
+from gateway.policy._requested import IN_BODY, recorded_overrides, requested_keys
 from gateway.policy._retention import Minimum, RetentionTable, minimum_days
 from gateway.policy._review import ReviewReport, review_policies
 from gateway.policy._routes import ANY, ROUTES_FILE, ROUTES_TASK, Route, RouteTable
@@ -29,6 +30,7 @@ from gateway.policy._target import TARGET_SYNTAX, ModelTarget, parse_model_targe
 __all__ = [
     "ANY",
     "FIELDS",
+    "IN_BODY",
     "PLACEHOLDER_INPUT",
     "ROUTES_FILE",
     "ROUTES_TASK",
@@ -67,6 +69,8 @@ __all__ = [
     "opened_keys",
     "parse_model_target",
     "plan_request",
+    "recorded_overrides",
+    "requested_keys",
     "review_policies",
     "transported",
 ]

@@ -1,10 +1,10 @@
 """Coverage in the record: whether a recorded policy's caller contract was strict or opened,
 and which parts of a request its caller brought. Both read recorded data (a policy's
-content, a REQUEST's ``requested`` overrides), so they answer for logs of every age: a log
+content, the names of a REQUEST's overrides), so they answer for logs of every age: a log
 from before caller contracts reads as strict, with nothing caller-supplied.
 
     contract_of(store.policy_content(fingerprint))       # "strict" | "opened" | None
-    caller_parts(request.data.get("requested"))         # ("system prompt", "tools")
+    caller_parts(requested_keys(request.data))          # ("system prompt", "tools")
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def contract_of(content: Mapping[str, object] | None) -> Contract | None:
 
 
 def caller_parts(requested: object) -> tuple[str, ...]:
-    """The caller-supplied parts a request carried, by an auditor's name, in a fixed order."""
-    if not isinstance(requested, Mapping):
+    """The caller-supplied parts a request carried, by an auditor's name, in a fixed order:
+    ``requested`` is its overrides, or their names (``requested_keys`` of its event data)."""
+    if not isinstance(requested, Mapping | tuple | list | frozenset | set):
         return ()
     return tuple(name for key, name in PART_NAMES.items() if key in requested)

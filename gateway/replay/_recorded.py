@@ -28,6 +28,9 @@ from gateway.providers.base import BETAS_FIELD
 from gateway.request import outside_world
 
 DEFAULT_LIMIT = 50
+# Why a request cannot be re-planned when its REQUEST names a caller part in the request body
+# (requested_in_body) that the recorded body does not hold there.
+UNREADABLE_PARTS = "the recorded request body does not hold the caller parts its REQUEST names"
 
 
 class Selection(BaseModel):

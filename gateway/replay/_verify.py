@@ -21,9 +21,15 @@ from gateway._keys import recorded_request_hash
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import GatewayError
 from gateway.keys import KEYED_PREFIX, CacheKey
-from gateway.policy import Plan, plan_request
+from gateway.policy import Plan, plan_request, recorded_overrides
 from gateway.replay._model import Check
-from gateway.replay._recorded import Recorded, body_bytes, recorded_user_id, request_body
+from gateway.replay._recorded import (
+    UNREADABLE_PARTS,
+    Recorded,
+    body_bytes,
+    recorded_user_id,
+    request_body,
+)
 
 BODY_SAME = "re-planned body is the recorded wire body (RFC 8785 form)"
 
@@ -75,13 +81,17 @@ def _checks(
             detail=f"model {request.data.get('model_id')!r} is no longer in the catalog",
         )
         return
+    overrides = recorded_overrides(request.data, body)
+    if overrides is None:
+        yield Check(name="replan", ok=False, detail=UNREADABLE_PARTS)
+        return
     try:
         messages: Any = body.get("messages")  # plan_request validates the shape
         plan = plan_request(
             policy,
             model,
             messages,
-            overrides=request.data.get("requested") or {},
+            overrides=overrides,
             caller=request.caller,
             user_id=recorded_user_id(body),
         )

@@ -42,6 +42,7 @@ from gateway.request._record_facts import (
     partial_facts,
     refused_input_summary,
     replayability,
+    requested_facts,
     stop_sequence,
     token_total,
 )
@@ -142,7 +143,7 @@ class CallRecords:
                 "api_version": plan.api_version,
                 "model_id": plan.model_id,
                 "model_version": prepared.model_version,
-                "requested": plan.requested,
+                **requested_facts(plan),
                 "effective": plan.effective,
                 **contract_facts(plan),
                 "cache_mode": plan.cache_mode,

@@ -13,7 +13,7 @@ from audit.canonical import canonical_bytes, canonical_digest
 from gateway._inputs import check_bounded, safe_label
 from gateway._output_check import response_text
 from gateway.errors import InputError
-from gateway.policy import Plan, Policy
+from gateway.policy import IN_BODY, Plan, Policy
 from gateway.providers.base import BETAS_FIELD
 from gateway.providers.stream import MessageAssembler
 from gateway.request._replayable import outside_world
@@ -52,6 +52,20 @@ def contract_facts(plan: Plan) -> dict[str, Any]:
     if plan.output_tool is not None:
         facts["output_tool"] = plan.output_tool
     return facts
+
+
+def requested_facts(plan: Plan) -> dict[str, Any]:
+    """The caller's overrides as a REQUEST records them: each part the body holds as sent by
+    where it is in the body (``requested_in_body``, read back with
+    ``gateway.policy.recorded_overrides``), the rest as sent (``requested``). The body is the
+    request_body payload: one copy of the caller's tools in the log, not two, and erased with
+    it."""
+    if not plan.in_body:
+        return {"requested": plan.requested}
+    return {
+        "requested": {k: v for k, v in plan.requested.items() if k not in plan.in_body},
+        IN_BODY: {k: list(path) for k, path in plan.in_body.items()},
+    }
 
 
 def replayability(policy: Policy) -> dict[str, str]:

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from audit import AuditStore
+from audit.canonical import canonical_bytes
 from gateway import Gateway
 from gateway.errors import OutputValidationError, PolicyViolation
+from gateway.policy import IN_BODY, recorded_overrides
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import (  # noqa: F401
     MakeGateway,
@@ -111,7 +113,10 @@ def test_the_request_records_exactly_what_the_caller_sent(
     assert wire["thinking"] == overrides["thinking"]
     assert wire["metadata"] == {"user_id": "session-42"}
     assert wire["max_tokens"] == 16000 and "anthropic_beta" not in wire
-    assert data["requested"] == overrides  # as the caller sent them, 32,000 included
+    # As the caller sent them, 32,000 included; the system prompt and tools once, in the body.
+    assert recorded_overrides(data, wire) == overrides
+    assert data[IN_BODY] == {"system": ["system"], "tools": ["tools"]}
+    assert "system" not in data["requested"] and "tools" not in data["requested"]
     assert data["capped"] == {"max_tokens": 16000}
     assert data["anthropic_beta"] == ["interleaved-thinking-2025-05-14"]
 
@@ -227,4 +232,7 @@ def test_a_claude_code_turn_passes_the_whole_request_path(
     data, body = recorded(db_path, stream.request_id)
     assert body == sent.body and len(body) > 90_000
     assert sent.headers["anthropic-beta"] == ",".join(request["overrides"]["betas"])
-    assert data["requested"] == request["overrides"]
+    assert recorded_overrides(data, json.loads(body)) == request["overrides"]
+    # The agent's tools and system prompt are the body's: the event holds no second copy.
+    assert set(data[IN_BODY]) == {"system", "tools"}
+    assert len(canonical_bytes(data)) < 4_000
