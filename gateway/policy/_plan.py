@@ -390,7 +390,7 @@ def _body(
         choice = policy.tools.chosen
         keyword = choice in ("auto", "any", "none")
         body["tool_choice"] = {"type": choice} if keyword else {"type": "tool", "name": choice}
-    elif parts.tools is not None:  # the parts are the plan's own copies (_contract._owned)
+    elif parts.tools is not None:  # the parts are the plan's own copies (_owned_parts.owned)
         body["tools"] = parts.tools
         if parts.tool_choice is not None:
             body["tool_choice"] = parts.tool_choice

@@ -24,7 +24,7 @@ Path = tuple[str | int, ...]
 
 # Where each part that may be large may sit in the planned body. A part is recorded by
 # reference only where the body holds the plan's own copy of it at one of these paths (the
-# very object, so the value is the one the caller sent: gateway.policy._contract._owned), so
+# very object, so the value is the one the caller sent: gateway.policy._owned_parts.owned), so
 # a part the plan changed or combined is never taken for one sent as is.
 PATHS: dict[str, tuple[Path, ...]] = {
     "tools": (("tools",),),
