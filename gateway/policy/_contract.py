@@ -222,12 +222,13 @@ def _tools(policy: Policy, bound: CallerTools, value: object) -> list[dict[str, 
             f"the request's tools are {size:,} bytes, more than {bound.max_bytes:,}",
         )
     names: set[str] = set()
+    allow_all = "*" in bound.allow  # matches every name: no pattern to run per tool
     for tool in value:
         name = str(tool["name"])
         if name in names:
             raise InputError(f"the request declares tool {name[:64]!r} twice.")
         names.add(name)
-        allowed = any(fnmatchcase(name, p) for p in bound.allow)
+        allowed = allow_all or any(fnmatchcase(name, p) for p in bound.allow)
         if not allowed or any(fnmatchcase(name, p) for p in bound.deny):
             raise _outside(policy, "tools", f"the request declares tool {name[:64]!r}")
         kind = tool.get("type", "custom")
