@@ -1,5 +1,9 @@
-"""How long the CLI takes to start: `gateway --help` and `gateway audit list`, against the
-interpreter alone and the SDK's import, in the same run.
+"""How long the CLI takes to start: `gateway --help`, `gateway audit list` (one recorded
+request; and a selection that matches none, which names the known tasks), `gateway audit show
+ID` and `gateway policy review`, against the interpreter alone and the SDK's import, in the
+same run, and against the imports reading the store cannot do without (the floor). The log
+holds one request, recorded first with the offline model (`gateway ask
+offline_demo`).
 
     .venv/bin/python bench/cli_start_bench.py [--runs 5] [--pythonpath DIR]
 
@@ -12,6 +16,7 @@ baseline) with this interpreter.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -56,11 +61,39 @@ def main() -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
+    gateway = [python, "-m", "gateway"]
+    subprocess.run(
+        [*gateway, "ask", "offline_demo", "What is a sanctions screen?"],
+        env=env,
+        cwd=folder,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    listed = subprocess.run(
+        [*gateway, "audit", "list", "--format", "json"],
+        env=env,
+        cwd=folder,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    request_id = json.loads(listed.stdout)[0]["request_id"]
     cases = {
         "python -c pass": [python, "-c", "pass"],
         "python -c 'import anthropic'": [python, "-c", "import anthropic"],
-        "gateway --help": [python, "-m", "gateway", "--help"],
-        "gateway audit list": [python, "-m", "gateway", "audit", "list"],
+        # What reading the store cannot do without: click, SQLAlchemy's ORM (the schema's
+        # typed models) and pydantic (the event types).
+        "floor: click + sqlalchemy.orm + pydantic": [
+            python,
+            "-c",
+            "import click, sqlalchemy.orm, pydantic",
+        ],
+        "gateway --help": [*gateway, "--help"],
+        "gateway audit list": [*gateway, "audit", "list"],
+        "gateway audit list --task none": [*gateway, "audit", "list", "--task", "none"],
+        "gateway audit show ID": [*gateway, "audit", "show", request_id],
+        "gateway policy review": [*gateway, "policy", "review"],
     }
     print(f"code: {options.pythonpath}; {options.runs} runs each; load {os.getloadavg()[0]:.1f}")
     print("| command | wall median (s) | CPU median (s) | CPU / SDK import |")

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
-
-import structlog
 
 _stdlib = logging.getLogger("gateway")
 _stdlib.addHandler(logging.NullHandler())
@@ -57,7 +56,10 @@ class _Log:
     def _emit(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
         for observer in self._observers:
             observer(event, fields)
-        if structlog.is_configured():
+        # Only a host that imported structlog can have configured it: a CLI command that
+        # logs nothing through it starts without importing it.
+        structlog = sys.modules.get("structlog")
+        if structlog is not None and structlog.is_configured():
             getattr(structlog.get_logger("gateway"), method)(event, **fields)
         elif _stdlib.isEnabledFor(level):
             _stdlib.log(level, "%s %s", event, json.dumps(fields, default=str, sort_keys=True))

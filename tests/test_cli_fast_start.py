@@ -55,6 +55,24 @@ def test_audit_list_does_not_import_the_sdk(tmp_path: Path) -> None:
     assert "anthropic" not in loaded and "numpy" not in loaded
 
 
+# What reading the log needs none of: the schema's migrations (a new SQLite file is made from
+# their snapshot), policy loading (jsonschema, the review rules' regular expressions), and
+# structlog (nobody configured it).
+NOT_FOR_READING = {"alembic", "jsonschema", "re2", "structlog", "anthropic", "numpy"}
+
+
+def test_audit_list_and_show_import_neither_alembic_nor_policy_loading(tmp_path: Path) -> None:
+    env = {
+        "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path / 'audit.db'}",
+        "GATEWAY_POLICY_DIR": str(ROOT / "policies"),
+    }
+    # A new audit file (created on first use), a selection that matches nothing (the known
+    # tasks are named), and a request that is not there: each path reads the log only.
+    assert not _imported_by(["audit", "list"], env) & NOT_FOR_READING
+    assert not _imported_by(["audit", "list", "--task", "none"], env) & NOT_FOR_READING
+    assert not _imported_by(["audit", "show", "req_none"], env) & NOT_FOR_READING
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_the_help_line_of_each_lazy_command_is_its_own(name: str) -> None:
     command = main.get_command(click.Context(main), name)

@@ -6,11 +6,29 @@
 
 The file formats (checkpoints, receipts, tree heads, C2SP signed notes and cosignatures,
 RFC 3161 time-stamps) live in their modules; a format-2 log's proofs are audit.sequenced's.
+
+Each name loads on first use (as the ``audit`` face does), so that importing one module of
+this room does not import the others.
 """
 
-from audit.proofs.checkpoint import take_checkpoint, tree_root, verified_checkpoint
-from audit.proofs.receipt_checks import check_consistency, check_receipt
-from audit.proofs.receipts import make_receipt, signed_head
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from audit.proofs.checkpoint import take_checkpoint, tree_root, verified_checkpoint
+    from audit.proofs.receipt_checks import check_consistency, check_receipt
+    from audit.proofs.receipts import make_receipt, signed_head
+
+# Where each name that loads on first use lives.
+_LAZY = {
+    "take_checkpoint": "audit.proofs.checkpoint",
+    "tree_root": "audit.proofs.checkpoint",
+    "verified_checkpoint": "audit.proofs.checkpoint",
+    "check_consistency": "audit.proofs.receipt_checks",
+    "check_receipt": "audit.proofs.receipt_checks",
+    "make_receipt": "audit.proofs.receipts",
+    "signed_head": "audit.proofs.receipts",
+}
 
 __all__ = [
     "check_consistency",
@@ -21,3 +39,12 @@ __all__ = [
     "tree_root",
     "verified_checkpoint",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'audit.proofs' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value

@@ -20,12 +20,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ValidationError
 
 from audit.canonical import canonical_bytes
 from audit.errors import CheckpointError, LogFormatUnsupported
+from audit.proofs.checkpoint_key import KEY_HINT, parse_key, public_key
+from audit.proofs.checkpoint_key import private_key as _private
 from audit.proofs.merkle import ProofError, TreeHead
 from audit.proofs.receipt_files import (
     ORIGIN_PREFIX,
@@ -49,31 +50,23 @@ from audit.store.models import (
 )
 from audit.store.signing import TrustedKeys
 
-KEY_HINT = (
-    "GATEWAY_CHECKPOINT_KEY must be 64 hex characters (32 random bytes); make one with "
-    "`gateway keys new checkpoint --out FILE` and keep it secret."
-)
-
-
-def parse_key(text: str) -> bytes:
-    try:
-        key = bytes.fromhex(text.strip())
-    except ValueError:
-        key = b""
-    if len(key) != 32:
-        raise CheckpointError("the checkpoint signing key is not usable.", hint=KEY_HINT)
-    return key
-
-
-def _private(key: bytes) -> Ed25519PrivateKey:
-    if len(key) != 32:
-        raise CheckpointError("the checkpoint signing key is not 32 bytes.", hint=KEY_HINT)
-    return Ed25519PrivateKey.from_private_bytes(key)
-
-
-def public_key(key: bytes) -> str:
-    raw = _private(key).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-    return raw.hex()
+__all__ = [
+    "KEY_HINT",
+    "b64",
+    "dumps",
+    "from_tree",
+    "load_any",
+    "loads",
+    "parse_key",
+    "pinned",
+    "public_key",
+    "relied_on",
+    "sign",
+    "signed_by",
+    "take_checkpoint",
+    "tree_root",
+    "verified_checkpoint",
+]
 
 
 def sign(

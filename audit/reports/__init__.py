@@ -2,10 +2,27 @@
 
 from audit.reports import EventFilter, export_events
 summary = export_events(store, out, "jsonl", EventFilter(task="t"))  # out: a text file
+
+Each name loads on first use (as the ``audit`` face does), so that importing one module of
+this room does not import the others.
 """
 
-from audit.reports.export import EventFilter, ExportFormat, ExportSummary, export_events
-from audit.reports.requests import RequestSummary, list_requests
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from audit.reports.export import EventFilter, ExportFormat, ExportSummary, export_events
+    from audit.reports.requests import RequestSummary, list_requests
+
+# Where each name that loads on first use lives.
+_LAZY = {
+    "EventFilter": "audit.reports.export",
+    "ExportFormat": "audit.reports.export",
+    "ExportSummary": "audit.reports.export",
+    "export_events": "audit.reports.export",
+    "RequestSummary": "audit.reports.requests",
+    "list_requests": "audit.reports.requests",
+}
 
 __all__ = [
     "EventFilter",
@@ -15,3 +32,12 @@ __all__ = [
     "export_events",
     "list_requests",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'audit.reports' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value

@@ -129,10 +129,7 @@ def _measures(event: StoredEvent) -> dict[str, Any]:
         found["latency_ms"] = float(latency)
     requested = data.get("requested")
     if event.kind in (EventKind.REQUEST, EventKind.REJECTED) and isinstance(requested, dict):
-        # With the overrides the request body holds as sent, named by where they are there.
-        in_body = data.get("requested_in_body")
-        names = {*requested, *(in_body if isinstance(in_body, dict) else ())}
-        found["requested"] = tuple(sorted(k for k in names if isinstance(k, str)))
+        found["requested"] = tuple(sorted(k for k in requested if isinstance(k, str)))
     return found
 
 

@@ -6,16 +6,34 @@
 
 The store appends in format 2 through its log format (audit.store._log_format), and verify
 walks it (audit.verify._sequenced); docs/scaling.md describes the format.
+
+Each name loads on first use (as the ``audit`` face does), so that importing one module of
+this room does not import the others.
 """
 
-from audit.sequenced.head import integrated_checkpoint
-from audit.sequenced.integrator import Integrator, Step
-from audit.sequenced.receipts import (
-    IntegrationPending,
-    integrated_head,
-    make_integrated_receipt,
-    rebuild_integrated_tree,
-)
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from audit.sequenced.head import integrated_checkpoint
+    from audit.sequenced.integrator import Integrator, Step
+    from audit.sequenced.receipts import (
+        IntegrationPending,
+        integrated_head,
+        make_integrated_receipt,
+        rebuild_integrated_tree,
+    )
+
+# Where each name that loads on first use lives.
+_LAZY = {
+    "integrated_checkpoint": "audit.sequenced.head",
+    "Integrator": "audit.sequenced.integrator",
+    "Step": "audit.sequenced.integrator",
+    "IntegrationPending": "audit.sequenced.receipts",
+    "integrated_head": "audit.sequenced.receipts",
+    "make_integrated_receipt": "audit.sequenced.receipts",
+    "rebuild_integrated_tree": "audit.sequenced.receipts",
+}
 
 __all__ = [
     "IntegrationPending",
@@ -26,3 +44,12 @@ __all__ = [
     "make_integrated_receipt",
     "rebuild_integrated_tree",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'audit.sequenced' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value

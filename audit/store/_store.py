@@ -40,11 +40,11 @@ from audit.store._log_format import LogFormat
 from audit.store._opening import begin_format_2, missing_database, unavailable
 from audit.store._prepare import Prepared, prepare
 from audit.store._reads import EVENTS, READ_PAGE, EventKey, filters_of, stored_event
+from audit.store._revisions import check_at_head, create_sqlite_schema, current_revision
 from audit.store.backend import Backend
 from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import GENESIS, EventRow, as_bytes
-from audit.store.migrate import check_at_head, create_schema, current_revision
 from audit.store.models import Appended, EventDraft, EventKind, StoredEvent
 from audit.store.schema import AuditMeta, Event, PolicyVersion
 from audit.store.sequenced import LOG_FORMATS, sequenced_from, unlinked, unlinked_requests
@@ -145,7 +145,7 @@ class AuditStore:
                     "the SQLite file holds other tables and is not an audit database.",
                     hint="Point GATEWAY_DATABASE_URL at a new file or an audit database.",
                 )
-            create_schema(conn)
+            create_sqlite_schema(conn)
 
     def close(self) -> None:
         self._writer.close()

@@ -183,6 +183,16 @@ class Reference(NamedTuple):
     payloads: tuple[str, ...]  # the digests it names
     erased: tuple[str, ...]  # an erasure event's ``erased`` list (empty for other kinds)
     subject: str | None = None  # a REQUEST's ``data["subject"]`` (a keyed digest), if any
+    # A REPLAY's (or a replay's ATTEMPT_FAILED's) ``data["original_request_id"]``: the
+    # request whose content its payloads copy (a live replay re-sends the recorded prompt),
+    # erased with it.
+    original: str | None = None
+
+
+_REPLAY = EventKind.REPLAY.value
+# Events of a live replay run that may hold the replayed request's content: the REPLAY events
+# (the prompt re-sent, the answer) and its failed attempts (an upstream's words may quote it).
+_COPIES = (_REPLAY, EventKind.ATTEMPT_FAILED.value)
 
 
 def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
@@ -218,10 +228,22 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
                 )
                 tag = data.get("subject") if kind == EventKind.REQUEST.value else None
                 subject = tag if isinstance(tag, str) else None
+                copied = data.get("original_request_id") if kind in _COPIES else None
+                original = copied if isinstance(copied, str) else None
             except (ValueError, AttributeError):
-                digests, erased, subject = (), (), None
+                digests, erased, subject, original = (), (), None, None
             yield Reference(
-                seq, request_id, kind, at, task, caller, fingerprint, digests, erased, subject
+                seq,
+                request_id,
+                kind,
+                at,
+                task,
+                caller,
+                fingerprint,
+                digests,
+                erased,
+                subject,
+                original,
             )
         if len(rows) < page:
             return

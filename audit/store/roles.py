@@ -10,10 +10,11 @@ migrations 0003, 0008 and 0012 let a role without INSERT on ``payloads`` append 
 reserves seqs for them only through ``audit_reserve()`` (migration 0011): a few at a time,
 and none while many are reserved and not committed, so it cannot make the integrator void
 seqs by the hundred thousand.
-Neither a reviewer nor the eraser may select ``payloads.content`` (migration 0015): they
-select its ``digest`` and ``size``, and read content only through ``audit_read_content()``,
-against an ACCESS event they committed that names it; verify hashes content on the server
-(``audit_content_hashes()``).
+Neither a reviewer, the eraser nor the integrator may select ``payloads.content``
+(migrations 0015, 0016): they select its ``digest`` and ``size``, and read content only
+through ``audit_read_content()``, against an ACCESS event they committed that names it;
+verify hashes content on the server (``audit_content_hashes()``). PUBLIC may execute
+neither function (0016); each role granted here may.
 The chain lock needs no grant of its own: ``audit_chain_lock()`` (migrations 0007, 0013)
 takes it for a full appender (INSERT on ``payloads``) and for no other. A reviewer's
 format-1 records go in only through ``CALL audit_review_append(...)`` (0013), which commits on
@@ -31,8 +32,8 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from audit.errors import DatabaseUnavailable
+from audit.store._revisions import check_at_head
 from audit.store.backend import Backend, db_reason
-from audit.store.migrate import check_at_head
 
 APPEND_TABLES = ("events", "payloads", "policies")
 # What a reviewer's own records need: EXPORT, CHECKPOINT and ACCESS events carry no payload
@@ -60,6 +61,9 @@ READ_TABLES = (
     "audit_meta",
     "alembic_version",
 )
+# Content checked or read on the server (0015): verify hashes content through the one, a
+# reviewer reads it against its ACCESS record through the other.
+CONTENT_FUNCTIONS = "audit_read_content(integer, text), audit_content_hashes(text[])"
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -128,12 +132,14 @@ def grant(
     statements.append(f"GRANT INSERT ON {', '.join(inserts)} TO {role}")
     if eraser:
         statements.append(f"GRANT DELETE ON payloads TO {role}")
-    if read_only or eraser:
-        # Neither writes content, so neither selects it (migration 0015): which content
+    if read_only or eraser or integrator:
+        # None writes content, so none selects it (migrations 0015, 0016): which content
         # exists, yes; what it says only through audit_read_content(), against an ACCESS
         # record the role committed first.
         statements.append(f"REVOKE SELECT ON payloads FROM {role}")
         statements.append(f"GRANT SELECT (digest, size) ON payloads TO {role}")
+    # PUBLIC may not execute them (0016): each granted role may.
+    statements.append(f"GRANT EXECUTE ON FUNCTION {CONTENT_FUNCTIONS} TO {role}")
     statements.append(f"REVOKE ALL ON SEQUENCE events_seq FROM {role}")
     if not integrator and not read_only and not eraser:
         # Format-2 appenders reserve their seqs through audit_reserve() (0011), which needs

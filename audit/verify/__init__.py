@@ -5,9 +5,33 @@
 
 ``check_event`` and ``check_outcome`` are the read path's check of one event before it is
 used (audit.verify.authenticity).
+
+Each name loads on first use (as the ``audit`` face does), so that importing one module of
+this room does not import the others.
 """
 
-from audit.verify._walk import check_checkpoint, verify_log
-from audit.verify.authenticity import check_event, check_outcome
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from audit.verify._walk import check_checkpoint, verify_log
+    from audit.verify.authenticity import check_event, check_outcome
+
+# Where each name that loads on first use lives.
+_LAZY = {
+    "check_checkpoint": "audit.verify._walk",
+    "verify_log": "audit.verify._walk",
+    "check_event": "audit.verify.authenticity",
+    "check_outcome": "audit.verify.authenticity",
+}
 
 __all__ = ["check_checkpoint", "check_event", "check_outcome", "verify_log"]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'audit.verify' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value

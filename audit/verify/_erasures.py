@@ -9,11 +9,17 @@ the hash chain, so this pass proves it: the event at its seq must be an ``erasur
 to excuse a deletion (the SQLite file's holder, a database owner) fails here as
 ``missing_content`` at the seq it names. Streamed in seq order, a page at a time: memory
 stays flat however many requests were erased.
+
+The format-2 walk (audit.verify._sequenced) asks :func:`erased_at` which of the content its
+page names and does not find intact is gone under an erasure, and :func:`erased_problem`
+whether that excuses it, as the format-1 walk does.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from collections.abc import Iterable, Mapping
+
+from sqlalchemy import Connection, select, text
 
 from audit.store import AuditStore
 from audit.store.chain import MAX_DEFECTS
@@ -23,6 +29,33 @@ from audit.store.schema import ErasedContent
 
 PAGE = 1000
 NOTES = 20  # erasures named in the report; the count covers all
+_ERASED_AT = text(
+    "SELECT e.digest, max(e.erasure_seq) FROM erased_content e WHERE e.digest = ANY(:k) "
+    "AND NOT EXISTS (SELECT 1 FROM payloads p WHERE p.digest = e.digest) GROUP BY e.digest"
+)
+
+
+def erased_at(conn: Connection, digests: Iterable[str]) -> dict[str, int]:
+    """Of ``digests`` (PostgreSQL), those with no payload row that ``erased_content`` names:
+    the newest erasure seq named for each. A row still there but altered is not excused by
+    one. The row itself is proven against its erasure event by :func:`with_erasures`."""
+    wanted = sorted(set(digests))
+    found: dict[str, int] = {}
+    for at in range(0, len(wanted), PAGE):
+        rows = conn.execute(_ERASED_AT, {"k": wanted[at : at + PAGE]})
+        found.update((str(name), int(seq)) for name, seq in rows)
+    return found
+
+
+def erased_problem(ref: str, seq: int, erased: Mapping[str, int]) -> str | None:
+    """Why content ``ref``, which the event at ``seq`` names and which is not stored intact,
+    is a defect; None when an erasure event after that event removed it (erased by policy)."""
+    erasure = erased.get(ref)
+    if erasure is None:
+        return f"{ref} is not stored intact"
+    if erasure <= seq:
+        return f"content {ref} is missing (erasure seq {erasure} precedes it)"
+    return None
 
 
 def with_erasures(store: AuditStore, report: VerifyReport) -> VerifyReport:

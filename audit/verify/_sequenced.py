@@ -51,6 +51,7 @@ from audit.store.models import (
 )
 from audit.store.sequenced import chain_link
 from audit.store.signing import SEQUENCED_PREV, Trust
+from audit.verify._erasures import erased_at, erased_problem
 from audit.verify._sequenced_checkpoints import CheckpointChecks
 from audit.verify.body import parse_body, parse_time
 from audit.verify.lifecycle import INTENT_KINDS, Lifecycle, Target
@@ -100,6 +101,7 @@ class _Walk:
         self.pending = 0
         self.voids = 0
         self.pending_since: datetime | None = None
+        self.erased: dict[str, int] = {}  # the page's content gone under an erasure: its seq
         self.defects: list[Defect] = []
         self.checks = CheckpointChecks(trust, 0, self.defect)
 
@@ -149,8 +151,8 @@ class _Walk:
             )
         self.life.feed(seq, parsed)
         for ref in _refs(parsed):
-            if ref not in intact:
-                self.defect(seq, DefectKind.MISSING_CONTENT, f"{ref} is not stored intact")
+            if ref not in intact and (gone := erased_problem(ref, seq, self.erased)):
+                self.defect(seq, DefectKind.MISSING_CONTENT, gone)
 
     def _signature(self, seq: int, r: Any) -> None:
         if self.trust is None:
@@ -318,6 +320,7 @@ def verify_sequenced(
                 walk.checks.load(conn, last, int(page[-1].seq))
             refs = [ref for r in page for ref in _refs_of(r)]
             intact = _intact(conn, refs)
+            walk.erased = erased_at(conn, [ref for ref in refs if ref not in intact])
             first_defect = len(walk.defects)
             for r in page:
                 walk.row(r, intact)

@@ -9,58 +9,19 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 
 import click
 
 from gateway.catalog import Catalog
 from gateway.cli._context import settings_of
 from gateway.cli._policy_show import show_data, shown_policy
+from gateway.cli._policy_versions import approvals_text, version_json, when
 from gateway.cli._render import echo_json, shown, shown_lines, text_table
 from gateway.errors import PolicyLoadError
-from gateway.evidence import ApprovalRecord, PolicyRecords, PolicyVersion
-from gateway.policy import TaskDiff, field_rows
+from gateway.evidence import PolicyRecords, PolicyVersion
+from gateway.policy import field_rows
 
-__all__ = ["approvals_text", "history_command", "show_stored", "version_json", "when"]
-
-
-def when(moment: datetime | None) -> str:
-    return f"{moment:%Y-%m-%d %H:%M:%S}" if moment is not None else "-"
-
-
-def _approval_json(a: ApprovalRecord) -> dict[str, Any]:
-    return {"approver": a.approver, "seq": a.seq, "at": a.at.isoformat(), "key_id": a.key_id}
-
-
-def _diff_json(diff: TaskDiff | None) -> dict[str, Any] | None:
-    if diff is None:
-        return None
-    return {
-        "from": diff.old_fingerprint,
-        "changes": [
-            {"key": c.key, "old": c.old, "new": c.new, "risk": c.risk} for c in diff.changes
-        ],
-        "text_diffs": [{"key": t.key, "diff": list(t.lines)} for t in diff.text_diffs],
-    }
-
-
-def version_json(v: PolicyVersion) -> dict[str, Any]:
-    return {
-        "task": v.task,
-        "fingerprint": v.fingerprint,
-        "first_seq": v.first_seq,
-        "first_used": v.first_used.isoformat() if v.first_used else None,
-        "last_used": v.last_used.isoformat() if v.last_used else None,
-        "requests": v.requests,
-        "approvals": [_approval_json(a) for a in v.approvals],
-        "not_counted": list(v.not_counted),
-        "stored": v.stored,
-        "diff_from_previous": _diff_json(v.diff),
-    }
-
-
-def approvals_text(v: PolicyVersion) -> str:
-    return ", ".join(f"{a.approver} ({when(a.at)})" for a in v.approvals) or "none"
+__all__ = ["history_command", "show_stored"]
 
 
 @click.command("history")

@@ -11,11 +11,9 @@ from typing import Any
 
 import click
 
-from gateway.catalog import Catalog
 from gateway.cli._render import UNTIL_HELP, parse_until, parse_when, shown
-from gateway.errors import GatewayError
 from gateway.evidence import EventKind
-from gateway.policy import PolicySet
+from gateway.policy import task_names
 from gateway.settings import Settings
 
 __all__ = [
@@ -55,11 +53,8 @@ def selection_text(filters: dict[str, Any]) -> str:
 
 def known_tasks_line(settings: Settings) -> str:
     """The tasks a selection could name: those of the policy folder, said when a selection
-    is empty (a misspelt --task is the usual cause)."""
-    try:
-        tasks = PolicySet.load(settings.policy_dir, Catalog.load(settings.catalog_override)).tasks()
-    except GatewayError:
-        tasks = []
+    is empty (a misspelt --task is the usual cause): named from the folder, no policy loaded."""
+    tasks = task_names(settings.policy_dir)
     if not tasks:
         return f"known tasks: none found in {shown(settings.policy_dir)}"
     return f"known tasks (in {shown(settings.policy_dir)}): {', '.join(shown(t) for t in tasks)}"

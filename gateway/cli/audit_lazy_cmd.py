@@ -1,9 +1,10 @@
 """`gateway audit`: the group, whose commands load on first use.
 
-`gateway audit list` is the command an operator runs most; it imports only its own module
-(gateway.cli.audit_list_cmd), not the policy history, receipts, retention and integrator
-commands beside it. Any other command, or the group's help, loads them all
-(gateway.cli.audit_cmd, with the receipt and retention commands attached).
+`gateway audit list` and `gateway audit show` are the commands an operator runs most; each
+imports only its own module (gateway.cli.audit_list_cmd, gateway.cli.audit_show_cmd), not the
+policy history, receipts, retention and integrator commands beside them. Any other command,
+or the group's help, loads them all (gateway.cli.audit_cmd, with the receipt and retention
+commands attached).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ __all__ = ["audit_group"]
 
 
 class LazyAuditGroup(click.Group):
-    """The audit group: `list` alone, or every command once another is asked for."""
+    """The audit group: `list` or `show` alone, or every command once another is asked for."""
 
     def _full(self) -> click.Group:
         from gateway.cli.audit_cmd import audit_group as full
@@ -34,6 +35,10 @@ class LazyAuditGroup(click.Group):
             from gateway.cli.audit_list_cmd import list_command
 
             return list_command
+        if cmd_name == "show":
+            from gateway.cli.audit_show_cmd import show_command
+
+            return show_command
         return self._full().get_command(ctx, cmd_name)
 
 

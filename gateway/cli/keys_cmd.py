@@ -7,7 +7,8 @@
     $ gateway keys rotate-caller key_0123456789abcdef --grace 24h   # both work for 24 h
     $ gateway keys new record --out keys/record.key   # and keys/record.key.pub
     $ gateway keys rotate-record --retire ed25519:0123456789abcdef   # with the new key set
-    $ gateway keys rotate-checkpoint --retire keys/checkpoint-old.key.pub   # the same
+    $ gateway keys rotate-checkpoint --retire keys/checkpoint-old.key.pub \\
+          --old-key keys/checkpoint-old.key                                  # both sign
     $ gateway keys public --out public-keys.json      # record, checkpoint, integrator keys
     $ gateway keys public --kind record --out record.pub   # one kind, one key a line
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import click
 
+from gateway._inputs import read_text_file
 from gateway.callers import CallerKey, CallerKeys
 from gateway.cli._context import settings_of
 from gateway.cli._render import echo_json, shown, text_table
@@ -161,7 +163,7 @@ def _trusted_text(listing: KeyListing) -> str:
         [
             k.key_id,
             "configured" if k.configured else "on the log",
-            "-" if k.since_seq is None else str(k.since_seq),
+            "-" if k.since_seq is None else str(k.since_seq) + _endorsement(k.endorsed),
             "-" if k.retired_seq is None else f"from seq {k.retired_seq}",
         ]
         for k in listing.checkpoint
@@ -299,6 +301,11 @@ def parse_grace(text: str) -> timedelta:
     return timedelta(seconds=amount * _UNITS[unit])
 
 
+def _endorsement(endorsed: bool | None) -> str:
+    # A new key its predecessor did not sign over to: the record key's holder alone named it.
+    return " (not endorsed by the key it replaced)" if endorsed is False else ""
+
+
 @keys_group.command("rotate-checkpoint")
 @click.option(
     "--retire",
@@ -307,13 +314,39 @@ def parse_grace(text: str) -> timedelta:
     help="The old checkpoint key to retire: its public key (hex) or a file holding it (its "
     ".pub file).",
 )
+@click.option(
+    "--old-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The old checkpoint key's secret file: it signs the hand-over to the new key.",
+)
+@click.option(
+    "--unsafe-old-key-lost",
+    is_flag=True,
+    help="The old key is lost: record the rotation without its signature (the new key is "
+    "then listed as not endorsed by it).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.pass_context
-def rotate_checkpoint_command(ctx: click.Context, retire: str, fmt: str) -> None:
+def rotate_checkpoint_command(
+    ctx: click.Context, retire: str, old_key: Path | None, unsafe_old_key_lost: bool, fmt: str
+) -> None:
     """Retire the old checkpoint KEY on the record in favour of the configured
-    GATEWAY_CHECKPOINT_KEY (the new key): from this event's seq on, the old key signs no
-    checkpoint; auditors learn the new public key from the log (`gateway keys list`)."""
-    rotation = rotate_checkpoint_key(settings_of(ctx), retire=retire)
+    GATEWAY_CHECKPOINT_KEY (the new key), signed by both: from this event's seq on, the old
+    key signs no checkpoint; auditors learn the new public key from the log (`gateway keys
+    list`)."""
+    secret = read_text_file(old_key, "old checkpoint key") if old_key is not None else None
+    if secret is None and unsafe_old_key_lost:
+        click.echo(
+            "warning: rotating without the old key's signature: auditors see the new key as "
+            "not endorsed by it.",
+            err=True,
+        )
+    rotation = rotate_checkpoint_key(
+        settings_of(ctx),
+        retire=retire,
+        old_key=secret,
+        unsafe_old_key_lost=unsafe_old_key_lost,
+    )
     if fmt == "json":
         echo_json(rotation._asdict())
         return

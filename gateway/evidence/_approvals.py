@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -50,8 +50,11 @@ from gateway._inputs import check_name
 from gateway._log import log
 from gateway._store_adapter import StoreAdapter
 from gateway.errors import ConfigurationError, InputError, PolicyLoadError, PolicyNotApproved
-from gateway.policy import ROUTES_TASK, Policy, PolicySet
+from gateway.policy import ROUTES_TASK
 from gateway.settings import Settings
+
+if TYPE_CHECKING:  # loading policies (jsonschema, the review rules) is the caller's import
+    from gateway.policy import Policy, PolicySet
 
 __all__ = [
     "Approval",
@@ -186,7 +189,7 @@ def approval_draft(approval: Approval, policy: Policy | Mapping[str, Any]) -> Ev
             "key_id": approval.key_id,
             "signature": approval.signature,
         },
-        policy_content=policy.content() if isinstance(policy, Policy) else dict(policy),
+        policy_content=dict(policy) if isinstance(policy, Mapping) else policy.content(),
     )
 
 

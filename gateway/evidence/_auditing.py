@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import Self, TextIO
+from typing import TYPE_CHECKING, Self, TextIO
 
 from audit import (
     AuditStore,
@@ -28,13 +28,11 @@ from audit import (
     export_events,
     list_requests,
 )
-from audit.proofs import checkpoint as checkpoints
 from audit.reports.export import ExportFormat
 from audit.store.models import EventDraft
 from audit.store.signing import (
     signature_check,
 )
-from audit.verify.authenticity import SignatureCheck
 from gateway._inputs import check_name
 from gateway._store_adapter import OwnsLog, StoreAdapter
 from gateway._vocabulary import request_status
@@ -64,8 +62,12 @@ from gateway.evidence._export_content import content_annotator
 from gateway.evidence._proving import Proving
 from gateway.evidence._usage import GroupBy, UsageReport, covered, usage_report
 from gateway.keys import record_signer, trusted_record_keys
-from gateway.policy import PolicySet, contract_of
+from gateway.policy import contract_of
 from gateway.settings import Settings
+
+if TYPE_CHECKING:  # loading policies (jsonschema, the review rules) is the caller's import
+    from audit.verify.authenticity import SignatureCheck
+    from gateway.policy import PolicySet
 
 __all__ = [
     "Auditing",
@@ -88,6 +90,8 @@ APPROVER_KEY_HINT = (
 
 def checkpoint_text(head: Checkpoint) -> str:
     """The checkpoint file's text: what ``gateway audit checkpoint`` writes."""
+    from audit.proofs import checkpoint as checkpoints  # the files: on the first proof
+
     return checkpoints.dumps(head)
 
 

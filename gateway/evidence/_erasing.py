@@ -31,7 +31,7 @@ from audit.store.erasure import (
     erasures_of,
     references,
 )
-from audit.store.models import EventDraft, EventKind
+from audit.store.models import Appended, EventDraft, EventKind
 from audit.store.signing import signature_check
 from audit.verify.authenticity import check_event
 from gateway._inputs import check_name
@@ -53,6 +53,9 @@ from gateway.settings import Settings
 __all__ = ["Erased", "Erasing", "ErasureReport", "PurgeReport", "PurgeRow"]
 
 BATCH = 200  # erasure events appended in one transaction, then their content removed
+# Format 2: seqs one append of the eraser may reserve. It may not INSERT content, so
+# audit_reserve() (migration 0011) grants it a reader's 16 at a time.
+SEQUENCED_BATCH = 16
 
 
 class PurgeRow(BaseModel):
@@ -149,13 +152,6 @@ class Erasing(OwnsLog):
     @classmethod
     def open(cls, settings: Settings) -> Erasing:
         log = StoreAdapter.open(settings, signer=record_signer(settings, create=True))
-        if log.store.sequenced_from is not None:
-            log.close()
-            raise ConfigurationError(
-                "this audit log is in format 2, where erasure is not supported yet (verify's "
-                "format-2 walk does not read erased content).",
-                hint="Run purge, erase and holds on a format-1 log.",
-            )
         return cls(log, settings)
 
     # -- holds ------------------------------------------------------------------------------
@@ -393,7 +389,7 @@ class Erasing(OwnsLog):
                 )
                 for p in batch
             ]
-            appended = store.append_many(drafts)
+            appended = _append(store, drafts)
             removed += erase_content(
                 store, [(a.seq, p.erased) for a, p in zip(appended, batch, strict=True)]
             )
@@ -405,6 +401,18 @@ class Erasing(OwnsLog):
             resumed_events=resumed,
             rows=tuple(_row(r) for r in plan.summary.values()),
         )
+
+
+def _append(store: AuditStore, drafts: list[EventDraft]) -> list[Appended]:
+    """A batch's erasure events, committed before any of their content goes: in one
+    transaction on format 1; on format 2 a reader's reservation at a time, so a run stopped
+    between two leaves events whose content the next run removes (``ErasurePlan.unfinished``)."""
+    if store.sequenced_from is None:
+        return store.append_many(drafts)
+    appended: list[Appended] = []
+    for start in range(0, len(drafts), SEQUENCED_BATCH):
+        appended += store.append_many(drafts[start : start + SEQUENCED_BATCH])
+    return appended
 
 
 def _erasure_of(store: AuditStore, request_id: str) -> StoredEvent | None:

@@ -12,7 +12,9 @@ Payload rows are content-addressed, so one row can belong to several requests (t
 prompt sent twice, the same attached file). A payload is removed only when every request
 that names it is erased now or was erased before; otherwise it is *kept* and the erasure
 event says so. (Sealed rows, audit.sealing, belong to one request; rows written before
-sealing are the shared ones.) Knowing that needs every reference in the log, so the pass
+sealing are the shared ones.) A REPLAY event's payloads (a live replay re-sends the
+recorded prompt, and records the answer) count as the replayed request's: they go with its
+content, under its erasure event. Knowing that needs every reference in the log, so the pass
 writes them to a scratch SQLite database (the index lives on disk): memory stays flat
 whatever the log's size. It is SQLite's own private temporary database, whose file is
 unlinked as soon as it is opened: a purge killed mid-run leaves no file behind (it once
@@ -97,8 +99,10 @@ class ErasurePlan:
         plan = cls(db)
         db.execute("BEGIN")
         for ref in references(store):
+            # A live replay's copy of a request's content is that request's to erase.
+            owner = ref.original or ref.request_id
             for digest in set(ref.payloads):
-                db.execute("INSERT INTO refs VALUES (?, ?)", (digest, ref.request_id))
+                db.execute("INSERT INTO refs VALUES (?, ?)", (digest, owner))
             if ref.kind == EventKind.ERASURE.value:
                 db.execute("INSERT INTO erased VALUES (?, ?)", (ref.request_id, ref.seq))
                 db.executemany(

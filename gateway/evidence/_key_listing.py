@@ -20,7 +20,7 @@ from sqlalchemy import func, select
 
 from audit import AuditStore
 from audit.errors import CheckpointError
-from audit.proofs.checkpoint import parse_key, public_key
+from audit.proofs.checkpoint_key import parse_key, public_key
 from audit.store.schema import Event
 from audit.store.signing import TrustedKey, TrustedKeys, signature_check
 from audit.verify.eras import KeyEras
@@ -49,6 +49,8 @@ class CheckpointKeyInfo(NamedTuple):
     configured: bool  # the key of GATEWAY_CHECKPOINT_KEY
     since_seq: int | None  # the rotation that brought it in (None: before any)
     retired_seq: int | None
+    # Whether the key it replaced signed the hand-over (None: no rotation brought it in).
+    endorsed: bool | None = None
 
 
 class KeyListing(NamedTuple):
@@ -88,6 +90,7 @@ def key_listing(settings: Settings) -> KeyListing:
             configured=configured is not None and configured.key_id == era.key.key_id,
             since_seq=era.since_seq,
             retired_seq=era.retired_seq,
+            endorsed=era.endorsed,
         )
         for era in checkpoints.by_id.values()
     ]

@@ -6,6 +6,10 @@
 What ``Auditing`` (_auditing) does with a log's integrity, apart from reading it: the walk of
 :func:`audit.verify.verify_log` under the keys this gateway trusts, signed checkpoints and
 verified checkpoints. The store is reached through the same :class:`StoreAdapter`.
+
+The walk, the tree and the checkpoint files load on the first proof (through the lazy faces
+of ``audit.verify``, ``audit.proofs`` and ``audit.sequenced``): a facade opened to list
+requests (`gateway audit list`) starts without them.
 """
 
 from __future__ import annotations
@@ -13,14 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import audit.proofs
+import audit.sequenced
+import audit.verify
 from audit import Checkpoint, CheckpointError, VerifyReport
-from audit.proofs import checkpoint as checkpoints
-from audit.proofs import take_checkpoint, verified_checkpoint
-from audit.sequenced import integrated_checkpoint
-from audit.store.signing import Trust
-from audit.verify import check_checkpoint, verify_log
+from audit.proofs import checkpoint_key
+from audit.store.signing import Trust, TrustedKeys, signature_check
 from gateway._store_adapter import StoreAdapter, audit_call
 from gateway.errors import ConfigurationError, InputError
+from gateway.evidence._checkpoint_rotation import CheckpointEras, refuse_retired_signer
 from gateway.keys import integrator_keys, trusted_record_keys
 from gateway.settings import Settings
 
@@ -71,25 +76,29 @@ class Proving:
         is).
         ``measure_head``: for a verified checkpoint.
         """
+        from audit.proofs import checkpoint as checkpoints  # the files: on the first proof
+
         keys = trusted_record_keys(self._settings, self._log.store.signer, trusted_keys)
         head = None
         pinned = None
         pins = {k.public_key for k in keys}
         own = self._signing_key()
         if own is not None:
-            pins.add(checkpoints.public_key(own))
+            pins.add(checkpoint_key.public_key(own))
         base = relied = None
         if since_verified is not None:
             # Only the checkpoint key attests a verify: a record key's holder (a rotated-out
             # key still trusted for its old events, a partner's) must not be able to vouch
             # for the signatures a later verify then skips.
-            attesters = {checkpoints.public_key(own)} if own is not None else set()
+            attesters = {checkpoint_key.public_key(own)} if own is not None else set()
             base = self._load_checkpoint(since_verified)
-            self._log.run(check_checkpoint, base)
+            self._log.run(audit.verify.check_checkpoint, base)
             relied = audit_call(checkpoints.relied_on, base, keys, attesters)
+            self._refuse_retired(base, keys)
         if checkpoint is not None:
             head = self._load_checkpoint(checkpoint)
-            self._log.run(check_checkpoint, head)  # another database's: say that first
+            self._log.run(audit.verify.check_checkpoint, head)  # another database's: say that first
+            self._refuse_retired(head, keys)
             pinned = audit_call(
                 checkpoints.pinned,
                 head,
@@ -98,7 +107,7 @@ class Proving:
             )
         trust = Trust(keys, allow_unsigned_before or 1, integrator_keys(self._settings))
         report = self._log.run(
-            verify_log,
+            audit.verify.verify_log,
             progress,
             checkpoint=head,
             trust=trust,
@@ -122,14 +131,14 @@ class Proving:
         key = self._signing_key()
         if key is None and not unsigned:
             raise ConfigurationError(
-                "no checkpoint signing key is configured.", hint=checkpoints.KEY_HINT
+                "no checkpoint signing key is configured.", hint=checkpoint_key.KEY_HINT
             )
         log = self._writing()
         # A format-2 log's head is the integrator's newest checkpoint, checked under its key.
         integrators = [k.public_key for k in integrator_keys(self._settings) or ()]
         if log.store.sequenced_from is not None:
-            return log.run(integrated_checkpoint, key, integrators)
-        return log.run(take_checkpoint, key)
+            return log.run(audit.sequenced.integrated_checkpoint, key, integrators)
+        return log.run(audit.proofs.take_checkpoint, key)
 
     def verified_checkpoint(self, report: VerifyReport, rests_on: Path | None = None) -> Checkpoint:
         """Sign, with ``GATEWAY_CHECKPOINT_KEY``, that ``report`` (a :meth:`verify` with
@@ -139,17 +148,24 @@ class Proving:
         if key is None:
             raise ConfigurationError(
                 "no checkpoint signing key is configured: a verified checkpoint is signed.",
-                hint=checkpoints.KEY_HINT,
+                hint=checkpoint_key.KEY_HINT,
             )
         base = self._load_checkpoint(rests_on) if rests_on is not None else None
-        return self._log.run(verified_checkpoint, report, key, base)
+        return self._log.run(audit.proofs.verified_checkpoint, report, key, base)
+
+    def _refuse_retired(self, head: Checkpoint, keys: TrustedKeys) -> None:
+        """Refuse a checkpoint its key signed after the log retired it (the rotations that
+        count are those written under the record keys ``keys``)."""
+        check = signature_check(keys, self._log.store.store_id)
+        eras = self._log.run(CheckpointEras.read, check)
+        refuse_retired_signer(head.public_key, head.seq, head.created_at, eras)
 
     def _signing_key(self) -> bytes | None:
         secret = self._settings.checkpoint_key
         if secret is None:
             return None
         try:
-            return checkpoints.parse_key(secret.get_secret_value())
+            return checkpoint_key.parse_key(secret.get_secret_value())
         except CheckpointError as exc:
             raise ConfigurationError(exc.message, hint=exc.hint) from exc
 
@@ -163,4 +179,6 @@ class Proving:
                 f"cannot read the checkpoint file {str(path)!r}: {reason}.",
                 hint="Pass the file written by `gateway audit checkpoint`.",
             ) from exc
+        from audit.proofs import checkpoint as checkpoints  # the files: on the first proof
+
         return audit_call(checkpoints.load_any, text)

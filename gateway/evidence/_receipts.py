@@ -53,6 +53,7 @@ from audit.verify.eras import KeyEras
 from gateway._inputs import read_text_file
 from gateway._store_adapter import StoreAdapter, audit_call
 from gateway.errors import ConfigurationError, InputError
+from gateway.evidence._checkpoint_rotation import CheckpointEras, refuse_retired_signer
 from gateway.evidence._timestamping import tsa_roots
 from gateway.keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.settings import Settings
@@ -268,4 +269,10 @@ def check_consistency(
     roots = tsa_roots(tsa_certs)
     required = [audit_call(Witness.parse, w) for w in witnesses]
     with closing(StoreAdapter.open(settings)) as log:
+        # A head signed by a key the log retired before it is refused, as verify refuses it.
+        check = signature_check(_record_keys(settings), log.store.store_id)
+        eras = log.run(CheckpointEras.read, check)
+        for text in (old_text, new_text):
+            head = audit_call(load_checkpoint, text)
+            refuse_retired_signer(head.public_key, head.tree_size, None, eras)
         return log.run(_check_consistency, old_text, new_text, keys, required, roots)

@@ -16,8 +16,8 @@ import json
 from typing import NamedTuple
 
 from audit.errors import CheckpointError
-from audit.proofs.checkpoint import parse_key
-from audit.proofs.checkpoint import public_key as checkpoint_public_key
+from audit.proofs.checkpoint_key import parse_key
+from audit.proofs.checkpoint_key import public_key as checkpoint_public_key
 from gateway.errors import ConfigurationError
 from gateway.keys._record_keys import integrator_keys, record_signer, trusted_record_keys
 from gateway.settings import Settings

@@ -1,10 +1,10 @@
 """Coverage in the record: whether a recorded policy's caller contract was strict or opened,
 and which parts of a request its caller brought. Both read recorded data (a policy's
-content, the names of a REQUEST's overrides), so they answer for logs of every age: a log
+content, a REQUEST's ``requested`` overrides), so they answer for logs of every age: a log
 from before caller contracts reads as strict, with nothing caller-supplied.
 
     contract_of(store.policy_content(fingerprint))       # "strict" | "opened" | None
-    caller_parts(requested_keys(request.data))          # ("system prompt", "tools")
+    caller_parts(request.data.get("requested"))         # ("system prompt", "tools")
 """
 
 from __future__ import annotations
@@ -12,9 +12,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from gateway.policy._schema import CALLER_PARTS as OPENING_KEYS
-
 Contract = Literal["strict", "opened"]
+
+# The [caller] keys that open a part of the request the caller brings, in review order.
+CALLER_PARTS = (
+    "system",
+    "tools",
+    "output",
+    "thinking",
+    "stop_sequences",
+    "metadata",
+    "context_management",
+    "betas",
+)
+
 
 # A request's overrides that are a part the caller brought, and what an auditor calls them.
 PART_NAMES = {
@@ -38,7 +49,7 @@ def opened_keys(content: Mapping[str, object] | None) -> tuple[str, ...]:
     if not isinstance(caller, Mapping):
         return ()
     opened = []
-    for key in OPENING_KEYS:
+    for key in CALLER_PARTS:
         value = caller.get(key)
         if value is None:
             continue
@@ -57,8 +68,7 @@ def contract_of(content: Mapping[str, object] | None) -> Contract | None:
 
 
 def caller_parts(requested: object) -> tuple[str, ...]:
-    """The caller-supplied parts a request carried, by an auditor's name, in a fixed order:
-    ``requested`` is its overrides, or their names (``requested_keys`` of its event data)."""
-    if not isinstance(requested, Mapping | tuple | list | frozenset | set):
+    """The caller-supplied parts a request carried, by an auditor's name, in a fixed order."""
+    if not isinstance(requested, Mapping):
         return ()
     return tuple(name for key, name in PART_NAMES.items() if key in requested)

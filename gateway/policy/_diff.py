@@ -16,13 +16,15 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from audit.canonical import canonical_digest, digest
 from gateway.policy._findings import Finding, Severity
-from gateway.policy._policy_set import PolicyEntry, PolicySet
 from gateway.policy._schema import Policy
 from gateway.providers.registry import capabilities
+
+if TYPE_CHECKING:  # comparing two loaded folders is the caller's import (jsonschema, rules)
+    from gateway.policy._policy_set import PolicyEntry, PolicySet
 
 # The transport a policy without [model] transport uses: Anthropic's own API.
 FIRST_PARTY = "anthropic"

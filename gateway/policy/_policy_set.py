@@ -35,7 +35,8 @@ from gateway.policy._files import (
     read_tools,
 )
 from gateway.policy._findings import Finding, Severity, count, error
-from gateway.policy._routes import ROUTES_FILE, ROUTES_TASK, RouteTable, load_routes
+from gateway.policy._folder import ROUTES_FILE, ROUTES_TASK, policy_files
+from gateway.policy._routes import RouteTable, load_routes
 from gateway.policy._schema import Policy
 from gateway.policy.rules import Subject, check
 
@@ -93,11 +94,7 @@ class PolicySet:
                 "(or set GATEWAY_POLICY_DIR).",
             )
         day = today or datetime.now(UTC).date()  # the same UTC day as effective dates
-        entries = [
-            _load_one(path, policy_dir, catalog, day)
-            for path in sorted(policy_dir.glob("*.toml"))
-            if path.name != ROUTES_FILE
-        ]
+        entries = [_load_one(path, policy_dir, catalog, day) for path in policy_files(policy_dir)]
         loaded = {e.task: e for e in _flag_duplicates(entries)}
         served = {t: e.policy.model.allowed if e.policy else None for t, e in loaded.items()}
         routes, found = load_routes(policy_dir, catalog, served)

@@ -1,18 +1,17 @@
-"""The caller parts a request body holds exactly as sent, and a REQUEST's overrides read back.
+"""The caller parts a request body holds exactly as sent, and reading them back from it.
 
 A caller's tools, own system prompt or output schema go on the wire as the caller sent them,
 and the REQUEST's ``request_body`` payload records those bytes. The REQUEST's data names
 where in that body each such part is (``requested_in_body``: override key -> a path of
-member names and list indexes) instead of holding a second copy in ``requested``, which
-keeps the overrides the body does not hold as sent (``max_tokens`` before a cap, ``betas``,
-an appended list of system blocks, ...):
+member names and list indexes), and its ``requested`` names it by size, instead of a second
+copy in the sealed ``overrides`` payload, which keeps the other overrides as sent (an
+appended list of system blocks, stop sequences, ...):
 
-    plan.in_body                                     # {"tools": ("tools",)}
-    recorded_overrides(request.data, body)           # every override, as the caller sent it
-    requested_keys(request.data)                     # ("max_tokens", "tools")
+    plan.in_body                                         # {"tools": ("tools",)}
+    in_body_overrides(requested, request.data, body)     # every override, as sent
 
 A REQUEST without ``requested_in_body`` (every one recorded before it existed) holds every
-override in ``requested``, and reads back as it always did.
+override in its ``overrides`` payload or its data, and reads back as it always did.
 """
 
 from __future__ import annotations
@@ -51,11 +50,14 @@ def in_body(body: Mapping[str, Any], parts: Mapping[str, object]) -> dict[str, P
     return found
 
 
-def recorded_overrides(data: Mapping[str, Any], body: Any) -> dict[str, Any] | None:
-    """The overrides a REQUEST's caller sent (its data and its recorded wire body, parsed),
-    or None when the body does not hold a part the data names in it (an unreadable body)."""
-    requested = data.get("requested")
-    overrides = dict(requested) if isinstance(requested, Mapping) else {}
+def in_body_overrides(
+    requested: Mapping[str, Any], data: Mapping[str, Any], body: Any
+) -> dict[str, Any] | None:
+    """``requested`` (the overrides a REQUEST holds as sent: its ``overrides`` payload, or its
+    data) with each part its data names in the request body (``requested_in_body``) read
+    from ``body`` (the recorded wire body, parsed); None when the body does not hold one
+    there (an unreadable body)."""
+    overrides = dict(requested)
     refs = data.get(IN_BODY)
     if not isinstance(refs, Mapping):
         return overrides
@@ -67,17 +69,6 @@ def recorded_overrides(data: Mapping[str, Any], body: Any) -> dict[str, Any] | N
             return None
         overrides[key] = value
     return overrides
-
-
-def requested_keys(data: Mapping[str, Any]) -> tuple[str, ...]:
-    """The names of the overrides a REQUEST (or REJECTED) event recorded, in order: those held
-    in ``requested``, then those held in the body. No body needed."""
-    keys: list[str] = []
-    for field in ("requested", IN_BODY):
-        value = data.get(field)
-        if isinstance(value, Mapping):
-            keys.extend(k for k in value if isinstance(k, str) and k not in keys)
-    return tuple(keys)
 
 
 def _at(value: Any, path: Path) -> Any:

@@ -36,12 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from audit.canonical import canonical_digest
 from gateway.catalog import Catalog
 from gateway.policy._findings import Finding, Severity, error, warning
+from gateway.policy._folder import ROUTES_FILE
 from gateway.providers.registry import runs_offline
 
-ROUTES_FILE = "routes.toml"
-# The name the table is approved and signed off under; no task file can take it, since
-# routes.toml is the table.
-ROUTES_TASK = "routes"
 ANY = "*"
 MAX_ROUTES_CHARS = 256 * 1024
 MAX_ROUTES = 1000

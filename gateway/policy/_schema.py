@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from audit.canonical import canonical_digest
 from gateway.policy import _content_form
 from gateway.policy._content_form import In
+from gateway.policy._coverage import CALLER_PARTS
 from gateway.policy._retention import RetentionTable
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
@@ -218,19 +219,6 @@ class Caller(BaseModel):
     def is_open(self) -> bool:
         """Whether the caller may bring a part of the request (an opened contract)."""
         return bool(self.parts())
-
-
-# The [caller] keys that open a part of the request the caller brings, in review order.
-CALLER_PARTS = (
-    "system",
-    "tools",
-    "output",
-    "thinking",
-    "stop_sequences",
-    "metadata",
-    "context_management",
-    "betas",
-)
 
 
 class ModelTable(BaseModel):

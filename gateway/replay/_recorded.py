@@ -4,6 +4,7 @@
     recorded = recorded_from(store, request_id, events, policies)
     recorded.policy.fingerprint, recorded.request, recorded.response
     request_body(store, recorded)                   # the wire body as JSON, or None
+    recorded_requested(store, recorded)             # the overrides it was planned with
 
 Loading a selection page by page is gateway.replay._loading's job.
 """
@@ -23,14 +24,11 @@ from audit.errors import ContentMismatch, NotFound
 from gateway._attachment_payloads import restored
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway.errors import InputError
-from gateway.policy import Policy
+from gateway.policy import IN_BODY, Policy, in_body_overrides
 from gateway.providers.base import BETAS_FIELD
-from gateway.request import outside_world
+from gateway.request import OVERRIDES_PAYLOAD, outside_world
 
 DEFAULT_LIMIT = 50
-# Why a request cannot be re-planned when its REQUEST names a caller part in the request body
-# (requested_in_body) that the recorded body does not hold there.
-UNREADABLE_PARTS = "the recorded request body does not hold the caller parts its REQUEST names"
 
 
 class Selection(BaseModel):
@@ -265,6 +263,35 @@ def request_body(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None
     if isinstance(betas, list) and betas:
         body[BETAS_FIELD] = betas
     return body
+
+
+def recorded_requested(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None:
+    """The overrides a recorded request was planned with: from its ``overrides`` payload
+    when it brought content of its own (a system prompt, tools: its data names them by size
+    alone), else from its data, as every request recorded before did; each part its data
+    names in the request body (``requested_in_body``: its tools, its own system prompt) read
+    from there. None when a payload that holds them is gone (erased) or unreadable."""
+    request = recorded.request
+    if request is None:
+        return None
+    overrides: dict[str, Any]
+    if OVERRIDES_PAYLOAD not in request.payload_digests:
+        requested = request.data.get("requested")
+        overrides = dict(requested) if isinstance(requested, Mapping) else {}
+    else:
+        raw = payload(store, request, OVERRIDES_PAYLOAD, recorded.payloads)
+        if raw is None:
+            return None
+        try:
+            held = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(held, dict):
+            return None
+        overrides = held
+    if IN_BODY not in request.data:
+        return overrides
+    return in_body_overrides(overrides, request.data, request_body(store, recorded))
 
 
 def recorded_user_id(body: dict[str, Any]) -> str | None:

@@ -62,6 +62,13 @@ def event_caller(operator: str | None, first: StoredEvent) -> str | None:
     return first.caller if first.caller != EXPERIMENT_CALLER else None
 
 
+def _subject(first: StoredEvent) -> dict[str, Any]:
+    """The replayed request's data-subject tag (a keyed digest), when it recorded one: a
+    replay's events copy its content, and are found and erased with it (gateway.evidence)."""
+    tag = first.data.get("subject") if first.kind is EventKind.REQUEST else None
+    return {"subject": tag} if isinstance(tag, str) else {}
+
+
 def _new_content(policy: Policy | None, first: StoredEvent) -> dict[str, Any] | None:
     """The policy's content when the log does not hold it under the request's fingerprint
     (a migration's or a candidate folder's version is stored with the event naming it)."""
@@ -98,6 +105,7 @@ def send(
             "original_request_id": call.recorded.request_id,
             "original_seq": first.seq,
             "original_caller": first.caller,
+            **_subject(first),
             "target_model": call.target,
             "provider": call.provider,
             "api_version": call.api_version,
@@ -157,6 +165,7 @@ def outcome_event(
         "original_request_id": recorded.request_id,
         "original_seq": first.seq,
         "original_caller": first.caller,
+        **_subject(first),
         "outcome": row.outcome.value,
         "reason": row.reason,
         "target_model": target,

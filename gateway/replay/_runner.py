@@ -29,7 +29,7 @@ from gateway._keys import request_hash_for
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import InputError
 from gateway.keys import CacheKey
-from gateway.policy import ModelTarget, parse_model_target, recorded_overrides
+from gateway.policy import ModelTarget, parse_model_target
 from gateway.providers.registry import Providers
 from gateway.replay._access import answer_read
 from gateway.replay._candidate import Candidate, plan_candidate, reached_model
@@ -47,10 +47,10 @@ from gateway.replay._model import (
     summarise,
 )
 from gateway.replay._recorded import (
-    UNREADABLE_PARTS,
     Recorded,
     Selection,
     experiments_left_out,
+    recorded_requested,
     recorded_user_id,
     request_body,
 )
@@ -332,9 +332,7 @@ class Replayer:
         """The request re-planned for the --model target, or under the candidate folder."""
         request = recorded.request
         assert request is not None and recorded.policy is not None
-        messages, requested = body.get("messages"), recorded_overrides(request.data, body)
-        if requested is None:
-            return Migration(recorded.policy, None, (), refusal=UNREADABLE_PARTS)
+        messages, requested = body.get("messages"), recorded_requested(self.store, recorded) or {}
         if prepared.candidate is not None:
             return plan_candidate(
                 prepared.candidate,

@@ -21,12 +21,12 @@ from gateway._keys import recorded_request_hash
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import GatewayError
 from gateway.keys import KEYED_PREFIX, CacheKey
-from gateway.policy import Plan, plan_request, recorded_overrides
+from gateway.policy import Plan, plan_request
 from gateway.replay._model import Check
 from gateway.replay._recorded import (
-    UNREADABLE_PARTS,
     Recorded,
     body_bytes,
+    recorded_requested,
     recorded_user_id,
     request_body,
 )
@@ -66,9 +66,10 @@ def _checks(
         detail=f"recorded policy content hashes to {policy.fingerprint}",
     )
     yield from _payload_checks(store, recorded)
-    body = request_body(store, recorded)
-    if body is None:
-        yield Check(name="replan", ok=False, detail="the recorded request body is not readable")
+    body, requested = request_body(store, recorded), recorded_requested(store, recorded)
+    if body is None or requested is None:
+        what = "request body" if body is None else "overrides (caller parts)"
+        yield Check(name="replan", ok=False, detail=f"the recorded {what} is not readable")
         return
     model_id = str(request.data.get("model_id"))
     model = models.get(model_id) or _model_as_recorded(catalog, model_id)
@@ -81,17 +82,13 @@ def _checks(
             detail=f"model {request.data.get('model_id')!r} is no longer in the catalog",
         )
         return
-    overrides = recorded_overrides(request.data, body)
-    if overrides is None:
-        yield Check(name="replan", ok=False, detail=UNREADABLE_PARTS)
-        return
     try:
         messages: Any = body.get("messages")  # plan_request validates the shape
         plan = plan_request(
             policy,
             model,
             messages,
-            overrides=overrides,
+            overrides=requested,
             caller=request.caller,
             user_id=recorded_user_id(body),
         )

@@ -14,6 +14,7 @@ from gateway.request._client import AsyncGateway, Gateway
 from gateway.request._offline import offline_policy
 from gateway.request._pipeline import RequestPipeline
 from gateway.request._prepared import Request
+from gateway.request._record_facts import OVERRIDES_PAYLOAD
 from gateway.request._recorded_streams import arecord_stream, record_stream
 from gateway.request._recording import Recorder
 from gateway.request._replayable import outside_world
@@ -22,6 +23,7 @@ from gateway.request._streams import AsyncStream, Stream
 from gateway.request._threads import AuditThreads
 
 __all__ = [
+    "OVERRIDES_PAYLOAD",
     "Answered",
     "AsyncGateway",
     "AsyncStream",

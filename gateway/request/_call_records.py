@@ -40,9 +40,10 @@ from gateway.request._record_facts import (
     contract_facts,
     finite,
     partial_facts,
+    quoted_text,
+    recorded_overrides,
     refused_input_summary,
     replayability,
-    requested_facts,
     stop_sequence,
     token_total,
 )
@@ -135,6 +136,7 @@ class CallRecords:
             delivery["attachments"] = files
         if prepared.subject_tag is not None:  # keyed: never the subject's identifier
             delivery["subject"] = prepared.subject_tag
+        requested, overrides = recorded_overrides(plan)
         return Intent(
             EventKind.REQUEST,
             {
@@ -143,7 +145,7 @@ class CallRecords:
                 "api_version": plan.api_version,
                 "model_id": plan.model_id,
                 "model_version": prepared.model_version,
-                **requested_facts(plan),
+                **requested,
                 "effective": plan.effective,
                 **contract_facts(plan),
                 "cache_mode": plan.cache_mode,
@@ -158,6 +160,7 @@ class CallRecords:
                 "gateway_version": GATEWAY_VERSION,
             },
             policy_canonical=self.policy_bytes(prepared.policy),
+            payloads=overrides,
         )
 
     def record_failed(
@@ -168,8 +171,9 @@ class CallRecords:
         detail: str | None = None,
         partial: MessageAssembler | None = None,
     ) -> None:
-        """Record the FAILED outcome. ``detail`` may quote input: it goes to the audit record,
-        never to a log or an error message. ``partial``: what a stream delivered first."""
+        """Record the FAILED outcome. ``detail`` may quote input: it goes to the audit record
+        as the ``detail`` payload (content, erasable), never to a log, an error message or
+        the event's data. ``partial``: what a stream delivered first."""
         error.request_id = prepared.request_id
         data: dict[str, Any] = {
             "error": type(error).__name__,
@@ -180,9 +184,10 @@ class CallRecords:
             "reason": error.message,
             "detail": detail,
         }
-        payloads: dict[str, bytes] = {}
+        data, payloads = quoted_text(data, "detail")  # content: in a payload, erasable
         if partial is not None:
-            data["partial"], payloads = partial_facts(partial)
+            data["partial"], streamed = partial_facts(partial)
+            payloads.update(streamed)
         self.recorder.append(prepared.labels.draft(EventKind.FAILED, data, payloads=payloads))
         log.warning(
             "request_failed",

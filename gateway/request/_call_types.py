@@ -83,13 +83,15 @@ class CallLabels:
 
 @dataclass(frozen=True)
 class Intent:
-    """The event committed before a call: its kind, data, and the policy stored with it.
-    The wire bytes are added by the recorder as the ``request_body`` payload."""
+    """The event committed before a call: its kind, data, payloads (the caller's content
+    overrides), and the policy stored with it. The wire bytes are added by the recorder as
+    the ``request_body`` payload."""
 
     kind: EventKind
     data: Mapping[str, Any]
     policy_content: Mapping[str, Any] | None = None
     policy_canonical: bytes | None = None  # the content's canonical bytes, when known
+    payloads: Mapping[str, bytes] = field(default_factory=dict)
 
 
 class Intended:

@@ -1,6 +1,13 @@
 """The facts a call's events carry beside its content: what an opened contract adds to a
 REQUEST, why an answer cannot be replayed, what a stream delivered before it ended, the text a
-JSON answer is checked in, and a bounded summary of what a refused request asked for."""
+JSON answer is checked in, what a REQUEST says of the caller's overrides, and a bounded
+summary of what a refused request asked for.
+
+An override the caller wrote (a system prompt, tools, a schema, stop sequences, metadata) is
+content: it goes in the sealed ``overrides`` payload, where erasure reaches it and a reviewer
+reads it only against an ACCESS record; the event names it by its size alone (a digest of a
+short prompt would let anyone confirm a guess, after erasure too). Settings (a number, a
+switch, a value from the policy's allow-list) are recorded as given."""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from audit.canonical import canonical_bytes, canonical_digest
+from audit.canonical import canonical_bytes, compact_bytes
 from gateway._inputs import check_bounded, safe_label
 from gateway._output_check import response_text
 from gateway.errors import InputError
@@ -54,20 +61,6 @@ def contract_facts(plan: Plan) -> dict[str, Any]:
     return facts
 
 
-def requested_facts(plan: Plan) -> dict[str, Any]:
-    """The caller's overrides as a REQUEST records them: each part the body holds as sent by
-    where it is in the body (``requested_in_body``, read back with
-    ``gateway.policy.recorded_overrides``), the rest as sent (``requested``). The body is the
-    request_body payload: one copy of the caller's tools in the log, not two, and erased with
-    it."""
-    if not plan.in_body:
-        return {"requested": plan.requested}
-    return {
-        "requested": {k: v for k, v in plan.requested.items() if k not in plan.in_body},
-        IN_BODY: {k: list(path) for k, path in plan.in_body.items()},
-    }
-
-
 def replayability(policy: Policy) -> dict[str, str]:
     """``not_replayable``: why this request's answer cannot be replayed; absent when it can."""
     reason = outside_world(policy)
@@ -102,6 +95,52 @@ def token_total(usage: Mapping[str, Any]) -> int:
     return sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int))
 
 
+def quoted_text(data: Mapping[str, Any], key: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """``data`` without ``key`` (an upstream's or a provider's words, which may quote the
+    prompt), and the payload that holds them instead; the data says only how long they were
+    (``<key>_bytes``). Nothing when the text is empty."""
+    kept = dict(data)
+    text = kept.pop(key, None)
+    if not isinstance(text, str) or not text:
+        return kept, {}
+    raw = text.encode()
+    kept[f"{key}_bytes"] = len(raw)
+    return kept, {key: raw}
+
+
+# The overrides whose value a caller writes freely: content, never in an event's data.
+CONTENT_OVERRIDES = frozenset(
+    {"system", "tools", "tool_choice", "output_format", "stop_sequences", "metadata"}
+)
+OVERRIDES_PAYLOAD = "overrides"  # the REQUEST's payload holding the overrides as sent
+
+
+def _json_size(value: object) -> int:
+    return len(compact_bytes(value))
+
+
+def recorded_overrides(plan: Plan) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """What a REQUEST's data says of the caller's overrides, and the payloads that hold them.
+
+    The data: each setting as given, each content override by size alone (``{"bytes": N}``);
+    a content part the body holds exactly as sent (its tools, its own system prompt, its
+    schema: ``plan.in_body``) named by where it is there (``requested_in_body``), so it is
+    written once, in ``request_body``. The sealed ``overrides`` payload: every other override
+    as sent, when one of them is content (none otherwise: such requests record what they
+    always did). Either way the content is erased with the request."""
+    in_body = plan.in_body
+    rest = {k: v for k, v in plan.requested.items() if k not in in_body}
+    shown: dict[str, Any] = {}
+    for key, value in plan.requested.items():
+        shown[key] = {"bytes": _json_size(value)} if key in CONTENT_OVERRIDES else value
+    facts: dict[str, Any] = {"requested": shown}
+    if in_body:
+        facts[IN_BODY] = {k: list(path) for k, path in in_body.items()}
+    if not CONTENT_OVERRIDES.intersection(rest):
+        return facts, {}
+    return facts, {OVERRIDES_PAYLOAD: compact_bytes(rest)}
+
+
 # A refused request is never sent: its record needs what was asked, not megabytes of it.
 MAX_RECORDED_VALUE_BYTES = 256  # canonical bytes of an override value kept as given
 MAX_RECORDED_KEYS = 64
@@ -109,9 +148,10 @@ MAX_RECORDED_KEYS = 64
 
 def refused_input_summary(overrides: object) -> dict[str, Any]:
     """What a REJECTED event says of the overrides a caller asked for, bounded whatever
-    they were: ``requested`` holds each small value as given (a temperature, a flag);
-    ``requested_omitted`` each larger one by size and digest (a 4 MiB junk system prompt
-    costs a few dozen bytes of permanent log); past MAX_RECORDED_KEYS keys,
+    they were: ``requested`` holds each small setting as given (a temperature, a flag);
+    ``requested_omitted`` each content override and each larger value by its size alone (a
+    refused request's content has no payload to erase, so none of it enters the log, and a
+    4 MiB junk system prompt costs a few bytes); past MAX_RECORDED_KEYS keys,
     ``requested_keys_omitted`` counts the rest. Keys are shown as labels (escaped,
     bounded)."""
     if overrides is None:
@@ -128,10 +168,10 @@ def refused_input_summary(overrides: object) -> dict[str, Any]:
         except (InputError, ValueError, TypeError):
             omitted[name] = {"unrecordable": "nested too deep, too large or not JSON"}
             continue
-        if size <= MAX_RECORDED_VALUE_BYTES:
+        if size <= MAX_RECORDED_VALUE_BYTES and key not in CONTENT_OVERRIDES:
             kept[name] = value
         else:
-            omitted[name] = {"bytes": size, "digest": canonical_digest(value)}
+            omitted[name] = {"bytes": size}
     summary: dict[str, Any] = {"requested": kept}
     if omitted:
         summary["requested_omitted"] = omitted

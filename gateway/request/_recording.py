@@ -42,6 +42,7 @@ from gateway.errors import AuditError, AuditWriteError, ConfigurationError
 from gateway.keys import CacheKey, cache_key, record_signer, trusted_record_keys
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider, WireTarget
 from gateway.request._call_types import CallLabels, Intended, Intent, Sent, failed, replied
+from gateway.request._record_facts import quoted_text
 from gateway.request._threads import AuditThreads
 from gateway.settings import Settings
 
@@ -159,7 +160,7 @@ class Recorder:
             call.draft(
                 intent.kind,
                 data,
-                payloads=stored_payloads("request_body", wire),
+                payloads={**intent.payloads, **stored_payloads("request_body", wire)},
                 policy_content=intent.policy_content,
                 policy_canonical=intent.policy_canonical,
             )
@@ -195,10 +196,14 @@ class Recorder:
         return on_wire
 
     def attempt_failed(self, call: CallLabels, failure: AttemptFailure) -> None:
-        # upstream_message may quote the prompt: the audit log may hold that, logs and error
-        # messages may not.
+        # upstream_message may quote the prompt: logs and error messages may not hold it, and
+        # the event's data may not either (no erasure reaches it there, a reviewer reads it
+        # without an ACCESS record): it is the event's payload, content like the prompt.
+        data, payloads = quoted_text(failure.audit_data(), "upstream_message")
         self.append(
-            call.draft(EventKind.ATTEMPT_FAILED, {**call.attempt_context, **failure.audit_data()})
+            call.draft(
+                EventKind.ATTEMPT_FAILED, {**call.attempt_context, **data}, payloads=payloads
+            )
         )
 
     def send(

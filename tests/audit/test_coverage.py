@@ -18,7 +18,7 @@ from gateway import Settings
 from gateway.catalog import Catalog
 from gateway.cli import main
 from gateway.keys import record_signer
-from gateway.policy import IN_BODY, PolicySet, caller_parts, contract_of
+from gateway.policy import PolicySet, caller_parts, contract_of
 
 SHIPPED = Path(__file__).resolve().parents[2] / "policies"
 
@@ -39,12 +39,7 @@ def _opened_content() -> dict[str, Any]:
 
 
 def _request(
-    store: AuditStore,
-    rid: str,
-    task: str,
-    content: dict[str, Any],
-    requested: dict[str, Any],
-    in_body: dict[str, list[str | int]] | None = None,
+    store: AuditStore, rid: str, task: str, content: dict[str, Any], requested: dict[str, Any]
 ) -> None:
     common = {
         "request_id": rid,
@@ -53,9 +48,7 @@ def _request(
         "request_hash": "sha256:" + rid.encode().hex().ljust(64, "0"),
         "policy_fingerprint": canonical_digest(content),
     }
-    data: dict[str, Any] = {"model_id": "claude-sonnet-4-6", "requested": requested}
-    if in_body is not None:
-        data[IN_BODY] = in_body
+    data = {"model_id": "claude-sonnet-4-6", "requested": requested}
     store.append(EventDraft(kind=EventKind.REQUEST, data=data, policy_content=content, **common))
     usage = {"input_tokens": 10, "output_tokens": 5}
     answer = {"ok": True, "model": "claude-sonnet-4-6", "usage": usage}
@@ -120,18 +113,6 @@ def test_show_names_the_parts_the_caller_brought(url: str) -> None:
     assert "contract strict; caller-supplied: nothing" in text
     plain = run(url, "audit", "show", "r-opened-plain")
     assert "contract opened; caller-supplied: nothing" in plain
-
-
-def test_parts_recorded_in_the_request_body_are_named_as_caller_supplied(url: str) -> None:
-    # The system prompt and tools the body holds as sent are named by where they are there.
-    signer = record_signer(Settings(database_url=url), create=False)
-    with AuditStore.open(url, signer=signer) as store:
-        in_body = {"system": ["system", 1, "text"], "tools": ["tools"]}
-        _request(store, "r-ref", "assistant", _opened_content(), {"max_tokens": 9}, in_body)
-    rows = {r["request_id"]: r for r in json.loads(run(url, "audit", "list", "--format", "json"))}
-    assert rows["r-ref"]["requested"] == ["max_tokens", "system", "tools"]
-    shown = json.loads(run(url, "audit", "show", "r-ref", "--format", "json"))
-    assert shown["coverage"]["caller_supplied"] == ["system prompt", "tools"]
 
 
 def test_old_records_read_as_strict_with_nothing_caller_supplied() -> None:

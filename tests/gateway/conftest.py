@@ -73,6 +73,12 @@ def events(db_path: Path) -> list[StoredEvent]:
         return list(store.iter_events())
 
 
+def payload_text(db_path: Path, event: StoredEvent, name: str) -> str:
+    """A named payload of ``event``, as text (an upstream's words, kept as content)."""
+    with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
+        return store.payload(event.payload_digests[name]).decode()
+
+
 def kinds(db_path: Path, request_id: str | None = None) -> list[str]:
     return [
         str(e.kind) for e in events(db_path) if request_id is None or e.request_id == request_id

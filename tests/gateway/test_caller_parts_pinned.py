@@ -3,12 +3,7 @@ before the request path was made cheaper for large bodies: its request hash, the
 bytes of its REQUEST data (all but the gateway version) and its wire bytes are pinned here.
 
 A change that moves one of these digests changes every replay key or every REQUEST of such
-traffic; it must be deliberate (and then the constants are updated with a note why).
-
-The REQUEST data changed once, deliberately: the caller parts the wire body holds as sent
-are named there (``requested_in_body``) instead of copied into ``requested``
-(PINNED_DATA). Read back with the body, they give the data recorded before, byte for byte
-in canonical form (PINNED_INLINE_DATA, the digest that form had)."""
+traffic; it must be deliberate (and then the constants are updated with a note why)."""
 
 from __future__ import annotations
 
@@ -18,17 +13,19 @@ from typing import Any
 
 from audit.canonical import canonical_bytes, digest
 from gateway import Gateway
-from gateway.policy import IN_BODY, recorded_overrides
+from gateway.policy import IN_BODY, in_body_overrides
 from gateway.request import Request
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # From the code before the request path shared its canonical forms (perf branch, 2026-12-02).
 PINNED_HASH = "sha256:c742f70c059158fb71ce3e098194ff3e812e6857c230c6eb396c8cfd0e044f26"
-PINNED_INLINE_DATA = "sha256:e617c0120e59939b2221e2dd9097f097b30acf4aabeb854a5689f63e056059af"
+# Changed on purpose (2026-12-03): the REQUEST's data names the caller's system prompt and
+# tools by size; the parts themselves moved to its sealed ``overrides`` payload (content that
+# erasure reaches and a PostgreSQL reviewer reads only against an ACCESS record); and again:
+# the parts the wire body holds as sent are named there (requested_in_body), not copied.
+PINNED_DATA = "sha256:2db248619afe847947511514e4c7a0d99992cb43e3f1a3a43dfba714fcb9a5b1"
 PINNED_WIRE = "sha256:b18cc4e7f890b276dcda851c9b3694d76a4107b0a350c9048164f81d76266f86"
-# Since the caller parts are recorded once, in the request body (requested_in_body).
-PINNED_DATA = "sha256:2761852fe13525517471279439fffa65993b6f70c5880e415a6579917e8fa24b"
 
 
 def _tools() -> list[dict[str, Any]]:
@@ -74,15 +71,18 @@ def _prepared(tmp_path: Path) -> tuple[Any, Gateway]:
 def test_a_caller_parts_request_keys_and_records_as_pinned(tmp_path: Path) -> None:
     prepared, gw = _prepared(tmp_path)
     try:
-        data = dict(gw._core.pipeline.records.intent(prepared).data)
+        intent = gw._core.pipeline.records.intent(prepared)
+        data = dict(intent.data)
         data.pop("gateway_version")
+        assert data["requested"]["system"] == {"bytes": 1122}
         wire = gw._core.provider(prepared).wire_bytes(prepared.body)
+        # The prompt and tools are the body's as sent: named there, in no second payload.
+        assert data[IN_BODY] == {"system": ["system", 1, "text"], "tools": ["tools"]}
+        assert "overrides" not in intent.payloads
+        held = {"max_tokens": 1024}
+        assert in_body_overrides(held, data, json.loads(wire)) == prepared.plan.requested
         assert prepared.plain_hash == PINNED_HASH  # keyed on the record: the plain one is pinned
         assert digest(canonical_bytes(data)) == PINNED_DATA
         assert digest(wire) == PINNED_WIRE
-        assert data[IN_BODY] == {"system": ["system", 1, "text"], "tools": ["tools"]}
-        inline = {k: v for k, v in data.items() if k != IN_BODY}
-        inline["requested"] = recorded_overrides(data, json.loads(wire))
-        assert digest(canonical_bytes(inline)) == PINNED_INLINE_DATA
     finally:
         gw.close()

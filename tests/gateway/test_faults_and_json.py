@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from gateway import Gateway, OutputValidationError, UpstreamRejected, UpstreamUnavailable
 from gateway.providers.local import LocalRequestError
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.gateway.conftest import MakeGateway, events, kinds
+from tests.gateway.conftest import MakeGateway, events, kinds, payload_text
 
 VALID = '{"counterparty": "ACME", "amount": 1000.5, "currency": "EUR", "value_date": "2026-12-01"}'
 
@@ -45,7 +46,10 @@ def test_a_non_retryable_error_is_typed_recorded_and_carries_the_request_id(
     error = caught.value
     assert "ideas are too long" not in str(error)  # upstream text may quote the prompt
     attempt = next(e for e in events(db_path) if str(e.kind) == "attempt_failed")
-    assert attempt.data["upstream_message"] == "max_tokens: ideas are too long"
+    # The upstream's words may quote the prompt: content, in a payload, never in the data.
+    assert payload_text(db_path, attempt, "upstream_message") == "max_tokens: ideas are too long"
+    assert "ideas" not in json.dumps(attempt.data)
+    assert attempt.data["upstream_message_bytes"] == len("max_tokens: ideas are too long")
     assert error.status == 400
     assert error.request_id is not None
     assert kinds(db_path, error.request_id) == ["request", "attempt_failed", "failed"]
@@ -131,7 +135,9 @@ def test_a_body_the_local_model_cannot_honour_is_recorded_failed_without_quoting
     assert kinds(db_path) == ["request", "failed"]
     failed = events(db_path)[-1]
     assert failed.data["error_type"] == "local_request_error"
-    assert QUOTED_INPUT in failed.data["detail"]  # the provider's words are kept, in the log
+    # The provider's words are kept, in the log, as content (a payload), not in the data.
+    assert QUOTED_INPUT in payload_text(db_path, failed, "detail")
+    assert QUOTED_INPUT not in json.dumps(failed.data)
 
 
 class BrokenProvider:

@@ -147,9 +147,9 @@ def test_public_names_are_pinned() -> None:
         "opened_keys",
         "plan_request",
         "IN_BODY",
-        "recorded_overrides",
-        "requested_keys",
+        "in_body_overrides",
         "review_policies",
+        "task_names",
         "transported",
         "broad_grant",
         "caller_grants",
@@ -158,3 +158,14 @@ def test_public_names_are_pinned() -> None:
         "RetentionTable",
         "minimum_days",
     }
+
+
+def test_task_names_are_the_tasks_a_loaded_folder_names(tmp_path: Path, catalog: Catalog) -> None:
+    # `audit list` names the known tasks from the folder alone, without loading a policy: the
+    # same names PolicySet.load gives, a task whose file does not load included.
+    assert gateway.policy.task_names(SHIPPED) == PolicySet.load(SHIPPED, catalog).tasks()
+    (tmp_path / "broken_task.toml").write_text("not toml [", encoding="utf-8")
+    (tmp_path / "routes.toml").write_text("", encoding="utf-8")
+    loaded = PolicySet.load(tmp_path, catalog).tasks()
+    assert gateway.policy.task_names(tmp_path) == loaded == ["broken_task"]
+    assert gateway.policy.task_names(tmp_path / "nope") == []

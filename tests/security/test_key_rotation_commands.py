@@ -9,11 +9,13 @@ swapped in the environment, leaving auditors no record of which key signed from 
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from pathlib import Path
 
 from click.testing import CliRunner, Result
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from audit import AuditStore, EventDraft, EventKind
 from audit.store.signing import Signer
@@ -153,7 +155,15 @@ def test_the_checkpoint_key_rotates_on_the_record_and_keys_list_shows_every_trus
     record = cli(env, "keys", "rotate-record", "--retire", OLD_RECORD.key_id)
     assert record.exit_code == 0, record.output
     rotated = cli(
-        env, "keys", "rotate-checkpoint", "--retire", str(old_ckpt.public_path), "--format", "json"
+        env,
+        "keys",
+        "rotate-checkpoint",
+        "--retire",
+        str(old_ckpt.public_path),
+        "--old-key",
+        str(old_ckpt.path),
+        "--format",
+        "json",
     )
     assert rotated.exit_code == 0, rotated.output
     rotation = json.loads(rotated.stdout)
@@ -176,6 +186,7 @@ def test_the_checkpoint_key_rotates_on_the_record_and_keys_list_shows_every_trus
         "configured": True,
         "since_seq": rotation["seq"],
         "retired_seq": None,
+        "endorsed": True,
     }
     text = cli(env, "keys", "list").stdout
     assert "RECORD KEYS" in text and "CHECKPOINT KEYS" in text
@@ -185,7 +196,10 @@ def test_the_checkpoint_key_rotates_on_the_record_and_keys_list_shows_every_trus
     verified = cli(env, "audit", "verify")
     assert verified.exit_code == 0, verified.output
 
-    again = cli(env, "keys", "rotate-checkpoint", "--retire", old_ckpt.public_key)
+    again = cli(
+        env, "keys", "rotate-checkpoint", "--retire", old_ckpt.public_key, "--old-key",
+        str(old_ckpt.path),
+    )  # fmt: skip
     assert again.exit_code == 2 and "already retired" in again.stderr, again.output
     back = cli(
         {**env, "GATEWAY_CHECKPOINT_KEY": (tmp_path / "checkpoint-old.key").read_text()},
@@ -193,6 +207,8 @@ def test_the_checkpoint_key_rotates_on_the_record_and_keys_list_shows_every_trus
         "rotate-checkpoint",
         "--retire",
         new_ckpt.public_key,
+        "--old-key",
+        str(new_ckpt.path),
     )
     assert back.exit_code == 2 and "already retired" in back.stderr, back.output
 
@@ -208,7 +224,15 @@ def test_checkpoint_rotation_mistakes_are_one_line_errors(tmp_path: Path) -> Non
     assert itself.exit_code == 2 and "is the configured checkpoint key" in itself.stderr
     garbage = cli(env, "keys", "rotate-checkpoint", "--retire", "not-a-key")
     assert garbage.exit_code == 2 and "not an Ed25519 public key" in garbage.stderr
-    for done in (missing, itself, garbage):
+    other = new_key_file(KeyKind.CHECKPOINT, tmp_path / "other.key")
+    unsigned = cli(env, "keys", "rotate-checkpoint", "--retire", other.public_key)
+    assert unsigned.exit_code == 2 and "--old-key FILE" in unsigned.stderr, unsigned.output
+    wrong = cli(
+        env, "keys", "rotate-checkpoint", "--retire", other.public_key, "--old-key",
+        str(tmp_path / "checkpoint.key"),
+    )  # fmt: skip
+    assert wrong.exit_code == 2 and "is not the key being retired" in wrong.stderr, wrong.output
+    for done in (missing, itself, garbage, unsigned, wrong):
         assert "Traceback" not in done.output
 
 
@@ -241,3 +265,56 @@ def test_a_checkpoint_rotation_that_does_not_check_out_names_no_key(tmp_path: Pa
         )
     listed = json.loads(cli(env, "keys", "list", "--format", "json").stdout)
     assert listed["checkpoint_keys"] == []
+
+
+def test_the_old_checkpoint_key_signs_the_hand_over_and_a_forged_one_counts_for_nothing(
+    tmp_path: Path,
+) -> None:
+    """The record key's holder alone (a gateway host) must not be able to hand the checkpoint
+    key over to a key of their own: the retired key signs the rotation, and a rotation whose
+    retired_signature does not check out names no key. A lost old key is said out loud."""
+    old = new_key_file(KeyKind.CHECKPOINT, tmp_path / "old.key")
+    new = new_key_file(KeyKind.CHECKPOINT, tmp_path / "new.key")
+    env = _env(tmp_path, GATEWAY_CHECKPOINT_KEY=new.path.read_text().strip())
+    _create(env)
+    # Without the old key, refused (nothing written); with --unsafe-old-key-lost, recorded
+    # and listed as not endorsed.
+    refused = cli(env, "keys", "rotate-checkpoint", "--retire", old.public_key)
+    assert refused.exit_code == 2 and "needs that key's signature" in refused.stderr
+    lost = cli(
+        env, "keys", "rotate-checkpoint", "--retire", old.public_key, "--unsafe-old-key-lost"
+    )
+    assert lost.exit_code == 0 and "warning" in lost.stderr, lost.output
+    listed = json.loads(cli(env, "keys", "list", "--format", "json").stdout)
+    by_id = {k["key_id"]: k for k in listed["checkpoint_keys"]}
+    assert by_id[new.key_id]["endorsed"] is False
+    assert "not endorsed by the key it replaced" in cli(env, "keys", "list").stdout
+
+    # A rotation with a retired_signature that is not the old key's is an altered record.
+    planted = new_key_file(KeyKind.CHECKPOINT, tmp_path / "planted.key")
+    statement = (
+        "compliance-gateway checkpoint key rotation v1\n"
+        f"{_store_id(env)}\n{new.public_key}\n{planted.public_key}\n"
+    ).encode("ascii")
+    own = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(planted.path.read_text().strip()))
+    with AuditStore.open(env["GATEWAY_DATABASE_URL"], signer=NEW_RECORD) as store:
+        store.append(
+            EventDraft(
+                kind=EventKind.CHECKPOINT_KEY_ROTATION,
+                request_id="checkpoint_key_rotation_self_endorsed",
+                data={
+                    "retired_public_key": new.public_key,
+                    "public_key": planted.public_key,
+                    "signature": base64.b64encode(own.sign(statement)).decode("ascii"),
+                    "retired_signature": base64.b64encode(own.sign(statement)).decode("ascii"),
+                },
+            )
+        )
+    listed = json.loads(cli(env, "keys", "list", "--format", "json").stdout)
+    by_id = {k["key_id"]: k for k in listed["checkpoint_keys"]}
+    assert planted.key_id not in by_id and by_id[new.key_id]["retired_seq"] is None
+
+
+def _store_id(env: dict[str, str]) -> str:
+    with AuditStore.open(env["GATEWAY_DATABASE_URL"], create=False) as store:
+        return store.store_id

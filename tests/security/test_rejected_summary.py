@@ -1,5 +1,5 @@
 """A refused request's record is bounded: its REJECTED event says which overrides were
-asked for, keeps small values as given and records large ones by size and digest, never
+asked for, keeps small settings as given and records content and large values by size, never
 megabytes of junk that was never sent anywhere. Logs written before, whose REJECTED events
 hold the full overrides, still show, verify and export."""
 
@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from audit import AuditStore, EventDraft, EventKind
-from audit.canonical import canonical_digest
 from gateway import Gateway, Settings
 from gateway.cli import main
 from gateway.errors import PolicyViolation
@@ -28,9 +27,7 @@ def rejected_data(db_path: Path, request_id: str) -> tuple[dict[str, object], in
     return event.data, len(event.body)
 
 
-def test_a_refused_megabyte_override_is_recorded_by_size_and_digest(
-    gw: Gateway, db_path: Path
-) -> None:
+def test_a_refused_megabyte_override_is_recorded_by_size_alone(gw: Gateway, db_path: Path) -> None:
     with pytest.raises(PolicyViolation) as refused:
         gw.complete(
             "compliance_review",
@@ -43,9 +40,27 @@ def test_a_refused_megabyte_override_is_recorded_by_size_and_digest(
     data, size = rejected_data(db_path, request_id)
     assert size < 4096, size  # was 4.77 MB per refused request
     assert data["requested"] == {"temperature": 0.9}  # small values as given
-    assert data["requested_omitted"] == {
-        "system": {"bytes": len(JUNK) + 2, "digest": canonical_digest(JUNK)}
-    }
+    # No digest: a digest of a short prompt would let anyone confirm a guess of it.
+    assert data["requested_omitted"] == {"system": {"bytes": len(JUNK) + 2}}
+
+
+def test_a_refused_short_system_prompt_leaves_no_text_in_the_log(
+    gw: Gateway, db_path: Path
+) -> None:
+    """A caller's own text is content even when it is short: a REJECTED event (which a
+    PostgreSQL reviewer reads without an ACCESS record, and no erasure can change) names it
+    by size only."""
+    with pytest.raises(PolicyViolation) as refused:
+        gw.complete(
+            "compliance_review",
+            "Transaction 3",
+            caller="desk-a",
+            overrides={"system": "Client Jane Roe, account 4711"},
+        )
+    assert refused.value.request_id is not None
+    data, _ = rejected_data(db_path, refused.value.request_id)
+    assert "Jane Roe" not in json.dumps(data)
+    assert data["requested_omitted"] == {"system": {"bytes": 31}}
 
 
 def test_a_refused_request_with_thousands_of_keys_is_recorded_bounded(

@@ -14,7 +14,6 @@ import httpx2 as httpx
 import pytest
 
 from audit import AuditStore
-from gateway.policy import IN_BODY, recorded_overrides
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.server.conftest import ServerProcess
 
@@ -68,10 +67,10 @@ def test_an_assistant_request_with_its_own_system_prompt_and_tools_is_sent_cappe
     data, recorded = request_event(server, message.id)
     assert recorded == sent.body
     assert data["requested"]["max_tokens"] == 20_000 and data["capped"] == {"max_tokens": 16000}
-    # The caller's prompt and tools as sent, recorded once: in the body, named from the event.
-    overrides = recorded_overrides(data, json.loads(recorded))
-    assert overrides is not None and overrides["system"] == "Sign as the FX desk bot."
-    assert overrides["tools"] == [TOOL] and set(data[IN_BODY]) == {"system", "tools"}
+    # The caller's text is content: named by size in the data, kept in the sealed payload.
+    assert data["requested"]["system"] == {"bytes": len('"Sign as the FX desk bot."')}
+    assert "FX desk bot" not in json.dumps(data)
+    assert set(data["requested_in_body"]) == {"system", "tools"}  # recorded once, in the body
 
 
 def test_a_streamed_capped_answer_says_so_in_its_headers(

@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from audit import AuditStore
-from audit.canonical import canonical_bytes
 from gateway import Gateway
 from gateway.errors import OutputValidationError, PolicyViolation
-from gateway.policy import IN_BODY, recorded_overrides
+from gateway.policy import in_body_overrides
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import (  # noqa: F401
     MakeGateway,
@@ -87,6 +86,20 @@ def recorded(db: Path, request_id: str) -> tuple[dict[str, Any], bytes]:
         return dict(request.data), store.payload(request.payload_digests["request_body"])
 
 
+def recorded_overrides(db: Path, request_id: str) -> dict[str, Any]:
+    """The overrides as the caller sent them: content (a system prompt, tools) is in the
+    REQUEST's sealed ``overrides`` payload, or, where the body holds it as sent, in its
+    request body (``requested_in_body``); its data names each part by size alone."""
+    with AuditStore.open(f"sqlite:///{db}", durability="os") as store:
+        request = store.events_for_request(request_id)[0]
+        digests = request.payload_digests
+        body = json.loads(store.payload(digests["request_body"]))
+        held = json.loads(store.payload(digests["overrides"])) if "overrides" in digests else {}
+    overrides = in_body_overrides(held, request.data, body)
+    assert isinstance(overrides, dict)
+    return overrides
+
+
 def test_the_request_records_exactly_what_the_caller_sent(
     agent: Gateway,
     fake_api: FakeMessagesAPI,
@@ -113,10 +126,11 @@ def test_the_request_records_exactly_what_the_caller_sent(
     assert wire["thinking"] == overrides["thinking"]
     assert wire["metadata"] == {"user_id": "session-42"}
     assert wire["max_tokens"] == 16000 and "anthropic_beta" not in wire
-    # As the caller sent them, 32,000 included; the system prompt and tools once, in the body.
-    assert recorded_overrides(data, wire) == overrides
-    assert data[IN_BODY] == {"system": ["system"], "tools": ["tools"]}
-    assert "system" not in data["requested"] and "tools" not in data["requested"]
+    assert recorded_overrides(db_path, result.request_id) == overrides  # 32,000 included
+    assert data["requested"]["max_tokens"] == 32_000  # settings as given, in the data
+    size = len(json.dumps(SYSTEM, separators=(",", ":")))
+    assert data["requested"]["system"] == {"bytes": size}  # content: by size alone
+    assert "You are a coding agent." not in json.dumps(data)
     assert data["capped"] == {"max_tokens": 16000}
     assert data["anthropic_beta"] == ["interleaved-thinking-2025-05-14"]
 
@@ -232,7 +246,5 @@ def test_a_claude_code_turn_passes_the_whole_request_path(
     data, body = recorded(db_path, stream.request_id)
     assert body == sent.body and len(body) > 90_000
     assert sent.headers["anthropic-beta"] == ",".join(request["overrides"]["betas"])
-    assert recorded_overrides(data, json.loads(body)) == request["overrides"]
-    # The agent's tools and system prompt are the body's: the event holds no second copy.
-    assert set(data[IN_BODY]) == {"system", "tools"}
-    assert len(canonical_bytes(data)) < 4_000
+    assert recorded_overrides(db_path, stream.request_id) == request["overrides"]
+    assert set(data["requested"]) == set(request["overrides"])
