@@ -35,6 +35,7 @@ import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -48,7 +49,14 @@ sys.path.insert(0, str(ROOT))
 import anthropic  # noqa: E402
 
 from bench.gateway_bench import fake_api  # noqa: E402
-from bench.server_bench import SERVER_PIDS, cpu_seconds, gateway_server, pct, timed  # noqa: E402
+from bench.server_bench import (  # noqa: E402
+    SERVER_PIDS,
+    cpu_seconds,
+    gateway_server,
+    pct,
+    thread_cpu_ns,
+    timed,
+)
 
 PLAIN_TASK = "quant_strategy"
 PLAIN_MODEL = "claude-opus-4-6"
@@ -121,10 +129,6 @@ def main() -> None:
                 "PYTHONPATH": str(ROOT),
             }
         )
-        os.environ.update(env)
-        from gateway import Settings
-        from gateway.callers import CallerKeys
-
         trees = {"": (ROOT, env)}
         if args.baseline is not None:
             base_db = f"sqlite:///{home / 'baseline.db'}"
@@ -137,9 +141,7 @@ def main() -> None:
         servers: dict[str, str] = {}
         with contextlib.ExitStack() as stack:
             for label, (tree, tree_env) in trees.items():
-                os.environ.update(tree_env)
-                with CallerKeys.open(Settings.from_env()) as keys:
-                    key = keys.create("bench").key
+                key = caller_key(tree, tree_env)
                 url = stack.enter_context(gateway_server(tree_env, 1, tree))
                 servers[label] = url
                 served = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0)
@@ -153,6 +155,23 @@ def main() -> None:
     shutil.rmtree(home, ignore_errors=True)
 
 
+def caller_key(tree: Path, env: dict[str, str]) -> str:
+    """A caller key issued by ``tree``'s own code, so its database is made (and migrated) by
+    the tree whose server will open it: a baseline without a newer migration would refuse a
+    database this tree made, and its server would never answer."""
+    create = ["keys", "create", "--caller", "bench", "--format", "json"]
+    made = subprocess.run(
+        [sys.executable, "-m", "gateway", *create],
+        env={**env, "PYTHONPATH": str(tree)},
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    key: str = json.loads(made.stdout)["key"]
+    return key
+
+
 def report(
     args: argparse.Namespace,
     kinds: dict[str, Callable[[], Any]],
@@ -163,11 +182,28 @@ def report(
         for _ in range(30):
             call()
     ms: dict[str, list[float]] = {name: [] for name in kinds}
+    # Each served call's server CPU: what the server spent from the call's start to the start
+    # of its next call (the server is otherwise idle at c=1, and so whatever it finishes
+    # after answering counts too). Interleaved like the wall-clock figures, so a change of
+    # load hits all alike.
+    pids = {
+        kind + label: SERVER_PIDS[url]
+        for label, url in servers.items()
+        for kind in ("plain served", "caller parts served")
+    }
+    call_cpu: dict[str, list[int]] = {name: [] for name in pids}
+    last: dict[int, tuple[str, int]] = {}  # server -> (its last call's kind, CPU at its start)
     order = list(kinds.items())
     shuffler = random.Random(23)
     for _ in range(args.calls):
         shuffler.shuffle(order)
         for name, call in order:
+            pid = pids.get(name)
+            if pid is not None:
+                now = thread_cpu_ns(pid)
+                if pid in last:
+                    call_cpu[last[pid][0]].append(now - last[pid][1])
+                last[pid] = (name, now)
             ms[name].append(timed(call))
     cpu: dict[str, float] = {}
     for label, url in servers.items():
@@ -192,11 +228,19 @@ def report(
     for label in servers:
         added_plain = p50[f"plain served{label}"] - p50["plain direct"]
         added_big = p50[f"caller parts served{label}"] - p50["caller parts direct"]
+        interleaved = {
+            kind: statistics.fmean(call_cpu[kind + label]) / 1e6
+            for kind in ("plain served", "caller parts served")
+        }
         print(
             f"\n{label.strip() or 'this tree'}: added p50 plain +{added_plain:.2f} ms, "
             f"caller parts +{added_big:.2f} ms, ratio {added_big / added_plain:.2f} "
             f"(target <= 1.2); server CPU per call: plain {cpu[f'plain served{label}']:.2f} ms, "
-            f"caller parts {cpu[f'caller parts served{label}']:.2f} ms"
+            f"caller parts {cpu[f'caller parts served{label}']:.2f} ms (blocks); "
+            f"plain {interleaved['plain served']:.2f} ms, caller parts "
+            f"{interleaved['caller parts served']:.2f} ms, extra "
+            f"{interleaved['caller parts served'] - interleaved['plain served']:.2f} ms "
+            "(interleaved, per call)"
         )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import random
@@ -63,6 +64,16 @@ def cpu_seconds(pid: int) -> float:
     """A process's user + system CPU time (Linux /proc), robust to the machine's load."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_cpu_ns(pid: int) -> int:
+    """The CPU time of a process's live threads in nanoseconds (Linux schedstat): fine
+    enough to time one call of an otherwise idle server (``cpu_seconds`` counts in ticks)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
 
 
 def served_env(home: Path, fake_url: str) -> dict[str, str]:
@@ -102,7 +113,11 @@ def gateway_server(env: dict[str, str], workers: int, tree: Path = ROOT) -> Iter
     SERVER_PIDS[url] = child.pid
     try:
         deadline = time.monotonic() + 120  # a loaded machine starts a server slowly
-        while time.monotonic() < deadline:
+        while True:
+            if child.poll() is not None:  # say so here, not as "connection refused" later
+                raise SystemExit(f"gateway serve from {tree} exited ({child.returncode})")
+            if time.monotonic() > deadline:
+                raise SystemExit(f"gateway serve from {tree} was not ready in 120 s")
             try:
                 if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
                     break

@@ -29,6 +29,7 @@ if _typing.TYPE_CHECKING:
     from gateway.policy._model_choice import chosen_model, transported
     from gateway.policy._plan import Plan, plan_request
     from gateway.policy._policy_set import PolicyEntry, PolicySet
+    from gateway.policy._requested import IN_BODY, in_body_overrides
     from gateway.policy._retention import Minimum, RetentionTable, minimum_days
     from gateway.policy._review import ReviewReport, review_policies
     from gateway.policy._routes import ANY, Route, RouteTable
@@ -65,6 +66,8 @@ _LAZY = {
     "transported": "gateway.policy._model_choice",
     "Plan": "gateway.policy._plan",
     "plan_request": "gateway.policy._plan",
+    "IN_BODY": "gateway.policy._requested",
+    "in_body_overrides": "gateway.policy._requested",
     "PolicyEntry": "gateway.policy._policy_set",
     "PolicySet": "gateway.policy._policy_set",
     "Minimum": "gateway.policy._retention",
@@ -92,6 +95,7 @@ _LAZY = {
 __all__ = [
     "ANY",
     "FIELDS",
+    "IN_BODY",
     "PLACEHOLDER_INPUT",
     "ROUTES_FILE",
     "ROUTES_TASK",
@@ -126,6 +130,7 @@ __all__ = [
     "diff_policies",
     "diff_policy_sets",
     "field_rows",
+    "in_body_overrides",
     "minimum_days",
     "opened_keys",
     "parse_model_target",

@@ -12,7 +12,6 @@ keys are parts: :data:`PART_OF` (override key -> its ``[caller]`` key).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -22,9 +21,9 @@ import jsonschema
 import orjson
 from pydantic import ValidationError
 
-from audit.canonical import compact_bytes
 from gateway.catalog import ModelInfo
 from gateway.errors import InputError, PolicyViolation
+from gateway.policy._owned_parts import bytes_over, owned
 from gateway.policy._schema import (
     CallerChoice,
     CallerOutput,
@@ -106,7 +105,7 @@ def is_opened(policy: Policy, key: str) -> bool:
 def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]) -> CallerParts:
     """The parts in ``brought`` (override keys the policy opens), checked."""
     contract = policy.caller
-    brought, size = _owned(brought)
+    brought, size = owned(brought)
     found: dict[str, Any] = {"size": size}
     if "system" in brought:
         assert contract.system is not None
@@ -144,63 +143,11 @@ def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]
     return parts
 
 
-def _owned(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
-    """The plan's own copy of the parts (one JSON round trip, far cheaper than a deep copy of
-    a coding agent's tools, and what the wire takes anyway) and its size in UTF-8 bytes of
-    compact JSON."""
-    if not brought:
-        return {}, 0
-    # orjson both ways (a tenth of json's time for 30 KB of tools), kept when the copy reads
-    # back equal: NaN and the infinities (written as null), integers past 64 bits and types
-    # JSON has no form for go to json, which decides as it always did.
-    try:
-        data = orjson.dumps(brought)
-        owned = orjson.loads(data)
-    except orjson.JSONEncodeError:
-        owned = None
-    if type(owned) is dict and owned == brought:
-        return owned, len(data)
-    return _owned_by_json(brought)
-
-
-def _owned_by_json(brought: Mapping[str, object]) -> tuple[dict[str, Any], int]:
-    try:
-        data = json.dumps(brought, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        encoded = data.encode()
-    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
-        raise InputError(
-            "the request's parts are not JSON in valid Unicode (an unpaired surrogate, NaN, "
-            "Infinity or a value JSON cannot hold).",
-            hint="Send the system prompt, tools and schema as plain JSON text.",
-        ) from None
-    # orjson reads json's own output back as json would (floats round-trip exactly), about
-    # twice as fast, but an integer of 64 bits or more as a float: text with a run of 19
-    # digits (anywhere, strings included) is read by json.
-    owned: dict[str, Any]
-    try:
-        long_number = _LONG_RUN in encoded.translate(_DIGITS)
-        owned = json.loads(encoded) if long_number else orjson.loads(encoded)
-    except orjson.JSONDecodeError:  # past orjson's own nesting limit: json decides
-        owned = json.loads(encoded)
-    return owned, len(encoded)
-
-
-# Every digit as "0", every other byte as " ": a run of 19 digits is then a plain substring
-# search (a regular expression would step through the text in Python's engine, slower than
-# the parse it guards).
-_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-_LONG_RUN = b"0" * 19
-
-
 def _outside(policy: Policy, key: str, what: str) -> PolicyViolation:
     return PolicyViolation(
         f"{what}, outside what the policy for task {policy.task!r} allows ([caller] {key}).",
         key=f"caller.{key}",
     )
-
-
-def _json_bytes(value: object) -> int:
-    return len(compact_bytes(value))
 
 
 # -- system prompt ----------------------------------------------------------------------------
@@ -267,20 +214,21 @@ def _tools(policy: Policy, bound: CallerTools, value: object) -> list[dict[str, 
         raise _outside(
             policy, "tools", f"the request declares {len(value)} tools, more than {bound.max_count}"
         )
-    size = _json_bytes(value)
-    if bound.max_bytes is not None and size > bound.max_bytes:
+    size = bytes_over(value, bound.max_bytes)
+    if size is not None:
         raise _outside(
             policy,
             "tools",
             f"the request's tools are {size:,} bytes, more than {bound.max_bytes:,}",
         )
     names: set[str] = set()
+    allow_all = "*" in bound.allow  # matches every name: no pattern to run per tool
     for tool in value:
         name = str(tool["name"])
         if name in names:
             raise InputError(f"the request declares tool {name[:64]!r} twice.")
         names.add(name)
-        allowed = any(fnmatchcase(name, p) for p in bound.allow)
+        allowed = allow_all or any(fnmatchcase(name, p) for p in bound.allow)
         if not allowed or any(fnmatchcase(name, p) for p in bound.deny):
             raise _outside(policy, "tools", f"the request declares tool {name[:64]!r}")
         kind = tool.get("type", "custom")
@@ -344,8 +292,8 @@ def _output(policy: Policy, bound: CallerOutput, model: ModelInfo, value: object
         raise _outside(
             policy, "output", f"model {model.id!r} cannot hold an answer to a JSON schema"
         )
-    size = _json_bytes(value["schema"])
-    if bound.max_bytes is not None and size > bound.max_bytes:
+    size = bytes_over(value["schema"], bound.max_bytes)
+    if size is not None:
         raise _outside(
             policy,
             "output",

@@ -35,6 +35,7 @@ from gateway.errors import InputError, PolicyLoadError, PolicyViolation
 from gateway.policy._content import check_messages
 from gateway.policy._contract import CallerParts, caller_parts, check_system_size, is_opened
 from gateway.policy._findings import Finding, Severity
+from gateway.policy._requested import in_body
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy, TokenRange
 from gateway.policy.rules import Subject, check
 from gateway.policy.rules.caller import INTEGER_KEYS
@@ -91,6 +92,9 @@ class Plan(BaseModel):
     # output), checked against the tool's input_schema; None: the answer's text is checked.
     output_tool: str | None = None
     requested: dict[str, Any]
+    # The caller parts the body holds exactly as sent, and where (gateway.policy._requested):
+    # the REQUEST records these once, in its request_body payload.
+    in_body: dict[str, tuple[str | int, ...]] = {}
     effective: dict[str, Any]
     # Values lowered to the policy's ceiling (``[caller] max_tokens`` with over = "cap").
     capped: dict[str, int] = {}
@@ -148,6 +152,10 @@ def plan_request(
         output_schema=schema if schema is not None else policy.output.json_schema,
         output_tool=output_tool,
         requested=requested,
+        in_body=in_body(
+            body,
+            {"tools": parts.tools, "system": parts.system, "output_format": parts.output_format},
+        ),
         effective=generation.model_dump(mode="json", exclude_none=True),
         capped=capped,
         policy_fingerprint=policy.fingerprint,
@@ -382,7 +390,7 @@ def _body(
         choice = policy.tools.chosen
         keyword = choice in ("auto", "any", "none")
         body["tool_choice"] = {"type": choice} if keyword else {"type": "tool", "name": choice}
-    elif parts.tools is not None:  # the parts are the plan's own copies (_contract._owned)
+    elif parts.tools is not None:  # the parts are the plan's own copies (_owned_parts.owned)
         body["tools"] = parts.tools
         if parts.tool_choice is not None:
             body["tool_choice"] = parts.tool_choice

@@ -24,7 +24,7 @@ from audit.errors import ContentMismatch, NotFound
 from gateway._attachment_payloads import restored
 from gateway._inputs import EXPERIMENT_CALLER
 from gateway.errors import InputError
-from gateway.policy import Policy
+from gateway.policy import IN_BODY, Policy, in_body_overrides
 from gateway.providers.base import BETAS_FIELD
 from gateway.request import OVERRIDES_PAYLOAD, outside_world
 
@@ -268,21 +268,30 @@ def request_body(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None
 def recorded_requested(store: AuditStore, recorded: Recorded) -> dict[str, Any] | None:
     """The overrides a recorded request was planned with: from its ``overrides`` payload
     when it brought content of its own (a system prompt, tools: its data names them by size
-    alone), else from its data, as every request recorded before did. None when that payload
-    is gone (erased) or unreadable."""
-    if recorded.request is None:
+    alone), else from its data, as every request recorded before did; each part its data
+    names in the request body (``requested_in_body``: its tools, its own system prompt) read
+    from there. None when a payload that holds them is gone (erased) or unreadable."""
+    request = recorded.request
+    if request is None:
         return None
-    if OVERRIDES_PAYLOAD not in recorded.request.payload_digests:
-        requested = recorded.request.data.get("requested")
-        return dict(requested) if isinstance(requested, Mapping) else {}
-    raw = payload(store, recorded.request, OVERRIDES_PAYLOAD, recorded.payloads)
-    if raw is None:
-        return None
-    try:
-        overrides = json.loads(raw)
-    except ValueError:
-        return None
-    return overrides if isinstance(overrides, dict) else None
+    overrides: dict[str, Any]
+    if OVERRIDES_PAYLOAD not in request.payload_digests:
+        requested = request.data.get("requested")
+        overrides = dict(requested) if isinstance(requested, Mapping) else {}
+    else:
+        raw = payload(store, request, OVERRIDES_PAYLOAD, recorded.payloads)
+        if raw is None:
+            return None
+        try:
+            held = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(held, dict):
+            return None
+        overrides = held
+    if IN_BODY not in request.data:
+        return overrides
+    return in_body_overrides(overrides, request.data, request_body(store, recorded))
 
 
 def recorded_user_id(body: dict[str, Any]) -> str | None:

@@ -136,7 +136,7 @@ class CallRecords:
             delivery["attachments"] = files
         if prepared.subject_tag is not None:  # keyed: never the subject's identifier
             delivery["subject"] = prepared.subject_tag
-        requested, overrides = recorded_overrides(plan.requested)
+        requested, overrides = recorded_overrides(plan)
         return Intent(
             EventKind.REQUEST,
             {
@@ -145,7 +145,7 @@ class CallRecords:
                 "api_version": plan.api_version,
                 "model_id": plan.model_id,
                 "model_version": prepared.model_version,
-                "requested": requested,
+                **requested,
                 "effective": plan.effective,
                 **contract_facts(plan),
                 "cache_mode": plan.cache_mode,

@@ -16,11 +16,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from audit.canonical import canonical_bytes
+from audit.canonical import canonical_bytes, compact_bytes
 from gateway._inputs import check_bounded, safe_label
 from gateway._output_check import response_text
 from gateway.errors import InputError
-from gateway.policy import Plan, Policy
+from gateway.policy import IN_BODY, Plan, Policy
 from gateway.providers.base import BETAS_FIELD
 from gateway.providers.stream import MessageAssembler
 from gateway.request._replayable import outside_world
@@ -116,20 +116,29 @@ OVERRIDES_PAYLOAD = "overrides"  # the REQUEST's payload holding the overrides a
 
 
 def _json_size(value: object) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return len(compact_bytes(value))
 
 
-def recorded_overrides(requested: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """What a REQUEST's data says of the overrides (``requested``: each setting as given,
-    each content override as ``{"bytes": N}``), and the payloads that hold them whole (none
-    when the caller brought no content: such requests record what they always did)."""
+def recorded_overrides(plan: Plan) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """What a REQUEST's data says of the caller's overrides, and the payloads that hold them.
+
+    The data: each setting as given, each content override by size alone (``{"bytes": N}``);
+    a content part the body holds exactly as sent (its tools, its own system prompt, its
+    schema: ``plan.in_body``) named by where it is there (``requested_in_body``), so it is
+    written once, in ``request_body``. The sealed ``overrides`` payload: every other override
+    as sent, when one of them is content (none otherwise: such requests record what they
+    always did). Either way the content is erased with the request."""
+    in_body = plan.in_body
+    rest = {k: v for k, v in plan.requested.items() if k not in in_body}
     shown: dict[str, Any] = {}
-    for key, value in requested.items():
+    for key, value in plan.requested.items():
         shown[key] = {"bytes": _json_size(value)} if key in CONTENT_OVERRIDES else value
-    if not CONTENT_OVERRIDES.intersection(requested):
-        return shown, {}
-    whole = json.dumps(requested, ensure_ascii=False, separators=(",", ":")).encode()
-    return shown, {OVERRIDES_PAYLOAD: whole}
+    facts: dict[str, Any] = {"requested": shown}
+    if in_body:
+        facts[IN_BODY] = {k: list(path) for k, path in in_body.items()}
+    if not CONTENT_OVERRIDES.intersection(rest):
+        return facts, {}
+    return facts, {OVERRIDES_PAYLOAD: compact_bytes(rest)}
 
 
 # A refused request is never sent: its record needs what was asked, not megabytes of it.

@@ -13,6 +13,7 @@ from typing import Any
 
 from audit.canonical import canonical_bytes, digest
 from gateway import Gateway
+from gateway.policy import IN_BODY, in_body_overrides
 from gateway.request import Request
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PINNED_HASH = "sha256:c742f70c059158fb71ce3e098194ff3e812e6857c230c6eb396c8cfd0e044f26"
 # Changed on purpose (2026-12-03): the REQUEST's data names the caller's system prompt and
 # tools by size; the parts themselves moved to its sealed ``overrides`` payload (content that
-# erasure reaches and a PostgreSQL reviewer reads only against an ACCESS record).
-PINNED_DATA = "sha256:c680c09c9166455afbf6d47a4f651eecb805ab2253dc23808bccfcab2f0228a0"
+# erasure reaches and a PostgreSQL reviewer reads only against an ACCESS record); and again:
+# the parts the wire body holds as sent are named there (requested_in_body), not copied.
+PINNED_DATA = "sha256:2db248619afe847947511514e4c7a0d99992cb43e3f1a3a43dfba714fcb9a5b1"
 PINNED_WIRE = "sha256:b18cc4e7f890b276dcda851c9b3694d76a4107b0a350c9048164f81d76266f86"
 
 
@@ -73,8 +75,12 @@ def test_a_caller_parts_request_keys_and_records_as_pinned(tmp_path: Path) -> No
         data = dict(intent.data)
         data.pop("gateway_version")
         assert data["requested"]["system"] == {"bytes": 1122}
-        assert json.loads(intent.payloads["overrides"]) == prepared.plan.requested
         wire = gw._core.provider(prepared).wire_bytes(prepared.body)
+        # The prompt and tools are the body's as sent: named there, in no second payload.
+        assert data[IN_BODY] == {"system": ["system", 1, "text"], "tools": ["tools"]}
+        assert "overrides" not in intent.payloads
+        held = {"max_tokens": 1024}
+        assert in_body_overrides(held, data, json.loads(wire)) == prepared.plan.requested
         assert prepared.plain_hash == PINNED_HASH  # keyed on the record: the plain one is pinned
         assert digest(canonical_bytes(data)) == PINNED_DATA
         assert digest(wire) == PINNED_WIRE

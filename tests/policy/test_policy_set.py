@@ -146,6 +146,8 @@ def test_public_names_are_pinned() -> None:
         "contract_of",
         "opened_keys",
         "plan_request",
+        "IN_BODY",
+        "in_body_overrides",
         "review_policies",
         "task_names",
         "transported",

@@ -70,6 +70,7 @@ def test_an_assistant_request_with_its_own_system_prompt_and_tools_is_sent_cappe
     # The caller's text is content: named by size in the data, kept in the sealed payload.
     assert data["requested"]["system"] == {"bytes": len('"Sign as the FX desk bot."')}
     assert "FX desk bot" not in json.dumps(data)
+    assert set(data["requested_in_body"]) == {"system", "tools"}  # recorded once, in the body
 
 
 def test_a_streamed_capped_answer_says_so_in_its_headers(

@@ -14,6 +14,7 @@ import pytest
 from audit import AuditStore
 from gateway import Gateway
 from gateway.errors import OutputValidationError, PolicyViolation
+from gateway.policy import in_body_overrides
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import (  # noqa: F401
     MakeGateway,
@@ -87,10 +88,14 @@ def recorded(db: Path, request_id: str) -> tuple[dict[str, Any], bytes]:
 
 def recorded_overrides(db: Path, request_id: str) -> dict[str, Any]:
     """The overrides as the caller sent them: content (a system prompt, tools) is in the
-    REQUEST's sealed ``overrides`` payload; its data names each part by size alone."""
+    REQUEST's sealed ``overrides`` payload, or, where the body holds it as sent, in its
+    request body (``requested_in_body``); its data names each part by size alone."""
     with AuditStore.open(f"sqlite:///{db}", durability="os") as store:
         request = store.events_for_request(request_id)[0]
-        overrides = json.loads(store.payload(request.payload_digests["overrides"]))
+        digests = request.payload_digests
+        body = json.loads(store.payload(digests["request_body"]))
+        held = json.loads(store.payload(digests["overrides"])) if "overrides" in digests else {}
+    overrides = in_body_overrides(held, request.data, body)
     assert isinstance(overrides, dict)
     return overrides
 
