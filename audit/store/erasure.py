@@ -183,6 +183,7 @@ class Reference(NamedTuple):
     payloads: tuple[str, ...]  # the digests it names
     erased: tuple[str, ...]  # an erasure event's ``erased`` list (empty for other kinds)
     subject: str | None = None  # a REQUEST's ``data["subject"]`` (a keyed digest), if any
+    subject_key: str | None = None  # the id of the key it is keyed under (``subject_key``)
 
 
 def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
@@ -216,12 +217,27 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
                     if isinstance(listed, list)
                     else ()
                 )
-                tag = data.get("subject") if kind == EventKind.REQUEST.value else None
+                tag, tag_key = (
+                    (data.get("subject"), data.get("subject_key"))
+                    if kind == EventKind.REQUEST.value
+                    else (None, None)
+                )
                 subject = tag if isinstance(tag, str) else None
+                subject_key = tag_key if isinstance(tag_key, str) else None
             except (ValueError, AttributeError):
-                digests, erased, subject = (), (), None
+                digests, erased, subject, subject_key = (), (), None, None
             yield Reference(
-                seq, request_id, kind, at, task, caller, fingerprint, digests, erased, subject
+                seq,
+                request_id,
+                kind,
+                at,
+                task,
+                caller,
+                fingerprint,
+                digests,
+                erased,
+                subject,
+                subject_key,
             )
         if len(rows) < page:
             return
