@@ -105,7 +105,7 @@ def test_a_lost_cache_key_file_is_an_error_not_a_new_key(
     gw.close()
     key_file = tmp_path / CACHE_KEY_FILE
     key_file.unlink()
-    with pytest.raises(ConfigurationError, match="cache key file .* is missing") as caught:
+    with pytest.raises(ConfigurationError, match=r"cache key file .* is missing") as caught:
         make_gateway().complete("compliance_review", "Clause 5?")
     assert "Restore the deployment's cache key" in str(caught.value.hint)
     assert not key_file.exists()
