@@ -10,7 +10,8 @@ is, the log alone no longer lets anyone confirm a guessed prompt by rebuilding i
 
 Order: ``cache_key`` (GATEWAY_CACHE_KEY), then ``cache_key_file``, then
 ``gateway-cache.key`` beside a configured record key file, then beside a SQLite database
-file; made once (32 random bytes as hex, mode 0600) when a writer first needs it. None of
+file; made once (32 random bytes as hex, mode 0600) when a writer first needs it, and never
+again over a log that already holds keyed hashes (a lost key is an error). None of
 these (a PostgreSQL deployment whose record key is given inline), or a default place this
 process may not write (a read-only secret mount; logged as ``cache_key_unavailable``): plain
 hashes, as before.
