@@ -10,6 +10,10 @@ shared content. The log is built with ``append_many``, then one ``purge`` (as
 requests erased per second and its peak RSS (``ru_maxrss``, the process's whole footprint:
 flat in N means the purge holds pages, not the log). A second purge then measures the no-op
 pass a scheduler pays each time. Results print as a table and as JSON.
+
+``--baseline DIR`` (an older tree: ``git archive main | tar -x -C /tmp/base``) runs that tree's
+own bench for each size and backend right after this tree's, interleaved, and prints the
+ratio of requests per second with the machine's load (``/proc/loadavg``) beside each round.
 """
 
 from __future__ import annotations
@@ -104,12 +108,55 @@ def purge(url: str) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def one_round(tree: Path, backend: str, n: int) -> dict[str, Any]:
+    """``tree``'s own bench at one size and backend, in a process of its own."""
+    bench = str(tree / "bench" / "purge_bench.py")
+    out = subprocess.run(
+        [sys.executable, bench, "--requests", str(n), "--backends", backend],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tree,
+    ).stdout
+    start = out.index("\n[") + 1
+    return dict(json.loads(out[start:])[0])
+
+
+def against(baseline: Path, sizes: list[int], backends: list[str]) -> None:
+    rows = []
+    for n in sizes:
+        for backend in backends:
+            pair = {}
+            for name, tree in (("this tree", ROOT), ("baseline", baseline)):
+                before = load()
+                r = one_round(tree, backend, n)
+                pair[name] = r
+                print(
+                    f"{name:<9} {backend:<9} {n:>8}: {r['erased'] / r['seconds']:.0f} requests/s,"
+                    f" {r['seconds']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB, no-op rerun "
+                    f"{r['again_seconds']:.1f} s; load {before} -> {load()}",
+                    flush=True,
+                )
+            rate = {k: v["erased"] / v["seconds"] for k, v in pair.items()}
+            rows.append({"backend": backend, "requests": n, **pair})
+            print(f"    ratio (this tree / baseline): {rate['this tree'] / rate['baseline']:.2f}")
+    print(json.dumps(rows, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", default="10000")
     parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--baseline", type=Path, help="an older tree to compare with")
     args = parser.parse_args()
     sizes = [int(s) for s in args.requests.split(",")]
+    if args.baseline is not None:
+        against(args.baseline.resolve(), sizes, args.backends.split(","))
+        return
     results = []
     for backend in args.backends.split(","):
         for n in sizes:

@@ -92,6 +92,9 @@ class Settings(BaseModel):
     # created (mode 0600) on first write (gateway.keys.cache_key).
     cache_key: SecretStr | None = None
     cache_key_file: Path | None = None
+    # Earlier cache keys (one a line, hex; # comments), kept so that subject tags recorded
+    # under them are still found after the cache key is replaced (gateway.keys.cache_key_ring).
+    previous_cache_keys_file: Path | None = None
     # Public keys (hex or base64) whose record signatures verify and the read path accept,
     # besides this gateway's own: other instances', a previous key's.
     trusted_keys: tuple[str, ...] = ()
@@ -292,6 +295,7 @@ FIELDS: Mapping[str, FieldSpec] = MappingProxyType(
         "record_key_file": FieldSpec("GATEWAY_RECORD_KEY_FILE", path=True),
         "cache_key": FieldSpec("GATEWAY_CACHE_KEY"),  # cache_key_file: a setting of its own
         "cache_key_file": FieldSpec("GATEWAY_CACHE_KEY_FILE", path=True),
+        "previous_cache_keys_file": FieldSpec("GATEWAY_PREVIOUS_CACHE_KEYS_FILE", path=True),
         "trusted_keys": FieldSpec("GATEWAY_TRUSTED_KEYS"),
         "trusted_keys_file": FieldSpec("GATEWAY_TRUSTED_KEYS_FILE", path=True),
         "integrator_public_keys": FieldSpec("GATEWAY_INTEGRATOR_PUBLIC_KEYS"),

@@ -187,6 +187,7 @@ class Reference(NamedTuple):
     # request whose content its payloads copy (a live replay re-sends the recorded prompt),
     # erased with it.
     original: str | None = None
+    subject_key: str | None = None  # the id of the key it is keyed under (``subject_key``)
 
 
 _REPLAY = EventKind.REPLAY.value
@@ -226,12 +227,17 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
                     if isinstance(listed, list)
                     else ()
                 )
-                tag = data.get("subject") if kind == EventKind.REQUEST.value else None
+                tag, tag_key = (
+                    (data.get("subject"), data.get("subject_key"))
+                    if kind == EventKind.REQUEST.value
+                    else (None, None)
+                )
                 subject = tag if isinstance(tag, str) else None
+                subject_key = tag_key if isinstance(tag_key, str) else None
                 copied = data.get("original_request_id") if kind in _COPIES else None
                 original = copied if isinstance(copied, str) else None
             except (ValueError, AttributeError):
-                digests, erased, subject, original = (), (), None, None
+                digests, erased, subject, original, subject_key = (), (), None, None, None
             yield Reference(
                 seq,
                 request_id,
@@ -244,6 +250,7 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
                 erased,
                 subject,
                 original,
+                subject_key,
             )
         if len(rows) < page:
             return

@@ -127,6 +127,13 @@ def erase_command(
         f"{report.payloads_removed} payload(s) removed, {report.payloads_kept} kept "
         "(still named by a request that is kept)"
     )
+    for key_id, count in sorted(report.unsearched.items()):
+        click.echo(
+            f"warning: {count} request(s) carry subject tags made under cache key {key_id}, "
+            "which the key ring does not hold, and were not searched "
+            "(GATEWAY_PREVIOUS_CACHE_KEYS_FILE)",
+            err=True,
+        )
 
 
 @click.command("hold")
@@ -152,9 +159,16 @@ def hold_command(
 ) -> None:
     """Place a legal hold: content in its scope is never erased until it is released."""
     with Erasing.open(settings_of(ctx)) as erasing:
-        tag = erasing.subject_tag(subject) if subject is not None else None
+        # The current cache key's tag, and those under the ring's earlier keys.
+        tags = erasing.subject_tags(subject) if subject is not None else []
         scope = HoldScope(
-            task=task, caller=caller, request_id=request_id, since=since, until=until, subject=tag
+            task=task,
+            caller=caller,
+            request_id=request_id,
+            since=since,
+            until=until,
+            subject=tags[0] if tags else None,
+            subject_tags=tuple(tags[1:]) or None,
         )
         hold = erasing.hold(scope, reason=reason, actor=_actor(actor))
     click.echo(f"legal hold {hold.hold_id} placed (event seq {hold.seq}): {shown(scope.text())}")

@@ -46,7 +46,7 @@ from gateway.evidence._holds import (
     place_hold,
     release_hold,
 )
-from gateway.keys import cache_key, record_signer, subject_tag, trusted_record_keys
+from gateway.keys import cache_key_ring, record_signer, trusted_record_keys
 from gateway.policy import Policy, minimum_days
 from gateway.settings import Settings
 
@@ -87,6 +87,9 @@ class ErasureReport(BaseModel):
     already: dict[str, int]  # erased before: request id -> that event's seq
     payloads_removed: int
     payloads_kept: int
+    # A subject erasure: requests whose subject tags were made under cache keys the key ring
+    # does not hold (key id -> requests), so they could not be searched.
+    unsearched: dict[str, int] = {}
 
 
 class Erased(BaseModel):
@@ -174,22 +177,32 @@ class Erasing(OwnsLog):
     # -- data subjects ----------------------------------------------------------------------
 
     def subject_tag(self, subject: str) -> str:
-        """The keyed digest the requests about ``subject`` recorded (gateway.keys.subject_tag):
-        what a hold's scope and an erasure look for; the identifier itself is never written."""
+        """The keyed digest of ``subject`` under the current cache key (new requests')."""
+        return self.subject_tags(subject)[0]
+
+    def subject_tags(self, subject: str) -> list[str]:
+        """The keyed digests the requests about ``subject`` recorded (gateway.keys.subject_tag)
+        under each cache key of the ring, the current key's first: what a hold's scope and an
+        erasure look for; the identifier itself is never written."""
         name = check_name(subject, "subject", example="customer-118204")
-        key = cache_key(self._settings, create=False)
-        if name is None or key is None:
+        ring = cache_key_ring(self._settings)
+        if name is None or ring is None:
             raise ConfigurationError(
                 "subjects are recorded as digests keyed under the deployment's cache key, and "
                 "it is not here.",
                 hint="Run this where the gateway's cache key is (GATEWAY_CACHE_KEY_FILE).",
             )
-        return subject_tag(key, name)
+        return list(ring.subject_tags(name).values())
 
     def subject_requests(self, subject: str) -> list[str]:
         """The ids of the recorded requests about ``subject``, in the log's order."""
-        tag = self.subject_tag(subject)
-        return self._log.run(_requests_about, tag)
+        return self._subject_search(subject)[0]
+
+    def _subject_search(self, subject: str) -> tuple[list[str], dict[str, int]]:
+        tags = set(self.subject_tags(subject))
+        ring = cache_key_ring(self._settings)
+        known = set(ring.key_ids) if ring is not None else set()
+        return self._log.run(_requests_about, tags, known)
 
     def erase_subject(
         self,
@@ -205,16 +218,19 @@ class Erasing(OwnsLog):
         any is held or under a regulatory minimum)."""
         _required(reason, "--reason")
         _required(approver, "--approver")
-        ids = self.subject_requests(subject)
+        ids, unsearched = self._subject_search(subject)
         if not ids:
             raise InputError(
-                "no recorded request carries that subject.",
+                "no recorded request carries that subject"
+                + (f" ({_unsearched(unsearched)})." if unsearched else "."),
                 hint="A request names its subject when it is made (subject=..., "
-                "`gateway ask --subject`); requests made without one are found by id.",
+                "`gateway ask --subject`); requests made without one are found by id. Earlier "
+                "cache keys go in GATEWAY_PREVIOUS_CACHE_KEYS_FILE.",
             )
-        return self.erase(
+        report = self.erase(
             ids, rule="subject_request", reason=reason, actor=actor, approver=approver, now=now
         )
+        return report.model_copy(update={"unsearched": unsearched})
 
     # -- erasure ----------------------------------------------------------------------------
 
@@ -447,9 +463,26 @@ def _required(value: str | None, flag: str) -> None:
         raise InputError(f"{flag} is required and may not be blank.")
 
 
-def _requests_about(store: AuditStore, tag: str) -> list[str]:
-    return [
-        r.request_id
-        for r in references(store)
-        if r.kind == EventKind.REQUEST.value and r.subject == tag
-    ]
+def _requests_about(
+    store: AuditStore, tags: set[str], key_ids: set[str]
+) -> tuple[list[str], dict[str, int]]:
+    """The requests carrying one of ``tags``, and how many carry a tag made under a key not
+    in ``key_ids`` (by key id): those the ring cannot search."""
+    found: list[str] = []
+    unsearched: dict[str, int] = {}
+    for r in references(store):
+        if r.kind != EventKind.REQUEST.value or r.subject is None:
+            continue
+        if r.subject in tags:
+            found.append(r.request_id)
+        elif r.subject_key is not None and r.subject_key not in key_ids:
+            unsearched[r.subject_key] = unsearched.get(r.subject_key, 0) + 1
+    return found, unsearched
+
+
+def _unsearched(unsearched: dict[str, int]) -> str:
+    keys = ", ".join(sorted(unsearched))
+    return (
+        f"{sum(unsearched.values())} request(s) carry subject tags made under cache key(s) "
+        f"{keys}, which the key ring does not hold, and were not searched"
+    )

@@ -40,12 +40,19 @@ class HoldScope(BaseModel):
     request_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-    # A data subject's keyed digest (gateway.keys.subject_tag), never the identifier.
+    # A data subject's keyed digest (gateway.keys.subject_tag), never the identifier, and
+    # its digests under the key ring's earlier cache keys (requests recorded before a key
+    # was replaced carry those).
     subject: str | None = None
+    subject_tags: tuple[str, ...] | None = None
 
     def covers(self, event: Reference | StoredEvent) -> bool:
         return (
-            (self.subject is None or _subject(event) == self.subject)
+            (
+                self.subject is None
+                or _subject(event) == self.subject
+                or _subject(event) in (self.subject_tags or ())
+            )
             and (self.task is None or event.task == self.task)
             and (self.caller is None or event.caller == self.caller)
             and (self.request_id is None or event.request_id == self.request_id)

@@ -2,6 +2,7 @@
 
     signer = record_signer(settings, create=True)      # this gateway's record key (or None)
     trusted = trusted_record_keys(settings, signer)    # its own key, plus configured ones
+    ring = cache_key_ring(settings)                    # the cache key and earlier ones
     user_id = forwarded_user_id("payments-svc", salt=settings.user_id_salt)
 
     made = new_key_file(KeyKind.RECORD, Path("record.key"))   # 0600, and record.key.pub
@@ -18,6 +19,7 @@ from gateway.keys._cache_key import (
     keyed_request_hash,
     subject_tag,
 )
+from gateway.keys._cache_key_ring import CacheKeyRing, cache_key_ring
 from gateway.keys._new_keys import KEY_USES, KeyKind, NewKey, new_key_file, new_key_hint
 from gateway.keys._public_keys import PUBLIC_KEYS_FORMAT, PublicKeys, public_keys, public_keys_text
 from gateway.keys._record_keys import (
@@ -39,10 +41,12 @@ __all__ = [
     "RECORD_KEY_FILE",
     "USER_ID_PREFIX",
     "CacheKey",
+    "CacheKeyRing",
     "KeyKind",
     "NewKey",
     "PublicKeys",
     "cache_key",
+    "cache_key_ring",
     "forwarded_user_id",
     "integrator_keys",
     "keyed_request_hash",

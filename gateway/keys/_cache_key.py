@@ -10,7 +10,8 @@ is, the log alone no longer lets anyone confirm a guessed prompt by rebuilding i
 
 Order: ``cache_key`` (GATEWAY_CACHE_KEY), then ``cache_key_file``, then
 ``gateway-cache.key`` beside a configured record key file, then beside a SQLite database
-file; made once (32 random bytes as hex, mode 0600) when a writer first needs it. None of
+file; made once (32 random bytes as hex, mode 0600) when a writer first needs it, and never
+again over a log that already holds keyed hashes (a lost key is an error). None of
 these (a PostgreSQL deployment whose record key is given inline), or a default place this
 process may not write (a read-only secret mount; logged as ``cache_key_unavailable``): plain
 hashes, as before.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from audit.store import sqlite_path
@@ -35,6 +37,7 @@ __all__ = [
     "CacheKey",
     "cache_key",
     "keyed_request_hash",
+    "parsed_cache_key",
     "subject_tag",
 ]
 
@@ -46,18 +49,26 @@ _HINT = "Give the cache key as 64 hex digits (32 random bytes): openssl rand -he
 class CacheKey:
     """32 secret bytes; never in a repr, a log line or the database."""
 
-    __slots__ = ("_secret",)
+    __slots__ = ("_id", "_secret")
 
     def __init__(self, secret: bytes) -> None:
         if len(secret) < 32:
             raise ValueError("a cache key is at least 32 bytes")
         self._secret = secret
+        self._id = self.mac("gateway cache key id")[:16]
 
     def __repr__(self) -> str:
         return "CacheKey(**********)"
 
     def mac(self, text: str) -> str:
         return hmac.new(self._secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    @property
+    def key_id(self) -> str:
+        """A short name for the key (16 hex), recorded beside each subject tag so that a tag
+        is looked up under the key that made it; derived under the key, it reveals nothing
+        of it."""
+        return self._id
 
 
 def keyed_request_hash(key: CacheKey | None, plain: str) -> str:
@@ -81,15 +92,22 @@ def cache_key_path(settings: Settings) -> Path | None:
     return database.parent / CACHE_KEY_FILE if database is not None else None
 
 
-def cache_key(settings: Settings, *, create: bool) -> CacheKey | None:
-    """This deployment's cache key (see the module's docstring for where it comes from)."""
+def cache_key(
+    settings: Settings, *, create: bool, keyed_log: Callable[[], bool] | None = None
+) -> CacheKey | None:
+    """This deployment's cache key (see the module's docstring for where it comes from).
+
+    ``keyed_log`` says whether the log already holds ``hmac-sha256:`` hashes: asked only
+    before a new key would be made, which is then refused (:class:`ConfigurationError`). A
+    new key there would be a lost key replaced in silence: every keyed hash and subject tag
+    already recorded would be found under no key."""
     if settings.cache_key is not None:
-        return _parsed(settings.cache_key.get_secret_value(), "GATEWAY_CACHE_KEY")
+        return parsed_cache_key(settings.cache_key.get_secret_value(), "GATEWAY_CACHE_KEY")
     path = cache_key_path(settings)
     if path is None:
         return None
     try:
-        return _parsed(path.read_text(encoding="ascii"), str(path))
+        return parsed_cache_key(path.read_text(encoding="ascii"), str(path))
     except FileNotFoundError:
         if settings.cache_key_file is not None:
             raise ConfigurationError(
@@ -103,6 +121,14 @@ def cache_key(settings: Settings, *, create: bool) -> CacheKey | None:
         raise ConfigurationError(
             f"cannot read the cache key file {str(path)!r}: {reason}."
         ) from None
+    if keyed_log is not None and keyed_log():
+        raise ConfigurationError(
+            f"the cache key file {str(path)!r} is missing, and this audit log holds request "
+            "hashes and subject tags keyed under a cache key: a new key would find none of "
+            "them (replay cache, replay --verify, audit erase --subject).",
+            hint="Restore the deployment's cache key to that file (or point "
+            "GATEWAY_CACHE_KEY_FILE at it); docs/security.md, the cache key.",
+        )
     try:
         return _created(path)
     except OSError as exc:
@@ -117,7 +143,8 @@ def cache_key(settings: Settings, *, create: bool) -> CacheKey | None:
         return None
 
 
-def _parsed(text: str, where: str) -> CacheKey:
+def parsed_cache_key(text: str, where: str) -> CacheKey:
+    """A cache key given as hex (``where`` names it in the error)."""
     try:
         secret = bytes.fromhex(text.strip())
         return CacheKey(secret)
@@ -132,5 +159,5 @@ def _created(path: Path) -> CacheKey:
     try:
         write_new_secret(path, secret.hex())
     except FileExistsError:
-        return _parsed(path.read_text(encoding="ascii"), str(path))
+        return parsed_cache_key(path.read_text(encoding="ascii"), str(path))
     return CacheKey(secret)

@@ -136,6 +136,9 @@ class CallRecords:
             delivery["attachments"] = files
         if prepared.subject_tag is not None:  # keyed: never the subject's identifier
             delivery["subject"] = prepared.subject_tag
+            # Which cache key made it: after the key is replaced, the tag is looked up under
+            # the key that made it (gateway.keys.cache_key_ring).
+            delivery["subject_key"] = prepared.subject_key
         requested, overrides = recorded_overrides(plan)
         return Intent(
             EventKind.REQUEST,

@@ -128,7 +128,7 @@ class RequestPipeline:
             checked_caller = check_caller(caller, experiment=self._derives_policies)
             overrides = check_overrides(overrides)
             timeout_s = _check_timeout(request.timeout)
-            tag = self._subject_tag(request.subject)
+            tag, tag_key = self._subject_tag(request.subject)
             policy = self.policies.get(task)
             self.policies.check_in_effect(policy)  # before its effective_date: refused
             if self._policy_transform is not None:
@@ -172,17 +172,19 @@ class RequestPipeline:
             request_hash=request_hash_for(plan, model_version, self.recorder.cache_key),
             plain_hash=plain_request_hash(plan, model_version),
             subject_tag=tag,
+            subject_key=tag_key,
             model_version=model_version,
             stream=request.stream,
             timeout_s=timeout_s,
         )
 
-    def _subject_tag(self, subject: object) -> str | None:
-        """The keyed digest ``subject`` is recorded as, or None; InputError for a subject
-        that is not a plain name, or when there is no cache key to key it under."""
+    def _subject_tag(self, subject: object) -> tuple[str | None, str | None]:
+        """The keyed digest ``subject`` is recorded as and the id of the key it is keyed
+        under, or Nones; InputError for a subject that is not a plain name, or when there is
+        no cache key to key it under."""
         name = check_name(subject, "subject", example="customer-118204")
         if name is None:
-            return None
+            return None, None
         key = self.recorder.cache_key
         if key is None:
             raise InputError(
@@ -190,7 +192,7 @@ class RequestPipeline:
                 "no cache key to key it under.",
                 hint="Set GATEWAY_CACHE_KEY_FILE (docs/security.md), or leave subject out.",
             )
-        return subject_tag(key, name)
+        return subject_tag(key, name), key.key_id
 
     def _plan(
         self,

@@ -62,6 +62,7 @@ class Prepared:
     # are found under it (never recorded for a new event).
     plain_hash: str | None = None
     subject_tag: str | None = None  # the recorded keyed digest of the request's subject
+    subject_key: str | None = None  # the id of the cache key it is keyed under
     labels: CallLabels = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -31,15 +31,24 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+from sqlalchemy import select
+
 from audit import Appended, AuditStore, EventDraft, EventKind
 from audit.errors import AuditStoreError, ContentConflict
+from audit.store.schema import Event
 from audit.store.signing import Signer, signature_check
 from audit.verify.authenticity import SignatureCheck
 from audit.verify.eras import KeyEras
 from gateway._attachment_payloads import stored_payloads
 from gateway._store_adapter import StoreAdapter, require_database
 from gateway.errors import AuditError, AuditWriteError, ConfigurationError
-from gateway.keys import CacheKey, cache_key, record_signer, trusted_record_keys
+from gateway.keys import (
+    KEYED_PREFIX,
+    CacheKey,
+    cache_key,
+    record_signer,
+    trusted_record_keys,
+)
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider, WireTarget
 from gateway.request._call_types import CallLabels, Intended, Intent, Sent, failed, replied
 from gateway.request._record_facts import quoted_text
@@ -92,7 +101,8 @@ class Recorder:
         check = signature_check(trusted, reads.store.store_id)
         if signer is not None:
             _refuse_retired_signer(reads, signer, check)
-        return cls(reads.store, signature=check, cache_key=cache_key(settings, create=True))
+        key = cache_key(settings, create=True, keyed_log=lambda: reads.run(_holds_keyed_hashes))
+        return cls(reads.store, signature=check, cache_key=key)
 
     # -- the one translation of audit-store errors --------------------------------------------
 
@@ -298,3 +308,11 @@ def _refuse_retired_signer(reads: StoreAdapter, signer: Signer, check: Signature
         hint="Configure the current record key (GATEWAY_RECORD_KEY_FILE or GATEWAY_RECORD_KEY); "
         "see docs/security.md, 'Rotating the key: key eras'.",
     )
+
+
+def _holds_keyed_hashes(store: AuditStore) -> bool:
+    """Whether any event records a request hash keyed under a cache key (asked only before
+    a new cache key would be made: one statement, stopping at the first)."""
+    keyed = select(Event.seq).where(Event.request_hash.like(KEYED_PREFIX + "%")).limit(1)
+    with store.backend.reader.connect() as conn:
+        return conn.execute(keyed).first() is not None
