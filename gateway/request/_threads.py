@@ -55,10 +55,13 @@ class Job(Generic[R]):
     __slots__ = ("_args", "_context", "_error", "_fn", "_future", "_loop", "_result", "_settled")
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, fn: Callable[..., R], args: tuple[Any, ...]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fn: Callable[..., R] | None,
+        args: tuple[Any, ...] = (),
     ) -> None:
         self._loop = loop
-        self._context = contextvars.copy_context()
+        self._context = contextvars.copy_context() if fn is not None else None
         self._fn = fn
         self._args = args
         self._future: asyncio.Future[R] = loop.create_future()
@@ -97,9 +100,21 @@ class Job(Generic[R]):
             except BaseException:  # noqa: BLE001, S110 - kept for result()
                 pass
 
+    @classmethod
+    def outside(cls, loop: asyncio.AbstractEventLoop) -> Job[Any]:
+        """A job whose work another thread does and ends with :meth:`finish` (an append the
+        store's committer commits: ``store.append_soon(draft, job.finish)``)."""
+        return cls(loop, None)
+
+    def finish(self, result: R | None, error: BaseException | None) -> None:
+        """From any thread: the work ended with ``result`` or ``error``; tell the loop."""
+        self._result, self._error = result, error
+        self._notify()
+
     # -- in the worker thread ----------------------------------------------------------------
 
     def _run(self) -> None:
+        assert self._fn is not None and self._context is not None, "outside: see finish()"
         try:
             self._result = self._context.run(self._fn, *self._args)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter

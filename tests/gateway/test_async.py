@@ -118,14 +118,15 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     # The most recently idle thread takes the next job: sequential calls do not rotate
-    # through (and wake) a pool of cold threads.
+    # through (and wake) a pool of cold threads. The intents are committed by the store's
+    # one committer thread (no worker thread waits for them), the outcomes by one worker.
     fake_api.set_default(lambda _request: Reply.ok())
-    threads: set[int] = set()
+    threads: set[tuple[int, str]] = set()
     watching = threading.Event()
 
     def traced(statement: str) -> None:  # SQLite names each statement as it starts
         if watching.is_set() and statement.upper().startswith("INSERT INTO EVENTS"):
-            threads.add(threading.get_ident())
+            threads.add((threading.get_ident(), threading.current_thread().name))
 
     def connected(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.set_trace_callback(traced)
@@ -143,7 +144,7 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     finally:
         sqlalchemy.event.remove(Engine, "connect", connected)
     assert kinds(db_path).count("response") == 8  # each call appended its events
-    assert len(threads) == 1
+    assert sorted(name for _, name in threads) == ["audit-committer", "gateway-audit"]
 
 
 # -- the worker threads themselves (gateway.request) ---------------------------------------
