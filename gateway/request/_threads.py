@@ -38,15 +38,20 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar
 
+from audit.store.backend import PG_CONNECTIONS
+
 __all__ = ["AuditThreads", "Job"]
 
 R = TypeVar("R")
 
-# Enough for every request in flight to wait in one group commit: an audit thread mostly waits
-# (for the chain lock, a commit, an fsync), so the bound is concurrency, not cores. With the
-# old bound (cores + 4: 6 here) a c=32 load queued behind 6 threads and a commit group never
-# held more than 6 appends (bench/results/throughput.md).
-MAX_THREADS = 64
+# An audit thread mostly waits (for the chain lock, a commit, an fsync), so the bound is
+# concurrency, not cores: with the old bound (cores + 4: 6 here) a c=32 load queued behind 6
+# threads and a commit group never held more than 6 appends (bench/results/throughput.md).
+# A served intent waits in the store's commit queue with no thread (AuditStore.append_soon),
+# so it is the other hops (outcomes, replay look-ups) that take these threads. At most one
+# per PostgreSQL connection, less the committer's and one for the loop's own store work (the
+# key ring's refresh, readiness): a thread never waits for a pooled connection.
+MAX_THREADS = PG_CONNECTIONS - 2
 
 
 class Job(Generic[R]):
