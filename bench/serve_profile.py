@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     parser.add_argument("--tree", type=Path, default=ROOT)
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
+    parser.add_argument("--no-spy", action="store_true", help="CPU per request only")
     args = parser.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     root = Path(tempfile.mkdtemp(prefix="serve-profile-"))
@@ -111,33 +112,38 @@ def main() -> None:
             asyncio.run(drive(url, key, 64, min(args.c, 32)))  # warm-up
             load0 = os.getloadavg()[0]
             cpu0 = tree_cpu(pid)
-            spy_proc = subprocess.Popen(
-                [
-                    spy,
-                    "record",
-                    "--pid",
-                    str(pid),
-                    "--rate",
-                    str(args.rate),
-                    "--format",
-                    "raw",
-                    "--threads",
-                    "--native",
-                    "--output",
-                    str(out),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+            spy_proc = (
+                None
+                if args.no_spy
+                else subprocess.Popen(
+                    [
+                        spy,
+                        "record",
+                        "--pid",
+                        str(pid),
+                        "--rate",
+                        str(args.rate),
+                        "--format",
+                        "raw",
+                        "--threads",
+                        "--native",
+                        "--output",
+                        str(out),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
             )
             time.sleep(1.0)  # py-spy attaches
             cpu1 = tree_cpu(pid)
             wall = asyncio.run(drive(url, key, args.calls, args.c))
             cpu2 = tree_cpu(pid)
-            spy_proc.send_signal(signal.SIGINT)
-            spy_proc.wait(timeout=60)
+            if spy_proc is not None:
+                spy_proc.send_signal(signal.SIGINT)
+                spy_proc.wait(timeout=60)
     cpu_ms = (cpu2 - cpu1) * 1000 / args.calls
     counts: Counter[str] = Counter()
-    for line in out.read_text().splitlines():
+    for line in out.read_text().splitlines() if spy_proc is not None else []:
         stack, _, n = line.rpartition(" ")
         if idle(stack):
             continue

@@ -6,12 +6,17 @@ or a SQLite lock wait never runs on the loop.
     await threads.to_end(store.append, draft)              # finishes even if we are cancelled
     threads.close()                                        # waits for the work in progress
 
+A served call's intent does not come here: it waits in the store's commit queue with no thread
+(``Recorder.acommit``, ``AuditStore.append_soon``); an outside job (``Job.outside(loop)``,
+ended by ``job.finish(result, error)`` from the committing thread) is how the loop awaits it.
+
 A job runs to its end whatever happens to its waiter: a cancelled ``await job`` leaves the work
 running, and ``await job.settled()`` waits for it again. Each job runs in a copy of the
 submitting task's context (so log context variables reach the thread), as with
 ``asyncio.to_thread``.
 
-Why not ``asyncio.to_thread``: a request makes two of these hops on its critical path, and
+Why not ``asyncio.to_thread``: a request makes one of these hops on its critical path (its
+outcome; its intent made a second before ``append_soon``), and
 each ``to_thread`` hop wakes a cold thread (the default executor's threads queue FIFO, so
 consecutive hops rotate through all of them, and at one call at a time the pool still grows
 to its maximum), wraps its coroutine in a task and chains a concurrent future to an asyncio
@@ -19,7 +24,7 @@ future, which costs loop iterations on the way back. Here the most recently idle
 takes the next job directly, and the result comes back in one ``call_soon_threadsafe``.
 
 Threads start on first use (a sync ``Gateway`` starts none), at most ``max_threads`` at once
-(`MAX_THREADS`: enough for every request in flight to join one group commit); jobs beyond that
+(`MAX_THREADS`: one per pooled PostgreSQL connection, less two); jobs beyond that
 wait in order. Worker threads are daemons, so a gateway never closed cannot hold the process
 open, and an exit handler waits for the work already submitted, as the default executor's
 does; a forked child starts its own threads.
