@@ -69,6 +69,27 @@ class _Pending(Generic[T, R]):
             done(self.result, self.error)
 
 
+class _Wake:
+    """The committer thread's wake-up: a bare lock held while nobody has called ``set``
+    (``threading.Event`` and ``Semaphore`` are Python-level conditions: a lock allocated
+    and a few calls more per wait). Set under the committer's ``_lock``; several sets before
+    a ``wait`` make one wake-up, which is all the committer needs (it reads
+    ``_soon_leads`` once awake)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        if self._lock.locked():
+            self._lock.release()
+
+    def wait(self) -> None:
+        self._lock.acquire()
+
+
 def _always(_exc: BaseException) -> bool:
     return True
 
@@ -94,7 +115,7 @@ class GroupCommitter(Generic[T, R]):
         self.batches = 0  # for the benchmark: appends / batches = mean group size
         # The committer thread of submit_soon items (started on first use) and its wake-up.
         self._thread: threading.Thread | None = None
-        self._wake = threading.Semaphore(0)
+        self._wake = _Wake()
         self._soon_leads = False  # the committer thread is to lead the next batch
         self._closed = False
 
@@ -105,7 +126,7 @@ class GroupCommitter(Generic[T, R]):
         self._queue = []
         self._busy = False
         self._thread = None
-        self._wake = threading.Semaphore(0)
+        self._wake = _Wake()
         self._soon_leads = False
 
     def close(self) -> None:
@@ -115,7 +136,7 @@ class GroupCommitter(Generic[T, R]):
         with self._lock:
             self._closed = True
             thread = self._thread
-            self._wake.release()  # an idle committer thread wakes to see it is closed
+            self._wake.set()  # an idle committer thread wakes to see it is closed
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
@@ -143,7 +164,7 @@ class GroupCommitter(Generic[T, R]):
                 target=self._commit_loop, name="audit-committer", daemon=True
             )
             self._thread.start()
-        self._wake.release()
+        self._wake.set()
 
     def _hand_over(self) -> None:
         """The batch is done: the oldest waiter leads the next one, or nobody is busy (under
@@ -160,7 +181,7 @@ class GroupCommitter(Generic[T, R]):
         # Only a batch handed to it is led here (``_soon_leads``): a wake-up from close() or
         # a token left over never makes a second leader beside a thread in ``submit``.
         while True:
-            self._wake.acquire()
+            self._wake.wait()
             with self._lock:
                 if not self._soon_leads:
                     if self._closed:
