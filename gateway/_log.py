@@ -34,6 +34,11 @@ class _Log:
 
     def __init__(self) -> None:
         self._observers: tuple[Observer, ...] = ()
+        # structlog's logger bound once per configuration (its processors, wrapper, factory
+        # and context class, by identity): ``get_logger(...).info`` builds and binds a new
+        # one on every event when the configuration does not cache it (gateway.logging's).
+        self._bound: Any = None
+        self._bound_for: tuple[object, ...] = ()
 
     def observe(self, observer: Observer) -> Callable[[], None]:
         """Call ``observer(event, fields)`` for each event from now on; returns its undo."""
@@ -60,9 +65,24 @@ class _Log:
         # logs nothing through it starts without importing it.
         structlog = sys.modules.get("structlog")
         if structlog is not None and structlog.is_configured():
-            getattr(structlog.get_logger("gateway"), method)(event, **fields)
+            getattr(self._structlog(structlog), method)(event, **fields)
         elif _stdlib.isEnabledFor(level):
             _stdlib.log(level, "%s %s", event, json.dumps(fields, default=str, sort_keys=True))
+
+    def _structlog(self, structlog: Any) -> Any:
+        config = structlog.get_config()
+        key = (
+            config["processors"],
+            config["wrapper_class"],
+            config["logger_factory"],
+            config["context_class"],
+        )
+        if len(key) != len(self._bound_for) or any(
+            a is not b for a, b in zip(key, self._bound_for, strict=True)
+        ):
+            self._bound = structlog.get_logger("gateway").bind()
+            self._bound_for = key
+        return self._bound
 
 
 log = _Log()

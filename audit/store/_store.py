@@ -35,7 +35,7 @@ from audit.sealing import opened
 from audit.store._append import interrupted, item_specific
 from audit.store._content import ContentReader
 from audit.store._fork import on_fork_child
-from audit.store._group import GroupCommitter
+from audit.store._group import Done, GroupCommitter
 from audit.store._log_format import LogFormat
 from audit.store._opening import begin_format_2, missing_database, unavailable
 from audit.store._prepare import Prepared, prepare
@@ -148,6 +148,7 @@ class AuditStore:
             create_sqlite_schema(conn)
 
     def close(self) -> None:
+        self._committer.close()  # appends queued with append_soon are committed first
         self._writer.close()
         self._backend.dispose()
 
@@ -199,6 +200,13 @@ class AuditStore:
 
     def append(self, draft: EventDraft) -> Appended:
         return self._committer.submit(prepare(draft, self._writer.known))
+
+    def append_soon(self, draft: EventDraft, done: Done[Appended]) -> None:
+        """:meth:`append` for a caller that must not block (an event loop): ``draft`` is
+        prepared here (an invalid one raises here), then joins the next group commit;
+        ``done(appended, None)`` is called once it is durable, or ``done(None, error)``, from
+        the store's committing thread (audit.store._group)."""
+        self._committer.submit_soon(prepare(draft, self._writer.known), done)
 
     def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
         """Append several events atomically in one transaction (imports, benchmarks)."""

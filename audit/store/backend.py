@@ -37,6 +37,12 @@ DURABILITIES = ("fsync", "os")
 BUSY_TIMEOUT_MS = 60_000
 LOCK_TIMEOUT_PARAM = "lock_timeout"  # URL query parameter, seconds; ours, not the driver's
 # The PostgreSQL chain lock (migration 0007), held to the end of the transaction.
+# A PostgreSQL store's connections (its engine's pool, shared by the writer and the readers):
+# PG_POOL_SIZE kept open, up to PG_CONNECTIONS at once. Whatever runs store work in threads
+# bounds them by this (gateway.request._threads.MAX_THREADS), so no thread waits for a
+# connection: a served gateway with --workers N opens up to N x PG_CONNECTIONS.
+PG_POOL_SIZE = 8
+PG_CONNECTIONS = 40
 CHAIN_LOCK_SQL = "SELECT audit_chain_lock()"
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE when lock_timeout expires
 # The chain guard's SQLSTATE (migration 0007) for an event whose content row under its digest
@@ -222,8 +228,8 @@ class Backend:
             # No pre-ping: it costs a round trip per append. After a server restart the
             # first append on a dead connection fails closed (AppendFailed) and the pool
             # drops its stale connections, so the next append reconnects.
-            pool_size=8,
-            max_overflow=32,
+            pool_size=PG_POOL_SIZE,
+            max_overflow=PG_CONNECTIONS - PG_POOL_SIZE,
             connect_args={"options": options, "connect_timeout": 10},
         )
         return cls(shown(url), "postgresql", durability, engine, engine, lock_ms)

@@ -52,10 +52,14 @@ from gateway.keys import (
 from gateway.providers.base import AsyncOnWire, AttemptFailure, OnWire, Provider, WireTarget
 from gateway.request._call_types import CallLabels, Intended, Intent, Sent, failed, replied
 from gateway.request._record_facts import quoted_text
-from gateway.request._threads import AuditThreads
+from gateway.request._threads import AuditThreads, Job
 from gateway.settings import Settings
 
-__all__ = ["Recorder"]
+__all__ = ["INLINE_WIRE_BYTES", "Recorder"]
+
+# A request body up to this size is drafted and digested on the event loop before its intent
+# is committed (well under a millisecond); a larger one in a worker thread.
+INLINE_WIRE_BYTES = 256 * 1024
 
 
 class Recorder:
@@ -112,13 +116,41 @@ class Recorder:
         except AuditStoreError as exc:
             if isinstance(exc, ContentConflict):
                 self._alert_content_conflict(draft, exc)
-            raise AuditWriteError(
-                f"the audit record ({draft.kind}) could not be committed, so the gateway "
-                f"stopped: {exc.message}",
-                request_id=draft.request_id,
-                hint="Nothing was sent upstream after this point. Fix the audit database "
-                "and retry.",
-            ) from exc
+            raise _write_error(draft, exc) from exc
+
+    async def aappend(self, draft: EventDraft) -> Appended:
+        """:meth:`append` for asyncio, with no thread waiting for the commit: ``draft`` is
+        prepared on the loop and joins the store's next group commit; the loop is told when
+        it is durable (``AuditStore.append_soon``). Cancelled meanwhile, it still waits for
+        that outcome (the append cannot be taken back), then re-raises the cancellation."""
+        return await self._awaited(draft, self._append_soon(draft))
+
+    async def _awaited(self, draft: EventDraft, job: Job[Appended]) -> Appended:
+        try:
+            return await job
+        except asyncio.CancelledError:
+            await job.settled()
+            if job.failed():
+                try:
+                    job.result()
+                except ContentConflict as exc:  # the alert is written all the same
+                    with contextlib.suppress(RuntimeError):  # the gateway is closing
+                        self.threads.submit(self._alert_content_conflict, draft, exc)
+                except BaseException:  # noqa: BLE001, S110 - the cancellation goes on
+                    pass
+            raise
+        except AuditStoreError as exc:
+            if isinstance(exc, ContentConflict):
+                await self.threads.to_end(self._alert_content_conflict, draft, exc)
+            raise _write_error(draft, exc) from exc
+
+    def _append_soon(self, draft: EventDraft) -> Job[Appended]:
+        job: Job[Appended] = Job.outside(asyncio.get_running_loop())
+        try:
+            self.store.append_soon(draft, job.finish)
+        except AuditStoreError as exc:  # refused as it was prepared: nothing was queued
+            raise _write_error(draft, exc) from exc
+        return job
 
     def append_many(self, drafts: list[EventDraft]) -> list[Appended]:
         """Append ``drafts`` in one transaction (records that follow no upstream call, such as
@@ -164,17 +196,36 @@ class Recorder:
         announced again, change nothing (the outcome says whether they were the same)."""
         if intended.committed:
             return
-        intent = intended.intent
-        data = intent.data if target is None else {**intent.data, "target": target.audit_data()}
-        appended = self.append(
-            call.draft(
-                intent.kind,
-                data,
-                payloads={**intent.payloads, **stored_payloads("request_body", wire)},
-                policy_content=intent.policy_content,
-                policy_canonical=intent.policy_canonical,
-            )
-        )
+        appended = self.append(_intent_draft(call, intended, wire, target))
+        intended.wire, intended.seq = wire, appended.seq
+
+    async def acommit(
+        self, call: CallLabels, intended: Intended, wire: bytes, target: WireTarget | None = None
+    ) -> None:
+        """:meth:`commit` for asyncio. The draft is built and prepared on the loop (bounded
+        work: a body up to INLINE_WIRE_BYTES, its digest) and committed by the store's
+        committer, no thread waiting (:meth:`aappend`); a larger body is drafted and digested
+        in a worker thread. Cancelled meanwhile, it waits for the commit's outcome, so
+        ``intended`` says whether the intent was committed (and so needs its CANCELLED
+        outcome)."""
+        if intended.committed:
+            return  # a retry's bytes: nothing to write
+        if len(wire) > INLINE_WIRE_BYTES:
+            job: Job[Any] = self.threads.submit(self.commit, call, intended, wire, target)
+            try:
+                await job
+            except asyncio.CancelledError:
+                await job.settled()
+                raise
+            return
+        draft = _intent_draft(call, intended, wire, target)
+        job = self._append_soon(draft)
+        try:
+            appended = await self._awaited(draft, job)
+        except asyncio.CancelledError:
+            if job.done and not job.failed():  # committed: it needs its CANCELLED outcome
+                intended.wire, intended.seq = wire, job.result().seq
+            raise
         intended.wire, intended.seq = wire, appended.seq
 
     def on_wire_for(self, call: CallLabels, intended: Intended) -> OnWire | None:
@@ -187,21 +238,12 @@ class Recorder:
         return on_wire
 
     def aon_wire_for(self, call: CallLabels, intended: Intended) -> AsyncOnWire | None:
-        """:meth:`on_wire_for` for asyncio: the intent is committed in a worker thread. A
-        cancellation meanwhile cannot stop that thread, so it is waited for: ``intended``
-        then says whether the intent was committed (and so needs its CANCELLED outcome)."""
+        """:meth:`on_wire_for` for asyncio (:meth:`acommit`)."""
         if intended.committed:
             return None
 
         async def on_wire(wire: bytes, *, target: WireTarget | None = None) -> None:
-            if intended.committed:
-                return  # a retry's bytes: nothing to write, so no hop
-            job = self.threads.submit(self.commit, call, intended, wire, target)
-            try:
-                await job
-            except asyncio.CancelledError:
-                await job.settled()
-                raise
+            await self.acommit(call, intended, wire, target)
 
         return on_wire
 
@@ -291,6 +333,29 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001 - every failure after the intent gets an outcome
             return failed(provider, call, intended, exc)
         return replied(provider, call, intended, reply)
+
+
+def _intent_draft(
+    call: CallLabels, intended: Intended, wire: bytes, target: WireTarget | None
+) -> EventDraft:
+    intent = intended.intent
+    data = intent.data if target is None else {**intent.data, "target": target.audit_data()}
+    return call.draft(
+        intent.kind,
+        data,
+        payloads={**intent.payloads, **stored_payloads("request_body", wire)},
+        policy_content=intent.policy_content,
+        policy_canonical=intent.policy_canonical,
+    )
+
+
+def _write_error(draft: EventDraft, exc: AuditStoreError) -> AuditWriteError:
+    return AuditWriteError(
+        f"the audit record ({draft.kind}) could not be committed, so the gateway "
+        f"stopped: {exc.message}",
+        request_id=draft.request_id,
+        hint="Nothing was sent upstream after this point. Fix the audit database and retry.",
+    )
 
 
 def _refuse_retired_signer(reads: StoreAdapter, signer: Signer, check: SignatureCheck) -> None:

@@ -6,12 +6,17 @@ or a SQLite lock wait never runs on the loop.
     await threads.to_end(store.append, draft)              # finishes even if we are cancelled
     threads.close()                                        # waits for the work in progress
 
+A served call's intent does not come here: it waits in the store's commit queue with no thread
+(``Recorder.acommit``, ``AuditStore.append_soon``); an outside job (``Job.outside(loop)``,
+ended by ``job.finish(result, error)`` from the committing thread) is how the loop awaits it.
+
 A job runs to its end whatever happens to its waiter: a cancelled ``await job`` leaves the work
 running, and ``await job.settled()`` waits for it again. Each job runs in a copy of the
 submitting task's context (so log context variables reach the thread), as with
 ``asyncio.to_thread``.
 
-Why not ``asyncio.to_thread``: a request makes two of these hops on its critical path, and
+Why not ``asyncio.to_thread``: a request makes one of these hops on its critical path (its
+outcome; its intent made a second before ``append_soon``), and
 each ``to_thread`` hop wakes a cold thread (the default executor's threads queue FIFO, so
 consecutive hops rotate through all of them, and at one call at a time the pool still grows
 to its maximum), wraps its coroutine in a task and chains a concurrent future to an asyncio
@@ -19,7 +24,7 @@ future, which costs loop iterations on the way back. Here the most recently idle
 takes the next job directly, and the result comes back in one ``call_soon_threadsafe``.
 
 Threads start on first use (a sync ``Gateway`` starts none), at most ``max_threads`` at once
-(`MAX_THREADS`: enough for every request in flight to join one group commit); jobs beyond that
+(`MAX_THREADS`: one per pooled PostgreSQL connection, less two); jobs beyond that
 wait in order. Worker threads are daemons, so a gateway never closed cannot hold the process
 open, and an exit handler waits for the work already submitted, as the default executor's
 does; a forked child starts its own threads.
@@ -38,15 +43,20 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar
 
+from audit.store.backend import PG_CONNECTIONS
+
 __all__ = ["AuditThreads", "Job"]
 
 R = TypeVar("R")
 
-# Enough for every request in flight to wait in one group commit: an audit thread mostly waits
-# (for the chain lock, a commit, an fsync), so the bound is concurrency, not cores. With the
-# old bound (cores + 4: 6 here) a c=32 load queued behind 6 threads and a commit group never
-# held more than 6 appends (bench/results/throughput.md).
-MAX_THREADS = 64
+# An audit thread mostly waits (for the chain lock, a commit, an fsync), so the bound is
+# concurrency, not cores: with the old bound (cores + 4: 6 here) a c=32 load queued behind 6
+# threads and a commit group never held more than 6 appends (bench/results/throughput.md).
+# A served intent waits in the store's commit queue with no thread (AuditStore.append_soon),
+# so it is the other hops (outcomes, replay look-ups) that take these threads. At most one
+# per PostgreSQL connection, less the committer's and one for the loop's own store work (the
+# key ring's refresh, readiness): a thread never waits for a pooled connection.
+MAX_THREADS = PG_CONNECTIONS - 2
 
 
 class Job(Generic[R]):
@@ -55,10 +65,13 @@ class Job(Generic[R]):
     __slots__ = ("_args", "_context", "_error", "_fn", "_future", "_loop", "_result", "_settled")
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, fn: Callable[..., R], args: tuple[Any, ...]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        fn: Callable[..., R] | None,
+        args: tuple[Any, ...] = (),
     ) -> None:
         self._loop = loop
-        self._context = contextvars.copy_context()
+        self._context = contextvars.copy_context() if fn is not None else None
         self._fn = fn
         self._args = args
         self._future: asyncio.Future[R] = loop.create_future()
@@ -97,9 +110,21 @@ class Job(Generic[R]):
             except BaseException:  # noqa: BLE001, S110 - kept for result()
                 pass
 
+    @classmethod
+    def outside(cls, loop: asyncio.AbstractEventLoop) -> Job[Any]:
+        """A job whose work another thread does and ends with :meth:`finish` (an append the
+        store's committer commits: ``store.append_soon(draft, job.finish)``)."""
+        return cls(loop, None)
+
+    def finish(self, result: R | None, error: BaseException | None) -> None:
+        """From any thread: the work ended with ``result`` or ``error``; tell the loop."""
+        self._result, self._error = result, error
+        self._notify()
+
     # -- in the worker thread ----------------------------------------------------------------
 
     def _run(self) -> None:
+        assert self._fn is not None and self._context is not None, "outside: see finish()"
         try:
             self._result = self._context.run(self._fn, *self._args)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiter

@@ -173,5 +173,9 @@ def app_from_env() -> Starlette:
     from gateway.logging import configure_logging
 
     configure_logging()
+    from gateway.server._heap import settle_heap
+
     sys.setswitchinterval(SWITCH_INTERVAL_S)  # each worker is a process of its own
-    return create_app(Settings.from_env())
+    app = create_app(Settings.from_env())
+    settle_heap()
+    return app

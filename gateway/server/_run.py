@@ -35,6 +35,7 @@ import uvicorn
 
 from gateway.errors import ConfigurationError
 from gateway.server._app import SWITCH_INTERVAL_S, create_app
+from gateway.server._heap import settle_heap
 from gateway.server._protocol import ConnectionLimits, guarded_protocol
 from gateway.server._tls import tls_options
 from gateway.settings import Settings
@@ -143,6 +144,7 @@ def _serve(settings: Settings, *, host: str, port: int, workers: int) -> None:
         )
         return
     config = uvicorn.Config(create_app(settings), host=host, port=port, **_options(settings))
+    settle_heap()
     _Server(config).run()
 
 

@@ -118,14 +118,15 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     # The most recently idle thread takes the next job: sequential calls do not rotate
-    # through (and wake) a pool of cold threads.
+    # through (and wake) a pool of cold threads. The intents are committed by the store's
+    # one committer thread (no worker thread waits for them), the outcomes by one worker.
     fake_api.set_default(lambda _request: Reply.ok())
-    threads: set[int] = set()
+    threads: set[tuple[int, str]] = set()
     watching = threading.Event()
 
     def traced(statement: str) -> None:  # SQLite names each statement as it starts
         if watching.is_set() and statement.upper().startswith("INSERT INTO EVENTS"):
-            threads.add(threading.get_ident())
+            threads.add((threading.get_ident(), threading.current_thread().name))
 
     def connected(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.set_trace_callback(traced)
@@ -143,7 +144,7 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     finally:
         sqlalchemy.event.remove(Engine, "connect", connected)
     assert kinds(db_path).count("response") == 8  # each call appended its events
-    assert len(threads) == 1
+    assert sorted(name for _, name in threads) == ["audit-committer", "gateway-audit"]
 
 
 # -- the worker threads themselves (gateway.request) ---------------------------------------
@@ -226,3 +227,43 @@ def test_more_jobs_than_threads_wait_in_order_and_close_waits_for_them() -> None
         return results
 
     assert asyncio.run(run()) == [0, 1]
+
+
+def test_calls_waiting_for_their_intents_commit_hold_no_thread_each(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # 16 calls in flight whose intents wait for the chain lock (held by another writer) wait
+    # in the store's commit queue, not each in a worker thread of its own: the loop hands
+    # them to the store's one committer thread and is answered when each is durable.
+    from tests.audit.test_group_commit import ChainLockHolder
+
+    fake_api.set_default(lambda _request: Reply.ok())
+
+    async def run() -> tuple[int, int]:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            await gw.complete("quant_strategy", "warm-up", caller="research")
+            committer = gw._core.store._committer
+            pool = gw._core.recorder.threads
+
+            def busy() -> int:  # worker threads at work (the others wait, idle, for a job)
+                with pool._lock:
+                    return len(pool._threads) - len(pool._idle)
+
+            before = busy()
+            with ChainLockHolder(f"sqlite:///{db_path}"):
+                calls = [
+                    asyncio.create_task(gw.complete("quant_strategy", f"q{n}", caller="r"))
+                    for n in range(16)
+                ]
+                deadline = time.monotonic() + 30
+                while len(committer._queue) < 15:  # one is at the lock, 15 behind it
+                    assert time.monotonic() < deadline, "the intents never queued"
+                    await asyncio.sleep(0.005)
+                waiting = busy()
+            results = await asyncio.gather(*calls)
+            assert len({r.request_id for r in results}) == 16
+            return before, waiting
+
+    before, waiting = asyncio.run(run())
+    assert waiting <= before  # before: one busy worker thread per waiting call (16)
+    assert kinds(db_path).count("response") == 17

@@ -53,3 +53,16 @@ def test_requests_hits_and_rejections_are_recorded_and_verify(
         assert store.payload(request.payload_digests["request_body"]) == fake_api.requests[-1].body
         assert verify_log(store).ok
         assert API_KEY.encode() not in b"".join(e.body for e in store.iter_events())
+
+
+def test_audit_threads_never_outnumber_the_store_connections(pg_url: str) -> None:
+    # Every audit thread busy at once, and the committer thread, each hold a pooled
+    # connection: the pool must have one for each, or a thread waits for the pool's time-out
+    # (64 threads against 40 connections before).
+    from gateway.request._threads import MAX_THREADS
+
+    upgrade(pg_url)
+    with AuditStore.open(pg_url) as store:
+        pool = store.backend.writer.pool
+        capacity = pool.size() + pool._max_overflow  # type: ignore[attr-defined]
+    assert capacity > MAX_THREADS + 1
