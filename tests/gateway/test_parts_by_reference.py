@@ -6,13 +6,14 @@ blocks after the policy's prompt) stays in the ``overrides`` payload as sent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 from audit import AuditStore
 from audit.canonical import canonical_bytes
-from gateway import Gateway
+from gateway import AsyncGateway, Gateway, Settings
 from gateway.policy import IN_BODY, in_body_overrides
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.gateway.conftest import db_path, gw, make_gateway, policy_dir  # noqa: F401
@@ -94,3 +95,34 @@ def test_a_body_without_the_named_part_reads_as_unreadable() -> None:
     assert in_body_overrides(held, data, None) is None
     # A REQUEST recorded before requested_in_body holds every override elsewhere.
     assert in_body_overrides({"tools": TOOLS}, {"requested": {}}, None) == {"tools": TOOLS}
+
+
+def test_async_calls_record_the_overrides_payload_too(
+    policy_dir: Path,  # noqa: F811
+    fake_api: FakeMessagesAPI,
+    db_path: Path,  # noqa: F811
+) -> None:
+    """AsyncGateway commits its intent from the event loop (Recorder.acommit): the same
+    REQUEST, its ``overrides`` payload included."""
+    blocks = [{"type": "text", "text": "Sign as the desk bot."}]
+    fake_api.script(Reply.ok("ok"))
+    overrides = {"system": blocks, "tools": TOOLS}
+    settings = Settings(
+        policy_dir=policy_dir,
+        database_url=f"sqlite:///{db_path}",
+        anthropic_api_key="sk-test",
+        anthropic_base_url=fake_api.base_url,
+        durability="os",
+    )
+
+    async def call() -> str:
+        async with AsyncGateway(settings) as agw:
+            result = await agw.complete(
+                "general_assistant", messages=USER, caller="desk", overrides=overrides
+            )
+            return result.request_id
+
+    request_id = asyncio.run(call())
+    data, held, wire = _request(db_path, request_id)
+    assert held == {"system": blocks}
+    assert in_body_overrides(held, data, json.loads(wire)) == overrides
