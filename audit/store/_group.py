@@ -112,6 +112,7 @@ class GroupCommitter(Generic[T, R]):
         self._lock = threading.Lock()
         self._queue: list[_Pending[T, R]] = []
         self._busy = False
+        self._leading = 0  # items in the batch being committed
         self.batches = 0  # for the benchmark: appends / batches = mean group size
         # The committer thread of submit_soon items (started on first use) and its wake-up.
         self._thread: threading.Thread | None = None
@@ -125,6 +126,7 @@ class GroupCommitter(Generic[T, R]):
         self._lock = threading.Lock()
         self._queue = []
         self._busy = False
+        self._leading = 0
         self._thread = None
         self._wake = _Wake()
         self._soon_leads = False
@@ -166,10 +168,22 @@ class GroupCommitter(Generic[T, R]):
             self._thread.start()
         self._wake.set()
 
+    def waiting(self) -> int:
+        """Items not yet told their outcome: queued, or in the batch being committed."""
+        with self._lock:
+            return len(self._queue) + self._leading
+
+    def _take(self) -> tuple[list[_Pending[T, R]], list[_Pending[T, R]]]:
+        """The next batch and what stays queued (under ``_lock``)."""
+        batch = self._queue[:MAX_BATCH]
+        self._leading = len(batch)
+        return batch, self._queue[MAX_BATCH:]
+
     def _hand_over(self) -> None:
         """The batch is done: the oldest waiter leads the next one, or nobody is busy (under
         ``_lock``). A thread waiting in ``submit`` leads itself; a ``submit_soon`` item
         has the committer thread lead for it."""
+        self._leading = 0
         if not self._queue:
             self._busy = False
         elif self._queue[0].event is not None:
@@ -179,17 +193,25 @@ class GroupCommitter(Generic[T, R]):
 
     def _commit_loop(self) -> None:
         # Only a batch handed to it is led here (``_soon_leads``): a wake-up from close() or
-        # a token left over never makes a second leader beside a thread in ``submit``.
+        # a token left over never makes a second leader beside a thread in ``submit``. The
+        # state is read before every wait, never only after one: several sets make one
+        # wake-up, so a close() whose set fell in with a batch's would otherwise be missed
+        # (the thread waited for ever after that batch, and close() for the thread).
         while True:
-            self._wake.wait()
             with self._lock:
-                if not self._soon_leads:
-                    if self._closed:
-                        self._thread = None
-                        return
-                    continue
-                self._soon_leads = False
-                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                if self._soon_leads:
+                    self._soon_leads = False
+                    batch, self._queue = self._take()
+                    if not batch:
+                        self._hand_over()  # nothing left to lead: nobody is busy
+                elif self._closed:
+                    self._thread = None
+                    return
+                else:
+                    batch = []
+            if not batch:
+                self._wake.wait()
+                continue
             try:
                 self._run(batch)
             except BaseException:  # noqa: BLE001, S110 - every item of the batch has it
@@ -209,7 +231,7 @@ class GroupCommitter(Generic[T, R]):
             mine.event.wait()  # woken either with a result or to lead the next batch
         if not mine.done:
             with self._lock:
-                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                batch, self._queue = self._take()
             try:
                 self._run(batch)
             finally:

@@ -175,3 +175,29 @@ def test_an_event_loop_is_answered_through_its_own_thread(any_url: str) -> None:
             recorder.threads.close()
         assert sorted(seqs) == list(range(1, 17)) and not elsewhere
         assert store.head()[0] == 16
+
+
+def test_close_during_a_batch_with_more_queued_still_stops_the_committer() -> None:
+    """close() while the committer leads one batch and another waits: its wake-up falls in
+    with the one that hands the committer the next batch (several sets make one wake-up),
+    so the committer must read the state before it waits again. It waited for ever after
+    that batch, and close() waited for it."""
+    entered, gate = threading.Event(), threading.Event()
+
+    def commit(batch: list[int]) -> list[int]:
+        entered.set()
+        gate.wait(30)
+        return batch
+
+    committer: GroupCommitter[int, int] = GroupCommitter(commit)
+    told: list[int | None] = []
+    committer.submit_soon(1, lambda r, e: told.append(r))
+    assert entered.wait(30)  # the committer leads [1], held at the gate
+    committer.submit_soon(2, lambda r, e: told.append(r))  # queued behind it
+    closing = threading.Thread(target=committer.close, daemon=True)
+    closing.start()
+    time.sleep(0.2)  # close() has set the wake-up and joins the committer
+    gate.set()
+    closing.join(10)
+    assert not closing.is_alive(), "close() waits for a committer that never wakes"
+    assert told == [1, 2]

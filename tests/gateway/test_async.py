@@ -256,7 +256,7 @@ def test_calls_waiting_for_their_intents_commit_hold_no_thread_each(
                     for n in range(16)
                 ]
                 deadline = time.monotonic() + 30
-                while len(committer._queue) < 15:  # one is at the lock, 15 behind it
+                while committer.waiting() < 16:  # some at the lock, the others behind
                     assert time.monotonic() < deadline, "the intents never queued"
                     await asyncio.sleep(0.005)
                 waiting = busy()
