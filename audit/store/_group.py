@@ -186,6 +186,8 @@ class GroupCommitter(Generic[T, R]):
         self._leading = 0
         if not self._queue:
             self._busy = False
+            if self._closed:
+                self._wake.set()  # a committer kept for a batch a thread led may stop now
         elif self._queue[0].event is not None:
             self._queue[0].event.set()  # it is not done, so it leads
         else:
@@ -204,7 +206,7 @@ class GroupCommitter(Generic[T, R]):
                     batch, self._queue = self._take()
                     if not batch:
                         self._hand_over()  # nothing left to lead: nobody is busy
-                elif self._closed:
+                elif self._closed and not self._busy:  # nothing queued, none leading
                     self._thread = None
                     return
                 else:

@@ -29,7 +29,7 @@ if _typing.TYPE_CHECKING:
     from gateway.policy._model_choice import chosen_model, transported
     from gateway.policy._plan import Plan, plan_request
     from gateway.policy._policy_set import PolicyEntry, PolicySet
-    from gateway.policy._requested import IN_BODY, in_body_overrides
+    from gateway.policy._requested import CONTENT_OVERRIDES, IN_BODY, in_body_overrides
     from gateway.policy._retention import Minimum, RetentionTable, minimum_days
     from gateway.policy._review import ReviewReport, review_policies
     from gateway.policy._routes import ANY, Route, RouteTable
@@ -66,6 +66,7 @@ _LAZY = {
     "transported": "gateway.policy._model_choice",
     "Plan": "gateway.policy._plan",
     "plan_request": "gateway.policy._plan",
+    "CONTENT_OVERRIDES": "gateway.policy._requested",
     "IN_BODY": "gateway.policy._requested",
     "in_body_overrides": "gateway.policy._requested",
     "PolicyEntry": "gateway.policy._policy_set",
@@ -94,6 +95,7 @@ _LAZY = {
 
 __all__ = [
     "ANY",
+    "CONTENT_OVERRIDES",
     "FIELDS",
     "IN_BODY",
     "PLACEHOLDER_INPUT",

@@ -35,7 +35,7 @@ from gateway.errors import InputError, PolicyLoadError, PolicyViolation
 from gateway.policy._content import check_messages
 from gateway.policy._contract import CallerParts, caller_parts, check_system_size, is_opened
 from gateway.policy._findings import Finding, Severity
-from gateway.policy._requested import in_body
+from gateway.policy._requested import in_body, shown_override
 from gateway.policy._schema import CallerChoice, CallerRange, Generation, Policy, TokenRange
 from gateway.policy.rules import Subject, check
 from gateway.policy.rules.caller import INTEGER_KEYS
@@ -283,7 +283,8 @@ def _refuse_unhonoured(
         named = finding.key.removeprefix("generation.").split(".")[0]
         key = named if named in requested else sorted(requested)[0]
         raise PolicyViolation(
-            f"the override {key} = {requested[key]!r} is not allowed with this policy: "
+            f"the override {key} = {shown_override(key, requested[key])} is not allowed "
+            f"with this policy: "
             f"{finding.message} {finding.advice}",
             key=key,
         )

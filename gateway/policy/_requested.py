@@ -34,6 +34,18 @@ PATHS: dict[str, tuple[Path, ...]] = {
 
 IN_BODY = "requested_in_body"  # the REQUEST data's field (docs/audit.md)
 
+# The overrides whose value a caller writes freely: content, never in an event's data nor in
+# an error message (which a REJECTED or REPLAY event records); shown by size instead.
+CONTENT_OVERRIDES = frozenset(
+    {"system", "tools", "tool_choice", "output_format", "stop_sequences", "metadata"}
+)
+
+
+def shown_override(key: str, value: object) -> str:
+    """An override's value as an error message may quote it: a setting as given, content
+    by its kind alone."""
+    return f"<{type(value).__name__}>" if key in CONTENT_OVERRIDES else repr(value)
+
 
 def in_body(body: Mapping[str, Any], parts: Mapping[str, object]) -> dict[str, Path]:
     """The paths in ``body`` that hold a part of ``parts`` (override key -> the plan's own

@@ -328,11 +328,17 @@ class Replayer:
         keep_sent(row, sent)
         return row
 
-    def _plan(self, prepared: PreparedRun, recorded: Recorded, body: dict[str, Any]) -> Migration:
+    def _plan(
+        self,
+        prepared: PreparedRun,
+        recorded: Recorded,
+        body: dict[str, Any],
+        requested: dict[str, Any],
+    ) -> Migration:
         """The request re-planned for the --model target, or under the candidate folder."""
         request = recorded.request
         assert request is not None and recorded.policy is not None
-        messages, requested = body.get("messages"), recorded_requested(self.store, recorded) or {}
+        messages = body.get("messages")
         if prepared.candidate is not None:
             return plan_candidate(
                 prepared.candidate,
@@ -362,7 +368,15 @@ class Replayer:
         request = recorded.request
         assert request is not None
         body = request_body(self.store, recorded) or {}
-        migration = self._plan(prepared, recorded, body)
+        requested = recorded_requested(self.store, recorded)
+        if requested is None:  # re-planned without the caller's parts, it would differ falsely
+            return Row(
+                {
+                    "outcome": Outcome.SKIPPED,
+                    "reason": "the recorded overrides (the caller's parts) are not readable.",
+                }
+            )
+        migration = self._plan(prepared, recorded, body, requested)
         row = Row({"findings": migration.findings}, policy=migration.policy)
         plan, reached = migration.plan, migration.reached
         if plan is None or reached is None or migration.policy is None:

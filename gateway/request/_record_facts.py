@@ -20,7 +20,7 @@ from audit.canonical import canonical_bytes, compact_bytes
 from gateway._inputs import check_bounded, safe_label
 from gateway._output_check import response_text
 from gateway.errors import InputError
-from gateway.policy import IN_BODY, Plan, Policy
+from gateway.policy import CONTENT_OVERRIDES, IN_BODY, Plan, Policy
 from gateway.providers.base import BETAS_FIELD
 from gateway.providers.stream import MessageAssembler
 from gateway.request._replayable import outside_world
@@ -108,10 +108,6 @@ def quoted_text(data: Mapping[str, Any], key: str) -> tuple[dict[str, Any], dict
     return kept, {key: raw}
 
 
-# The overrides whose value a caller writes freely: content, never in an event's data.
-CONTENT_OVERRIDES = frozenset(
-    {"system", "tools", "tool_choice", "output_format", "stop_sequences", "metadata"}
-)
 OVERRIDES_PAYLOAD = "overrides"  # the REQUEST's payload holding the overrides as sent
 
 

@@ -201,3 +201,36 @@ def test_close_during_a_batch_with_more_queued_still_stops_the_committer() -> No
     closing.join(10)
     assert not closing.is_alive(), "close() waits for a committer that never wakes"
     assert told == [1, 2]
+
+
+def test_close_while_a_thread_leads_commits_the_soon_items_behind_it_first() -> None:
+    """close() while a ``submit`` thread leads a batch and a ``submit_soon`` item waits behind
+    it: the committer stays for that item (it stopped at once, and the item was committed
+    after close() returned, by a committer thread nobody joined)."""
+    entered, gate = threading.Event(), threading.Event()
+
+    def commit(batch: list[int]) -> list[int]:
+        if 1 in batch:
+            entered.set()
+            gate.wait(30)
+        return batch
+
+    committer: GroupCommitter[int, int] = GroupCommitter(commit)
+    told: list[int | None] = []
+    committer.submit_soon(0, lambda r, e: told.append(r))  # the committer thread exists
+    deadline = time.monotonic() + 30
+    while told != [0]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    leader = threading.Thread(target=committer.submit, args=(1,), daemon=True)
+    leader.start()
+    assert entered.wait(30)  # a thread of its own leads [1], held at the gate
+    committer.submit_soon(2, lambda r, e: told.append(r))
+    closing = threading.Thread(target=committer.close, daemon=True)
+    closing.start()
+    time.sleep(0.2)
+    assert closing.is_alive()  # still waiting for item 2
+    gate.set()
+    closing.join(10)
+    assert not closing.is_alive()
+    assert told == [0, 2]  # committed before close() returned

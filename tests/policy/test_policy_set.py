@@ -147,6 +147,7 @@ def test_public_names_are_pinned() -> None:
         "opened_keys",
         "plan_request",
         "IN_BODY",
+        "CONTENT_OVERRIDES",
         "in_body_overrides",
         "review_policies",
         "task_names",
@@ -169,3 +170,11 @@ def test_task_names_are_the_tasks_a_loaded_folder_names(tmp_path: Path, catalog:
     loaded = PolicySet.load(tmp_path, catalog).tasks()
     assert gateway.policy.task_names(tmp_path) == loaded == ["broken_task"]
     assert gateway.policy.task_names(tmp_path / "nope") == []
+
+
+def test_an_error_message_quotes_settings_never_content() -> None:
+    from gateway.policy._requested import shown_override
+
+    assert shown_override("temperature", 0.5) == "0.5"
+    assert shown_override("system", "Client Jane Roe") == "<str>"
+    assert shown_override("tools", [{"name": "t"}]) == "<list>"

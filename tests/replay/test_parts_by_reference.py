@@ -5,9 +5,11 @@ same bytes again."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
+from audit import AuditStore
 from gateway import Gateway, Settings
 from gateway.policy import IN_BODY
 from gateway.replay import Outcome
@@ -77,3 +79,29 @@ def test_a_request_recorded_with_every_override_inline_still_verifies(
     (row,) = replay(sqlite_url, prepared.request_id).requests
     assert row.outcome is Outcome.PASSED, row.reason
     assert {c.name for c in row.checks} >= {"request_hash", "wire_body"}
+
+
+def test_a_migration_whose_caller_parts_are_unreadable_is_skipped(
+    policy_dir: Path, sqlite_url: str, fake_api: FakeMessagesAPI
+) -> None:
+    """The ``overrides`` payload gone (a file edited behind the gateway's back) while the body
+    is there: re-planned without the caller's parts, the request would show changes it never
+    had. The row says the parts are not readable instead."""
+    blocks = [{"type": "text", "text": "Sign as the desk bot."}]  # combined: in the payload
+    fake_api.script(Reply.ok(text="ok"))
+    with Gateway(_settings(policy_dir, sqlite_url, fake_api)) as gw:
+        request_id = gw.complete(
+            "general_assistant", messages=USER, caller="desk", overrides={"system": blocks}
+        ).request_id
+    with AuditStore.open(sqlite_url, "os") as store:
+        [request] = [e for e in store.events_for_request(request_id) if e.kind == "request"]
+    ref = request.payload_digests["overrides"]
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        for (name,) in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'payloads'"
+        ).fetchall():
+            db.execute(f'DROP TRIGGER "{name}"')
+        db.execute("DELETE FROM payloads WHERE digest = ?", (ref,))
+    (row,) = replay(sqlite_url, request_id, model="claude-opus-4-6").requests
+    assert row.outcome is Outcome.SKIPPED
+    assert "overrides" in (row.reason or "")
