@@ -90,7 +90,9 @@ def test_soon_and_blocking_appends_share_the_queue_and_order(any_url: str) -> No
 
         with ChainLockHolder(any_url):
             store.append_soon(EventDraft(kind=EventKind.REQUEST, request_id="s0"), soon("s0"))
-            _until(lambda: store._committer._busy, "leading")
+            # Taken to commit, not only queued: ``_busy`` is set before the committer thread
+            # takes s0, and a queue of one would then still be s0 alone.
+            _until(lambda: not store._committer._queue, "s0 taken to commit")
             waiter = threading.Thread(target=blocking, args=("t1",))
             waiter.start()
             _until(lambda: len(store._committer._queue) == 1, "t1 queued")
