@@ -21,7 +21,6 @@ The public API is exactly ``__all__``. Beyond the errors, each name loads on fir
 not import all five: every CLI start pays only for what its command reads.
 """
 
-import importlib as _importlib
 import typing as _typing
 
 from audit.errors import (
@@ -34,6 +33,7 @@ from audit.errors import (
     NotFound,
     SchemaMismatch,
 )
+from audit.lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from audit.reports.export import EventFilter, ExportSummary, export_events
@@ -94,10 +94,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'audit' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups find it without this function
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)

@@ -12,9 +12,9 @@ and the Settings load on first use, so that ``import gateway.cli`` (every CLI st
 only for what its command needs.
 """
 
-import importlib as _importlib
 import typing as _typing
 
+from audit.lazy import lazy_names as _lazy_names
 from gateway.errors import (
     AnswerAlertWarning,
     AuditError,
@@ -81,10 +81,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gateway' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups find it without this function
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)

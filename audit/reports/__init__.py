@@ -7,8 +7,9 @@ Each name loads on first use (as the ``audit`` face does), so that importing one
 this room does not import the others.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from audit.lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from audit.reports.export import EventFilter, ExportFormat, ExportSummary, export_events
@@ -34,10 +35,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'audit.reports' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups find it without this function
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)

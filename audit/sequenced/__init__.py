@@ -11,8 +11,9 @@ Each name loads on first use (as the ``audit`` face does), so that importing one
 this room does not import the others.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from audit.lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from audit.sequenced.head import integrated_checkpoint
@@ -46,10 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'audit.sequenced' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups find it without this function
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)

@@ -8,8 +8,9 @@ Each name loads on first use, so that importing one of the room's modules (the t
 ``audit.store.models``, say) does not import the store, SQLAlchemy's engine and Alembic.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from audit.lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from audit.store._follow import LogFollower
@@ -37,10 +38,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'audit.store' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups find it without this function
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)

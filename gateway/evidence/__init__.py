@@ -13,8 +13,9 @@ Every name loads on first use (its module then), so that a command that needs on
 (`gateway audit list`: Auditing) does not import the others' dependencies.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from audit.lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from gateway.evidence._approvals import (
@@ -225,10 +226,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gateway.evidence' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups find it without this function
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)

@@ -10,8 +10,9 @@ part (the task names, a recorded contract) does not import policy loading, jsons
 the review rules.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from audit.lazy import lazy_names as _lazy_names
 
 if _typing.TYPE_CHECKING:
     from gateway.policy._contract_text import broad_grant, caller_grants, contract_kind
@@ -143,10 +144,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gateway.policy' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # once: later lookups find it without this function
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)
