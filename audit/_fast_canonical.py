@@ -31,13 +31,16 @@ the one JSON value the two encoders write differently, and a digit before ``.`` 
 the only way one shows), no byte from U+D800's lead byte up (the key order's limit, above),
 and read back equal to the value (orjson writes an ``Enum``, a ``UUID`` and NaN as JSON where
 rfc8785 refuses them, and a tuple as an array); integers past the safe range and subclasses
-of the JSON types stop orjson itself. Otherwise the walk decides, as before.
+of the JSON types stop orjson itself. Otherwise the walk decides, as before. For bytes of 4 KB
+and more, the scan's verdict and the value read back are remembered by the bytes themselves
+(a framework's tools are the same bytes on every request); the value is compared every time.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -166,7 +169,10 @@ def _members(
         item = value[key]
         fast = None
         if type(item) is dict or type(item) is list:
-            fast = _by_orjson(item, None if max_depth is None else room)
+            # An object with a float member of its own (a planned body's temperature) is
+            # never kept whole (orjson writes the float): straight to its members.
+            if not (split > 1 and type(item) is dict and _has_float_member(item)):
+                fast = _by_orjson(item, None if max_depth is None else room)
             if fast is None and type(item) is dict and split > 1:
                 # A float somewhere inside (a planned body's temperature beside 30 KB of
                 # caller tools): only the members that hold one go to the walk, level by level.
@@ -203,12 +209,48 @@ def _by_orjson(value: dict[str, Any] | list[Any], max_depth: int | None) -> byte
         data = data[wrap:-wrap]
     elif max_depth is not None and data.count(b"[") + data.count(b"{") > max_depth:
         return None  # no known limit of orjson's to bound the depth by
-    scan = data.translate(_SCAN)
-    if b"!" in scan or (_FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)):
-        return None
-    if orjson.loads(data) != value:
+    high, floats, read = _read_back(data, keys_sorted=True)
+    if high or floats or read != value:
         return None
     return data
+
+
+def _has_float_member(value: dict[Any, Any]) -> bool:
+    return any(type(item) is float for item in value.values())
+
+
+_NOT_READ: Any = object()  # never equal to a value: data that writes a float is not read back
+
+
+def _read_back(data: bytes, keys_sorted: bool) -> tuple[bool, bool, Any]:
+    """What decides whether orjson's ``data`` can be kept: whether it holds a byte from
+    U+D800's lead byte up (which matters where ``keys_sorted``), whether it writes a float,
+    and (when neither rules it out) the value it reads back as. All three are a function of
+    the bytes alone, so for larger bytes (a framework sends the same 30 KB of tools on every
+    request) they are remembered by the bytes themselves (:func:`_read_back_memo`): the
+    caller still compares its own value with the value read back; only the parse and the
+    scan are not repeated."""
+    if _MEMO_MIN_BYTES <= len(data) <= _MEMO_MAX_BYTES:
+        return _read_back_memo(data)
+    scan = data.translate(_SCAN)
+    high = b"!" in scan
+    floats = _FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)
+    ruled_out = floats or (high and keys_sorted)
+    return high, floats, _NOT_READ if ruled_out else orjson.loads(data)
+
+
+def _read_back_all(data: bytes) -> tuple[bool, bool, Any]:
+    scan = data.translate(_SCAN)
+    floats = _FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)
+    return b"!" in scan, floats, _NOT_READ if floats else orjson.loads(data)
+
+
+# Keyed by the full bytes (equal bytes, never a digest of them), at most 16 entries of at most
+# 256 KB: below 4 KB the parse costs less than hashing and looking up the key. The values are
+# never handed out, only compared with (``!=`` reads both sides and changes neither).
+_MEMO_MIN_BYTES = 4 * 1024
+_MEMO_MAX_BYTES = 256 * 1024
+_read_back_memo = lru_cache(maxsize=16)(_read_back_all)
 
 
 _LEAVES = (str, bool, type(None))
@@ -268,9 +310,8 @@ def fast_compact(value: Any) -> bytes | None:
         data = orjson.dumps(value, default=_refuse, option=_COMPACT_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is one
         return None
-    if _FLOAT_LIKE.search(data.translate(_SCAN)) is not None and _writes_a_float(data):
-        return None
-    if orjson.loads(data) != value:
+    _, floats, read = _read_back(data, keys_sorted=False)
+    if floats or read != value:
         return None
     return data
 

@@ -182,3 +182,29 @@ def test_objects_nested_past_the_recursion_limit_are_left_to_the_reference() -> 
     for _ in range(5000):
         nested = {"k": nested, "f": 1.5}
     assert fast_canonical(nested) is None  # no RecursionError out of it
+
+
+def test_larger_bytes_seen_before_are_read_back_once_and_still_compared() -> None:
+    from audit import _fast_canonical
+    from audit.canonical import compact_bytes
+
+    # A framework's tools (more than 4 KB), sent again and again: the parse of orjson's bytes
+    # and their scan are remembered by the bytes; the value is compared every time.
+    tools = [{"name": f"t{n}", "description": "d" * 300, "x": None} for n in range(20)]
+    memo = _fast_canonical._read_back_memo
+    assert canonical_bytes(tools) == _reference(tools)
+    hits = memo.cache_info().hits
+    assert canonical_bytes(tools) == _reference(tools)
+    assert compact_bytes(tools) == json.dumps(tools, separators=(",", ":")).encode()
+    assert compact_bytes(tools) == json.dumps(tools, separators=(",", ":")).encode()
+    assert memo.cache_info().hits >= hits + 2
+    # Values orjson writes as the same bytes (NaN as null, a tuple as an array) are not the
+    # value remembered: each is decided as it always was.
+    nan = [{**tool, "x": math.nan} for tool in tools]
+    with pytest.raises(ValueError):
+        canonical_bytes(nan)
+    assert compact_bytes(nan) == json.dumps(nan, separators=(",", ":")).encode()
+    as_tuple = [{**tool, "x": ()} for tool in tools]
+    as_list = [{**tool, "x": []} for tool in tools]
+    assert canonical_bytes(as_list) == canonical_bytes(as_tuple) == _reference(as_tuple)
+    assert memo.cache_info().currsize <= 16
