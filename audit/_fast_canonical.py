@@ -319,16 +319,26 @@ def fast_compact(value: Any) -> bytes | None:
 def nested_within(value: Any, max_depth: int, max_bytes: int | None = None) -> bool:
     """True when the arrays and objects of ``value`` provably nest at most ``max_depth`` levels
     (an empty one counts as a level), and its compact JSON is at most ``max_bytes`` long:
-    orjson's own nesting limit decides in C, ``value`` wrapped in as many arrays as that
-    limit exceeds the bound. False when it could not be shown (deeper, longer, a limit not
-    the one probed, a value orjson does not write): a walk decides."""
+    orjson's own nesting limit decides in C (:func:`compact_if_shallow`). False when it could
+    not be shown (deeper, longer, a limit not the one probed, a value orjson does not write):
+    a walk decides."""
+    written = compact_if_shallow(value, max_depth)
+    return written is not None and (max_bytes is None or len(written) <= max_bytes)
+
+
+def compact_if_shallow(value: Any, max_depth: int) -> bytes | None:
+    """orjson's compact bytes of ``value`` (keys in its own order) when its arrays and objects
+    provably nest at most ``max_depth`` levels, shown by orjson's nesting limit with ``value``
+    wrapped in as many arrays as that limit exceeds the bound; None when not shown (deeper, a
+    limit not the one probed, a value orjson does not write)."""
     if _ORJSON_DEPTH is None or not 1 <= max_depth < _ORJSON_DEPTH:
-        return False
+        return None
+    wrap = _ORJSON_DEPTH - max_depth
     wrapped: Any = value
-    for _ in range(_ORJSON_DEPTH - max_depth):
+    for _ in range(wrap):
         wrapped = [wrapped]
     try:
         written = orjson.dumps(wrapped, default=_refuse)
     except TypeError:  # orjson.JSONEncodeError is one
-        return False
-    return max_bytes is None or len(written) - 2 * (_ORJSON_DEPTH - max_depth) <= max_bytes
+        return None
+    return written[wrap:-wrap]

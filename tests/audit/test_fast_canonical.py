@@ -208,3 +208,17 @@ def test_larger_bytes_seen_before_are_read_back_once_and_still_compared() -> Non
     as_list = [{**tool, "x": []} for tool in tools]
     assert canonical_bytes(as_list) == canonical_bytes(as_tuple) == _reference(as_tuple)
     assert memo.cache_info().currsize <= 16
+
+
+def test_shallow_compact_is_orjsons_bytes_exactly_within_the_depth_bound() -> None:
+    import orjson
+
+    from audit.canonical import shallow_compact
+
+    for leaf, own in ((1, 0), ([], 1), ({}, 1), ({"a": [1, "x"]}, 2), ("s", 0)):
+        nested: object = leaf
+        for level in range(1, 70):
+            nested = {"k": nested} if level % 2 else [nested]
+            depth = level + own
+            assert shallow_compact(nested, depth) == orjson.dumps(nested)
+            assert shallow_compact(nested, depth - 1) is None
