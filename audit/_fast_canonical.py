@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -226,23 +225,39 @@ def _read_back(data: bytes, keys_sorted: bool) -> tuple[bool, bool, Any]:
     """What decides whether orjson's ``data`` can be kept: whether it holds a byte from
     U+D800's lead byte up (which matters where ``keys_sorted``), whether it writes a float,
     and (when neither rules it out) the value it reads back as. All three are a function of
-    the bytes alone, so for larger bytes (a framework sends the same 30 KB of tools on every
-    request) they are remembered by the bytes themselves (:func:`_read_back_memo`): the
-    caller still compares its own value with the value read back; only the parse and the
-    scan are not repeated."""
-    if _MEMO_MIN_BYTES <= len(data) <= _MEMO_MAX_BYTES:
-        return _read_back_memo(data)
-    scan = data.translate(_SCAN)
-    high = b"!" in scan
-    floats = _FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)
-    ruled_out = floats or (high and keys_sorted)
-    return high, floats, _NOT_READ if ruled_out else orjson.loads(data)
-
-
-def _read_back_all(data: bytes) -> tuple[bool, bool, Any]:
+    the bytes alone, so for larger bytes seen again (a framework sends the same 30 KB of tools
+    on every request) they are remembered by the bytes themselves: the caller still compares
+    its own value with the value read back; only the parse and the scan are not repeated."""
+    if not _MEMO_MIN_BYTES <= len(data) <= _MEMO_MAX_BYTES:
+        scan = data.translate(_SCAN)
+        high = b"!" in scan
+        floats = _FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)
+        ruled_out = floats or (high and keys_sorted)
+        return high, floats, _NOT_READ if ruled_out else orjson.loads(data)
+    known = _MEMO.get(data)
+    if known is not None:
+        return known
     scan = data.translate(_SCAN)
     floats = _FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)
-    return b"!" in scan, floats, _NOT_READ if floats else orjson.loads(data)
+    found = (b"!" in scan, floats, _NOT_READ if floats else orjson.loads(data))
+    _remember(data, found)
+    return found
+
+
+def _remember(data: bytes, found: tuple[bool, bool, Any]) -> None:
+    # Kept only the second time the same bytes are seen (a conversation's messages, new bytes
+    # on every turn, never displace the tools), and started again when full: a memo of
+    # verdicts, never a record. ``hash(data)`` was computed by the lookup (bytes keep it); it
+    # only decides what to keep, never what is returned.
+    seen = hash(data)
+    if seen not in _SEEN_ONCE:
+        if len(_SEEN_ONCE) >= 1024:
+            _SEEN_ONCE.clear()
+        _SEEN_ONCE.add(seen)
+        return
+    if len(_MEMO) >= _MEMO_ENTRIES:
+        _MEMO.clear()
+    _MEMO[data] = found
 
 
 # Keyed by the full bytes (equal bytes, never a digest of them), at most 16 entries of at most
@@ -250,7 +265,9 @@ def _read_back_all(data: bytes) -> tuple[bool, bool, Any]:
 # never handed out, only compared with (``!=`` reads both sides and changes neither).
 _MEMO_MIN_BYTES = 4 * 1024
 _MEMO_MAX_BYTES = 256 * 1024
-_read_back_memo = lru_cache(maxsize=16)(_read_back_all)
+_MEMO_ENTRIES = 16
+_MEMO: dict[bytes, tuple[bool, bool, Any]] = {}
+_SEEN_ONCE: set[int] = set()
 
 
 _LEAVES = (str, bool, type(None))

@@ -185,19 +185,24 @@ def test_objects_nested_past_the_recursion_limit_are_left_to_the_reference() -> 
 
 
 def test_larger_bytes_seen_before_are_read_back_once_and_still_compared() -> None:
+    import orjson
+
     from audit import _fast_canonical
     from audit.canonical import compact_bytes
 
     # A framework's tools (more than 4 KB), sent again and again: the parse of orjson's bytes
     # and their scan are remembered by the bytes; the value is compared every time.
     tools = [{"name": f"t{n}", "description": "d" * 300, "x": None} for n in range(20)]
-    memo = _fast_canonical._read_back_memo
-    assert canonical_bytes(tools) == _reference(tools)
-    hits = memo.cache_info().hits
-    assert canonical_bytes(tools) == _reference(tools)
-    assert compact_bytes(tools) == json.dumps(tools, separators=(",", ":")).encode()
-    assert compact_bytes(tools) == json.dumps(tools, separators=(",", ":")).encode()
-    assert memo.cache_info().hits >= hits + 2
+    memo = _fast_canonical._MEMO
+    sorted_bytes = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)
+    for _ in range(3):
+        assert canonical_bytes(tools) == _reference(tools)
+        assert compact_bytes(tools) == json.dumps(tools, separators=(",", ":")).encode()
+    assert sorted_bytes in memo and orjson.dumps(tools) in memo  # kept once seen twice
+    # Bytes seen once (a conversation's messages, new on every turn) are not kept.
+    once = [{"role": "user", "content": "q" * 5000}]
+    assert compact_bytes(once) == json.dumps(once, separators=(",", ":")).encode()
+    assert orjson.dumps(once) not in memo
     # Values orjson writes as the same bytes (NaN as null, a tuple as an array) are not the
     # value remembered: each is decided as it always was.
     nan = [{**tool, "x": math.nan} for tool in tools]
@@ -207,7 +212,7 @@ def test_larger_bytes_seen_before_are_read_back_once_and_still_compared() -> Non
     as_tuple = [{**tool, "x": ()} for tool in tools]
     as_list = [{**tool, "x": []} for tool in tools]
     assert canonical_bytes(as_list) == canonical_bytes(as_tuple) == _reference(as_tuple)
-    assert memo.cache_info().currsize <= 16
+    assert len(memo) <= 16
 
 
 def test_shallow_compact_is_orjsons_bytes_exactly_within_the_depth_bound() -> None:
