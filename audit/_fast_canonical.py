@@ -31,7 +31,9 @@ the one JSON value the two encoders write differently, and a digit before ``.`` 
 the only way one shows), no byte from U+D800's lead byte up (the key order's limit, above),
 and read back equal to the value (orjson writes an ``Enum``, a ``UUID`` and NaN as JSON where
 rfc8785 refuses them, and a tuple as an array); integers past the safe range and subclasses
-of the JSON types stop orjson itself. Otherwise the walk decides, as before.
+of the JSON types stop orjson itself. Otherwise the walk decides, as before. For bytes of 4 KB
+and more, the scan's verdict and the value read back are remembered by the bytes themselves
+(a framework's tools are the same bytes on every request); the value is compared every time.
 """
 
 from __future__ import annotations
@@ -166,7 +168,10 @@ def _members(
         item = value[key]
         fast = None
         if type(item) is dict or type(item) is list:
-            fast = _by_orjson(item, None if max_depth is None else room)
+            # An object with a float member of its own (a planned body's temperature) is
+            # never kept whole (orjson writes the float): straight to its members.
+            if not (split > 1 and type(item) is dict and _has_float_member(item)):
+                fast = _by_orjson(item, None if max_depth is None else room)
             if fast is None and type(item) is dict and split > 1:
                 # A float somewhere inside (a planned body's temperature beside 30 KB of
                 # caller tools): only the members that hold one go to the walk, level by level.
@@ -203,12 +208,66 @@ def _by_orjson(value: dict[str, Any] | list[Any], max_depth: int | None) -> byte
         data = data[wrap:-wrap]
     elif max_depth is not None and data.count(b"[") + data.count(b"{") > max_depth:
         return None  # no known limit of orjson's to bound the depth by
-    scan = data.translate(_SCAN)
-    if b"!" in scan or (_FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)):
-        return None
-    if orjson.loads(data) != value:
+    high, floats, read = _read_back(data, keys_sorted=True)
+    if high or floats or read != value:
         return None
     return data
+
+
+def _has_float_member(value: dict[Any, Any]) -> bool:
+    return any(type(item) is float for item in value.values())
+
+
+_NOT_READ: Any = object()  # never equal to a value: data that writes a float is not read back
+
+
+def _read_back(data: bytes, keys_sorted: bool) -> tuple[bool, bool, Any]:
+    """What decides whether orjson's ``data`` can be kept: whether it holds a byte from
+    U+D800's lead byte up (which matters where ``keys_sorted``), whether it writes a float,
+    and (when neither rules it out) the value it reads back as. All three are a function of
+    the bytes alone, so for larger bytes seen again (a framework sends the same 30 KB of tools
+    on every request) they are remembered by the bytes themselves: the caller still compares
+    its own value with the value read back; only the parse and the scan are not repeated."""
+    if not _MEMO_MIN_BYTES <= len(data) <= _MEMO_MAX_BYTES:
+        scan = data.translate(_SCAN)
+        high = b"!" in scan
+        floats = _FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)
+        ruled_out = floats or (high and keys_sorted)
+        return high, floats, _NOT_READ if ruled_out else orjson.loads(data)
+    known = _MEMO.get(data)
+    if known is not None:
+        return known
+    scan = data.translate(_SCAN)
+    floats = _FLOAT_LIKE.search(scan) is not None and _writes_a_float(data)
+    found = (b"!" in scan, floats, _NOT_READ if floats else orjson.loads(data))
+    _remember(data, found)
+    return found
+
+
+def _remember(data: bytes, found: tuple[bool, bool, Any]) -> None:
+    # Kept only the second time the same bytes are seen (a conversation's messages, new bytes
+    # on every turn, never displace the tools), and started again when full: a memo of
+    # verdicts, never a record. ``hash(data)`` was computed by the lookup (bytes keep it); it
+    # only decides what to keep, never what is returned.
+    seen = hash(data)
+    if seen not in _SEEN_ONCE:
+        if len(_SEEN_ONCE) >= 1024:
+            _SEEN_ONCE.clear()
+        _SEEN_ONCE.add(seen)
+        return
+    if len(_MEMO) >= _MEMO_ENTRIES:
+        _MEMO.clear()
+    _MEMO[data] = found
+
+
+# Keyed by the full bytes (equal bytes, never a digest of them), at most 16 entries of at most
+# 256 KB: below 4 KB the parse costs less than hashing and looking up the key. The values are
+# never handed out, only compared with (``!=`` reads both sides and changes neither).
+_MEMO_MIN_BYTES = 4 * 1024
+_MEMO_MAX_BYTES = 256 * 1024
+_MEMO_ENTRIES = 16
+_MEMO: dict[bytes, tuple[bool, bool, Any]] = {}
+_SEEN_ONCE: set[int] = set()
 
 
 _LEAVES = (str, bool, type(None))
@@ -268,9 +327,8 @@ def fast_compact(value: Any) -> bytes | None:
         data = orjson.dumps(value, default=_refuse, option=_COMPACT_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is one
         return None
-    if _FLOAT_LIKE.search(data.translate(_SCAN)) is not None and _writes_a_float(data):
-        return None
-    if orjson.loads(data) != value:
+    _, floats, read = _read_back(data, keys_sorted=False)
+    if floats or read != value:
         return None
     return data
 
@@ -278,16 +336,26 @@ def fast_compact(value: Any) -> bytes | None:
 def nested_within(value: Any, max_depth: int, max_bytes: int | None = None) -> bool:
     """True when the arrays and objects of ``value`` provably nest at most ``max_depth`` levels
     (an empty one counts as a level), and its compact JSON is at most ``max_bytes`` long:
-    orjson's own nesting limit decides in C, ``value`` wrapped in as many arrays as that
-    limit exceeds the bound. False when it could not be shown (deeper, longer, a limit not
-    the one probed, a value orjson does not write): a walk decides."""
+    orjson's own nesting limit decides in C (:func:`compact_if_shallow`). False when it could
+    not be shown (deeper, longer, a limit not the one probed, a value orjson does not write):
+    a walk decides."""
+    written = compact_if_shallow(value, max_depth)
+    return written is not None and (max_bytes is None or len(written) <= max_bytes)
+
+
+def compact_if_shallow(value: Any, max_depth: int) -> bytes | None:
+    """orjson's compact bytes of ``value`` (keys in its own order) when its arrays and objects
+    provably nest at most ``max_depth`` levels, shown by orjson's nesting limit with ``value``
+    wrapped in as many arrays as that limit exceeds the bound; None when not shown (deeper, a
+    limit not the one probed, a value orjson does not write)."""
     if _ORJSON_DEPTH is None or not 1 <= max_depth < _ORJSON_DEPTH:
-        return False
+        return None
+    wrap = _ORJSON_DEPTH - max_depth
     wrapped: Any = value
-    for _ in range(_ORJSON_DEPTH - max_depth):
+    for _ in range(wrap):
         wrapped = [wrapped]
     try:
         written = orjson.dumps(wrapped, default=_refuse)
     except TypeError:  # orjson.JSONEncodeError is one
-        return False
-    return max_bytes is None or len(written) - 2 * (_ORJSON_DEPTH - max_depth) <= max_bytes
+        return None
+    return written[wrap:-wrap]

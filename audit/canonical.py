@@ -19,7 +19,12 @@ from typing import Any
 
 import rfc8785
 
-from audit._fast_canonical import fast_canonical, fast_compact, nested_within
+from audit._fast_canonical import (
+    compact_if_shallow,
+    fast_canonical,
+    fast_compact,
+    nested_within,
+)
 
 DIGEST_PREFIX = "sha256:"
 
@@ -63,6 +68,14 @@ def shallow_enough(value: Any, max_depth: int, max_bytes: int | None = None) -> 
     C without a walk; False when not shown (deeper, longer, or not decided): the caller's
     walk decides."""
     return nested_within(value, max_depth, max_bytes)
+
+
+def shallow_compact(value: Any, max_depth: int) -> bytes | None:
+    """orjson's compact JSON of ``value`` (keys in its own order, floats in orjson's spelling)
+    when it provably nests at most ``max_depth`` levels, shown in C: one serialisation both
+    bounds the depth and, compared with the bytes ``value`` was parsed from, shows that a
+    parse kept every byte. None when not shown: the caller's walk decides."""
+    return compact_if_shallow(value, max_depth)
 
 
 def digest(data: bytes) -> str:

@@ -112,7 +112,7 @@ def caller_parts(policy: Policy, model: ModelInfo, brought: Mapping[str, object]
         found["system"] = _system(policy, contract.system, brought["system"])
     if "tools" in brought or "tool_choice" in brought:
         assert contract.tools is not None
-        tools = _tools(policy, contract.tools, brought.get("tools"))
+        tools = _tools(policy, contract.tools, brought.get("tools"), size)
         found["tools"] = tools
         if "tool_choice" in brought:
             found["tool_choice"] = _tool_choice(
@@ -203,7 +203,12 @@ def _is_text_block(block: object) -> bool:
 # -- tools ------------------------------------------------------------------------------------
 
 
-def _tools(policy: Policy, bound: CallerTools, value: object) -> list[dict[str, Any]] | None:
+def _tools(
+    policy: Policy, bound: CallerTools, value: object, brought_size: int
+) -> list[dict[str, Any]] | None:
+    """``brought_size``: the compact JSON bytes of every part brought (:func:`owned`), which
+    hold the tools' own: far enough within the bound (4/3 of it, :func:`bytes_over`'s margin
+    for orjson's spelling of a float), they need no measuring of their own."""
     if value is None:
         return None
     if not isinstance(value, list) or not all(
@@ -214,7 +219,8 @@ def _tools(policy: Policy, bound: CallerTools, value: object) -> list[dict[str, 
         raise _outside(
             policy, "tools", f"the request declares {len(value)} tools, more than {bound.max_count}"
         )
-    size = bytes_over(value, bound.max_bytes)
+    most = bound.max_bytes
+    size = None if most is None or 4 * brought_size <= 3 * most else bytes_over(value, most)
     if size is not None:
         raise _outside(
             policy,

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 from starlette.requests import ClientDisconnect, Request
 
-from audit.canonical import shallow_enough
+from audit.canonical import shallow_compact, shallow_enough
 from gateway._inputs import safe_label
 from gateway.server._errors import ApiError
 
@@ -95,33 +95,39 @@ _UNSURE: Any = object()
 _LONGEST_SAFE_INTEGER = 18  # characters, sign included: orjson reads longer ones past 2**63
 
 
-def _plain_body(text: str, data: bytes) -> Any:
-    """orjson's value of ``text`` when it is json's and no object repeats a key; _UNSURE
-    otherwise (json with the duplicate-key hook decides)."""
+def _plain_body(text: str, data: bytes, max_depth: int) -> tuple[Any, bool]:
+    """orjson's value of ``text`` when it is json's and no object repeats a key (_UNSURE
+    otherwise: json with the duplicate-key hook decides), and whether it was shown to nest at
+    most ``max_depth`` levels (the serialisation that compares it with ``data`` shows that too,
+    in C)."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:  # NaN, 1e400, a lone surrogate, too deep, not JSON
-        return _UNSURE
-    try:
-        if orjson.dumps(value) == data:
-            # Written back byte for byte (a compact body, as the SDKs send): no object lost a
-            # repeated key (that would write fewer bytes) and every number reads as it is
-            # written, so json's scan below has nothing left to find.
-            return value
-    except orjson.JSONEncodeError:  # nested deeper than orjson writes: the scan decides
-        pass
+        return _UNSURE, False
+    written = shallow_compact(value, max_depth)
+    shallow = written is not None
+    if written is None:
+        try:
+            written = orjson.dumps(value)
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes: the scan decides
+            written = None
+    if written == data:
+        # Written back byte for byte (a compact body, as the SDKs send): no object lost a
+        # repeated key (that would write fewer bytes) and every number reads as it is
+        # written, so json's scan below has nothing left to find.
+        return value, shallow
     objects: list[list[tuple[str, Any]]] = []
     integers: list[str] = []
     try:
         # Hooks in C (list.append): the objects become None, the value is orjson's.
         json.loads(text, object_pairs_hook=objects.append, parse_int=integers.append)
     except (ValueError, RecursionError):
-        return _UNSURE
+        return _UNSURE, False
     if any(len(digits) > _LONGEST_SAFE_INTEGER for digits in integers):
-        return _UNSURE
+        return _UNSURE, False
     if sum(map(len, objects)) != sum(map(len, map(dict, objects))):
-        return _UNSURE  # a key named twice in one object
-    return value
+        return _UNSURE, False  # a key named twice in one object
+    return value, shallow
 
 
 def parse_json_body(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
@@ -132,7 +138,7 @@ def parse_json_body(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
         raise BodyError(f"the request body is not UTF-8 (at byte {exc.start}).") from None
     too_deep = BodyError(f"the request body nests more than {max_depth} levels deep.")
     inline = len(data) <= INLINE_BYTES
-    value = _plain_body(text, data) if inline else _UNSURE
+    value, shallow = _plain_body(text, data, max_depth) if inline else (_UNSURE, False)
     try:
         if value is _UNSURE:
             value = json.loads(text, object_pairs_hook=_unique_keys)
@@ -146,7 +152,8 @@ def parse_json_body(data: bytes, max_depth: int = MAX_JSON_DEPTH) -> Any:
     except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
         raise BodyError(f"the request body is not JSON ({safe_label(str(exc))[:120]}).") from None
     if (
-        text.count("[") + text.count("{") > max_depth
+        not shallow
+        and text.count("[") + text.count("{") > max_depth
         and not (inline and shallow_enough(value, max_depth))
         and _deeper_than(value, max_depth)
     ):

@@ -182,3 +182,48 @@ def test_objects_nested_past_the_recursion_limit_are_left_to_the_reference() -> 
     for _ in range(5000):
         nested = {"k": nested, "f": 1.5}
     assert fast_canonical(nested) is None  # no RecursionError out of it
+
+
+def test_larger_bytes_seen_before_are_read_back_once_and_still_compared() -> None:
+    import orjson
+
+    from audit import _fast_canonical
+    from audit.canonical import compact_bytes
+
+    # A framework's tools (more than 4 KB), sent again and again: the parse of orjson's bytes
+    # and their scan are remembered by the bytes; the value is compared every time.
+    tools = [{"name": f"t{n}", "description": "d" * 300, "x": None} for n in range(20)]
+    memo = _fast_canonical._MEMO
+    sorted_bytes = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)
+    for _ in range(3):
+        assert canonical_bytes(tools) == _reference(tools)
+        assert compact_bytes(tools) == json.dumps(tools, separators=(",", ":")).encode()
+    assert sorted_bytes in memo and orjson.dumps(tools) in memo  # kept once seen twice
+    # Bytes seen once (a conversation's messages, new on every turn) are not kept.
+    once = [{"role": "user", "content": "q" * 5000}]
+    assert compact_bytes(once) == json.dumps(once, separators=(",", ":")).encode()
+    assert orjson.dumps(once) not in memo
+    # Values orjson writes as the same bytes (NaN as null, a tuple as an array) are not the
+    # value remembered: each is decided as it always was.
+    nan = [{**tool, "x": math.nan} for tool in tools]
+    with pytest.raises(ValueError):
+        canonical_bytes(nan)
+    assert compact_bytes(nan) == json.dumps(nan, separators=(",", ":")).encode()
+    as_tuple = [{**tool, "x": ()} for tool in tools]
+    as_list = [{**tool, "x": []} for tool in tools]
+    assert canonical_bytes(as_list) == canonical_bytes(as_tuple) == _reference(as_tuple)
+    assert len(memo) <= 16
+
+
+def test_shallow_compact_is_orjsons_bytes_exactly_within_the_depth_bound() -> None:
+    import orjson
+
+    from audit.canonical import shallow_compact
+
+    for leaf, own in ((1, 0), ([], 1), ({}, 1), ({"a": [1, "x"]}, 2), ("s", 0)):
+        nested: object = leaf
+        for level in range(1, 70):
+            nested = {"k": nested} if level % 2 else [nested]
+            depth = level + own
+            assert shallow_compact(nested, depth) == orjson.dumps(nested)
+            assert shallow_compact(nested, depth - 1) is None

@@ -4,6 +4,7 @@ and the fingerprint covers the contract only when it is set."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -447,3 +448,19 @@ def test_a_schema_remembered_as_valid_does_not_stand_for_another_with_the_same_j
     check_schema({"type": "number", "minimum": float("nan")}, "the request's output schema")
     with pytest.raises(InputError, match="not a valid JSON schema"):
         check_schema({"type": "number", "minimum": None}, "the request's output schema")
+
+
+def test_the_tools_size_bound_counts_the_tools_alone(load: Any, catalog: Catalog) -> None:
+    # max_bytes = 600 for the tools. The other parts brought beside them (a system prompt, a
+    # schema) make the whole well past the bound's margin, so the tools are measured exactly.
+    policy = load()
+    within = [tool("grep", description="x" * 180), tool("read_file", description="y" * 200)]
+    wide = {"system": "z" * 60, "output_format": {"type": "json_schema", "schema": {}}}
+    assert len(json.dumps(within, separators=(",", ":"))) <= 600
+    plan(catalog, policy, tools=within, **wide)
+    over = [tool("grep", description="x" * 300), tool("read_file", description="y" * 300)]
+    size = len(json.dumps(over, separators=(",", ":")))
+    assert size > 600
+    caught = refused(catalog, policy, tools=over, **wide)
+    assert caught.key == "caller.tools"
+    assert f"the request's tools are {size:,} bytes, more than 600" in str(caught)
