@@ -24,9 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Engine, bindparam, delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine, bindparam, delete, select, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from audit.errors import AppendFailed
@@ -110,6 +108,15 @@ def erased_digests(event: StoredEvent) -> list[str]:
     return [d for d in named if isinstance(d, str)] if isinstance(named, list) else []
 
 
+# Both backends take ON CONFLICT DO NOTHING (as audit.store._append's statements do), so no
+# dialect's own insert construct: importing PostgreSQL's dialect for it cost every read of a
+# SQLite log that loads this module (`gateway audit list`, bench/results/cli_start.md).
+_INSERT_ERASED = text(
+    f"INSERT INTO {ERASED_CONTENT.name} (digest, erasure_seq) VALUES (:digest, :erasure_seq) "
+    "ON CONFLICT DO NOTHING"
+)
+
+
 def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]]]) -> int:
     """Remove the payload rows each erasure event names, ``(erasure_seq, digests)``, in one
     transaction: their ``erased_content`` rows in, then the rows out. Idempotent (a second
@@ -119,7 +126,6 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
     if not rows:
         return 0
     backend = store.backend
-    insert = pg_insert if backend.dialect == "postgresql" else sqlite_insert
     deleted = 0
     try:
         with backend.writer.begin() as conn:
@@ -130,7 +136,7 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
             for start in range(0, len(rows), _CHUNK):
                 chunk = rows[start : start + _CHUNK]
                 # executemany of one statement: compiled once, not per chunk of VALUES.
-                conn.execute(insert(ERASED_CONTENT).on_conflict_do_nothing(), chunk)
+                conn.execute(_INSERT_ERASED, chunk)
                 named = {d for _, d in pairs[start : start + _CHUNK]}
                 gone = delete(PAYLOADS).where(PAYLOADS.c.digest.in_(named))
                 deleted += conn.execute(gone).rowcount or 0
