@@ -88,8 +88,8 @@ def test_the_help_line_of_each_lazy_command_is_its_own(name: str) -> None:
 
 
 # The schema is Core tables, not ORM models: reading the log maps no classes, so the ORM (about
-# a fifth of a read command's start-up, bench/results/cli_start.md) stays out; and a SQLite
-# log needs no PostgreSQL dialect (erasure's insert is SQL both backends take).
+# 0.1 s of CPU, bench/results/cli_start.md) stays out; and a SQLite log needs no PostgreSQL
+# dialect (erasure's insert is SQL both backends take).
 NOT_FOR_READING_MODULES = ("sqlalchemy.orm", "sqlalchemy.dialects.postgresql")
 
 

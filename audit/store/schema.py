@@ -12,7 +12,7 @@ another log. Append-only triggers live in the migration, not here: SQLAlchemy me
 portable notion of a trigger.
 
 Plain ``Table`` objects, not ORM models: nothing here uses an ORM session, and importing
-``sqlalchemy.orm`` (and mapping the classes) was about a fifth of a read command's start-up
+``sqlalchemy.orm`` and mapping the classes cost every read command about 0.1 s of CPU
 (bench/results/cli_start.md). tests/test_cli_fast_start.py holds that reading the log does not
 import it.
 """
