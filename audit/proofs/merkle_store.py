@@ -34,7 +34,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from audit.errors import CheckpointError
 from audit.proofs.merkle import EMPTY_ROOT, HASH_SIZE, Range, event_leaf, node_hash
 from audit.store.backend import Backend
-from audit.store.schema import Event, MerkleNode
+from audit.store.schema import EVENTS, MERKLE_NODES
 
 PAGE = 20_000  # events hashed per transaction while the table is extended
 LOOKUP_CHUNK = 200  # (level, index) pairs per SELECT: well inside SQLite's expression depth
@@ -120,14 +120,14 @@ class MerkleState:
         """Forget every stored node and recompute them from the log (needs DELETE: on
         PostgreSQL the owner of the tables)."""
         with self._backend.writer.begin() as conn:
-            conn.execute(delete(MerkleNode))
+            conn.execute(delete(MERKLE_NODES))
         return self.extend(upto, page)
 
     def _extend_page(self, conn: Connection, have: int, upto: int) -> None:
         rows = conn.execute(
-            select(Event.seq, Event.hash)
-            .where(Event.seq > have, Event.seq <= upto)
-            .order_by(Event.seq)
+            select(EVENTS.c.seq, EVENTS.c.hash)
+            .where(EVENTS.c.seq > have, EVENTS.c.seq <= upto)
+            .order_by(EVENTS.c.seq)
         ).all()
         # The right edge of the stored tree: what the new leaves merge into.
         stack: list[tuple[int, int, bytes]] = []
@@ -165,7 +165,9 @@ class MerkleState:
         dialect = postgresql if self._backend.dialect == "postgresql" else sqlite
         # RETURNING counts the rows written (an executemany's rowcount is not reliable on
         # PostgreSQL: it read every node back), so only a conflict is compared.
-        statement = dialect.insert(MerkleNode).on_conflict_do_nothing().returning(MerkleNode.level)
+        statement = (
+            dialect.insert(MERKLE_NODES).on_conflict_do_nothing().returning(MERKLE_NODES.c.level)
+        )
         for at in range(0, len(new), 5_000):
             chunk = new[at : at + 5_000]
             written = len(conn.execute(statement, chunk).all())
@@ -192,7 +194,7 @@ def _check_existing(conn: Connection, computed: list[dict[str, object]]) -> None
 
 def _stored_size(conn: Connection) -> int:
     top = conn.execute(
-        select(func.max(MerkleNode.node_index)).where(MerkleNode.level == 0)
+        select(func.max(MERKLE_NODES.c.node_index)).where(MERKLE_NODES.c.level == 0)
     ).scalar_one_or_none()
     return 0 if top is None else int(top) + 1
 
@@ -207,10 +209,13 @@ def _nodes(conn: Connection, wanted: Collection[Node]) -> dict[Node, bytes]:
         # OR of primary-key equalities, not a row-value IN: SQLite scans the whole table
         # for ``(level, node_index) IN (VALUES ...)`` but seeks the key for each OR term.
         keys = [
-            (MerkleNode.level == level) & (MerkleNode.node_index == index) for level, index in chunk
+            (MERKLE_NODES.c.level == level) & (MERKLE_NODES.c.node_index == index)
+            for level, index in chunk
         ]
         rows = conn.execute(
-            select(MerkleNode.level, MerkleNode.node_index, MerkleNode.hash).where(or_(*keys))
+            select(MERKLE_NODES.c.level, MERKLE_NODES.c.node_index, MERKLE_NODES.c.hash).where(
+                or_(*keys)
+            )
         ).all()
         for level, index, stored in rows:
             found[(int(level), int(index))] = bytes(stored)

@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from audit.proofs.merkle import EMPTY_ROOT, Range, Scan, consistency_path, event_leaf, scan
 from audit.proofs.merkle_store import MerkleState, MerkleStateError
 from audit.store import AuditStore
-from audit.store.schema import Event
+from audit.store.schema import EVENTS
 
 LEAF_PAGE = 20_000  # hash-column rows read at a time while a proof streams the leaves
 
@@ -33,9 +33,9 @@ def log_leaves(store: AuditStore, upto: int) -> Iterator[bytes]:
     while last < upto:
         with reader.connect() as conn:
             rows = conn.execute(
-                select(Event.seq, Event.hash)
-                .where(Event.seq > last, Event.seq <= upto)
-                .order_by(Event.seq)
+                select(EVENTS.c.seq, EVENTS.c.hash)
+                .where(EVENTS.c.seq > last, EVENTS.c.seq <= upto)
+                .order_by(EVENTS.c.seq)
                 .limit(LEAF_PAGE)
             ).all()
         if not rows:

@@ -58,7 +58,7 @@ from audit.proofs.frontier import Frontier
 from audit.proofs.merkle_store import MerkleState, MerkleStateError
 from audit.store import AuditStore
 from audit.store.chain import GENESIS
-from audit.store.schema import ChainCheckpoint, ChainLink, Event
+from audit.store.schema import CHAIN, CHAIN_CHECKPOINTS, EVENTS
 from audit.store.sequenced import chain_link, void_row
 from audit.store.signing import Signer
 
@@ -168,7 +168,7 @@ class Integrator:
         try:
             with self._backend.writer.begin() as conn:
                 for at in range(0, len(links), 5_000):
-                    conn.execute(insert(ChainLink), links[at : at + 5_000])
+                    conn.execute(insert(CHAIN), links[at : at + 5_000])
         except IntegrityError:
             return Step(lost=1, head=head)  # another integrator linked these first
         self._linked = (links[-1]["seq"], links[-1]["hash"])
@@ -293,7 +293,7 @@ class Integrator:
             for s in range(head + 1, upto + 1)
         ]
         # RETURNING counts the rows written: an executemany's rowcount is not reliable.
-        statement = postgresql.insert(Event).on_conflict_do_nothing().returning(Event.seq)
+        statement = postgresql.insert(EVENTS).on_conflict_do_nothing().returning(EVENTS.c.seq)
         try:
             with self._backend.writer.begin() as conn:
                 written = len(conn.execute(statement, voids).all())
@@ -361,7 +361,7 @@ class Integrator:
             "made_at": made_at,
             "checkpoint": cp.dumps(signed),
         }
-        statement = postgresql.insert(ChainCheckpoint).on_conflict_do_nothing()
+        statement = postgresql.insert(CHAIN_CHECKPOINTS).on_conflict_do_nothing()
         with self._backend.writer.begin() as conn:
             written = conn.execute(statement, [row]).rowcount
         self._last_checkpoint = time.monotonic()

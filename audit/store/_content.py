@@ -28,7 +28,7 @@ from audit.canonical import digest
 from audit.errors import ContentMismatch, ContentNotPermitted, NotFound
 from audit.store.backend import Backend, db_reason
 from audit.store.chain import as_bytes
-from audit.store.schema import Payload
+from audit.store.schema import PAYLOADS
 
 # The ACCESS event (its seq) under which this context reads content; None: none recorded.
 _ACCESS_SEQ: ContextVar[int | None] = ContextVar("audit_access_seq", default=None)
@@ -74,7 +74,9 @@ class ContentReader:
         with self._backend.reader.connect() as conn:
             for start in range(0, len(wanted), PAGE):
                 chunk = wanted[start : start + PAGE]
-                query = select(Payload.digest, Payload.content).where(Payload.digest.in_(chunk))
+                query = select(PAYLOADS.c.digest, PAYLOADS.c.content).where(
+                    PAYLOADS.c.digest.in_(chunk)
+                )
                 for ref, content in conn.execute(query):
                     data = as_bytes(content)
                     if digest(data) == ref:
@@ -87,7 +89,7 @@ class ContentReader:
         if self.direct:
             with self._backend.reader.connect() as conn:
                 content = conn.execute(
-                    select(Payload.content).where(Payload.digest == content_digest)
+                    select(PAYLOADS.c.content).where(PAYLOADS.c.digest == content_digest)
                 ).scalar_one_or_none()
             data = None if content is None else as_bytes(content)
         else:

@@ -23,11 +23,11 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from sqlalchemy import Connection, select, text
 
-from audit.store._reads import EVENTS, stored_event
+from audit.store._reads import stored_event
 from audit.store._store import AuditStore
 from audit.store.chain import EventRow
 from audit.store.models import EventKind, StoredEvent
-from audit.store.schema import Event
+from audit.store.schema import EVENTS
 from audit.store.sequenced import sequenced_from
 
 GAP_CHUNK = 1000  # gap seqs asked about per statement
@@ -60,16 +60,20 @@ class LogFollower:
             new_gaps = _gaps_in(conn, low, head) if era is not None and head > low else set()
             filled: set[int] = set()
             for chunk in _chunks(old_gaps):
-                filled.update(conn.execute(select(Event.seq).where(Event.seq.in_(chunk))).scalars())
-            wanted = Event.kind.in_(self._kinds)
+                filled.update(
+                    conn.execute(select(EVENTS.c.seq).where(EVENTS.c.seq.in_(chunk))).scalars()
+                )
+            wanted = EVENTS.c.kind.in_(self._kinds)
             rows: list[EventRow] = []
             if head > seen:
                 rows += EventRow.from_result(
-                    conn.execute(select(EVENTS).where(wanted, Event.seq > seen, Event.seq <= head))
+                    conn.execute(
+                        select(EVENTS).where(wanted, EVENTS.c.seq > seen, EVENTS.c.seq <= head)
+                    )
                 )
             for chunk in _chunks(sorted(filled)):
                 rows += EventRow.from_result(
-                    conn.execute(select(EVENTS).where(wanted, Event.seq.in_(chunk)))
+                    conn.execute(select(EVENTS).where(wanted, EVENTS.c.seq.in_(chunk)))
                 )
         # A row that committed after its gap was noted stays a gap: it is read next time,
         # and only then, so it is returned once.

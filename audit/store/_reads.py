@@ -14,13 +14,12 @@ from sqlalchemy import ColumnElement
 from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import EventRow
 from audit.store.models import EventKind, StoredEvent
-from audit.store.schema import Event
+from audit.store.schema import EVENTS
 
 READ_PAGE = 1000  # rows of the other reads (list, export, a request's events)
 # The one data key of an event read back from a body that cannot be parsed (damaged, or
 # nested deeper than a reader accepts): its value says why.
 UNREADABLE = "_unreadable"
-EVENTS = Event.__table__  # selected whole: EventRow.from_result checks the column names
 
 
 class EventKey(NamedTuple):
@@ -42,19 +41,19 @@ def filters_of(
 ) -> list[ColumnElement[bool]]:
     where: list[ColumnElement[bool]] = []
     if task is not None:
-        where.append(Event.task == task)
+        where.append(EVENTS.c.task == task)
     if caller is not None:
-        where.append(Event.caller == caller)
+        where.append(EVENTS.c.caller == caller)
     if kind is not None:
-        where.append(Event.kind == EventKind(kind).value)
+        where.append(EVENTS.c.kind == EventKind(kind).value)
     if since is not None:
-        where.append(Event.recorded_at >= since)
+        where.append(EVENTS.c.recorded_at >= since)
     if until is not None:
-        where.append(Event.recorded_at < until)
+        where.append(EVENTS.c.recorded_at < until)
     if before_seq is not None:
-        where.append(Event.seq < before_seq)
+        where.append(EVENTS.c.seq < before_seq)
     if exclude_caller is not None:  # NULL is another caller: plain != would drop those rows
-        where.append(Event.caller.is_distinct_from(exclude_caller))
+        where.append(EVENTS.c.caller.is_distinct_from(exclude_caller))
     return where
 
 

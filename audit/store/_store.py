@@ -39,14 +39,14 @@ from audit.store._group import Done, GroupCommitter
 from audit.store._log_format import LogFormat
 from audit.store._opening import begin_format_2, missing_database, unavailable
 from audit.store._prepare import Prepared, prepare
-from audit.store._reads import EVENTS, READ_PAGE, EventKey, filters_of, stored_event
+from audit.store._reads import READ_PAGE, EventKey, filters_of, stored_event
 from audit.store._revisions import check_at_head, create_sqlite_schema, current_revision
 from audit.store.backend import Backend
 from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import GENESIS, EventRow, as_bytes
 from audit.store.models import Appended, EventDraft, EventKind, StoredEvent
-from audit.store.schema import AuditMeta, Event, PolicyVersion
+from audit.store.schema import AUDIT_META, EVENTS, POLICIES
 from audit.store.sequenced import LOG_FORMATS, sequenced_from, unlinked, unlinked_requests
 from audit.store.signing import SEQUENCED_PREV, Signer
 
@@ -119,7 +119,7 @@ class AuditStore:
             with backend.reader.connect() as conn:
                 check_at_head(conn)
                 store_id = conn.execute(
-                    select(AuditMeta.value).where(AuditMeta.key == "store_id")
+                    select(AUDIT_META.c.value).where(AUDIT_META.c.key == "store_id")
                 ).scalar_one()
                 era = sequenced_from(conn)
             if era is None and log_format == 2:
@@ -218,7 +218,7 @@ class AuditStore:
 
     def event(self, seq: int) -> StoredEvent:
         with self._backend.reader.connect() as conn:
-            rows = EventRow.from_result(conn.execute(select(EVENTS).where(Event.seq == seq)))
+            rows = EventRow.from_result(conn.execute(select(EVENTS).where(EVENTS.c.seq == seq)))
         if not rows:
             raise NotFound(f"there is no audit event with seq {seq}.")
         return stored_event(rows[0])
@@ -240,7 +240,7 @@ class AuditStore:
             return None
 
     def events_for_request(self, request_id: str) -> list[StoredEvent]:
-        return list(self._iter_where([Event.request_id == request_id]))
+        return list(self._iter_where([EVENTS.c.request_id == request_id]))
 
     def iter_events(
         self,
@@ -260,7 +260,7 @@ class AuditStore:
         out the events recorded under that caller."""
         where = filters_of(task, caller, kind, since, until, before_seq, exclude_caller)
         if request_ids is not None:
-            where.append(Event.request_id.in_(sorted(set(request_ids))))
+            where.append(EVENTS.c.request_id.in_(sorted(set(request_ids))))
         return self._iter_where(where, after_seq=after_seq)
 
     def newest_requests(
@@ -280,17 +280,17 @@ class AuditStore:
         with a matching event of that kind. The database groups and sorts: memory holds
         ``limit`` ids, whatever the size of the log."""
         where = filters_of(task, caller, kind, since, until, None, exclude_caller)
-        first = func.min(Event.seq).label("first_seq")
+        first = func.min(EVENTS.c.seq).label("first_seq")
         query = (
-            select(Event.request_id, first)
-            .where(Event.seq >= 1, *where)  # chain rows only
-            .group_by(Event.request_id)
+            select(EVENTS.c.request_id, first)
+            .where(EVENTS.c.seq >= 1, *where)  # chain rows only
+            .group_by(EVENTS.c.request_id)
             .order_by(first.desc())
             .limit(limit)
         )
         if having_kind is not None:
             wanted = EventKind(having_kind).value
-            query = query.having(func.sum(case((Event.kind == wanted, 1), else_=0)) > 0)
+            query = query.having(func.sum(case((EVENTS.c.kind == wanted, 1), else_=0)) > 0)
         with self._backend.reader.connect() as conn:
             rows = conn.execute(query).all()
         return [row.request_id for row in reversed(rows)]
@@ -308,7 +308,9 @@ class AuditStore:
         """How many requests have an event matching the filters (as :meth:`iter_events`):
         counted by the database, so memory does not grow with the log."""
         where = filters_of(task, caller, kind, since, until, None, exclude_caller)
-        query = select(func.count(func.distinct(Event.request_id))).where(Event.seq >= 1, *where)
+        query = select(func.count(func.distinct(EVENTS.c.request_id))).where(
+            EVENTS.c.seq >= 1, *where
+        )
         with self._backend.reader.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
@@ -331,11 +333,11 @@ class AuditStore:
         body is read, so a caller can page through a selection cheaply before loading it."""
         where = filters_of(task, caller, kind, since, until, before_seq, exclude_caller)
         if request_ids is not None:
-            where.append(Event.request_id.in_(sorted(set(request_ids))))
+            where.append(EVENTS.c.request_id.in_(sorted(set(request_ids))))
         query = (
-            select(Event.seq, Event.request_id, Event.policy_fingerprint)
-            .where(Event.seq > after_seq, Event.seq >= 1, *where)
-            .order_by(Event.seq)
+            select(EVENTS.c.seq, EVENTS.c.request_id, EVENTS.c.policy_fingerprint)
+            .where(EVENTS.c.seq > after_seq, EVENTS.c.seq >= 1, *where)
+            .order_by(EVENTS.c.seq)
             .limit(limit)
         )
         with self._backend.reader.connect() as conn:
@@ -398,8 +400,8 @@ class AuditStore:
                 rows = EventRow.from_result(
                     conn.execute(
                         select(EVENTS)
-                        .where(Event.seq > last, Event.seq >= 1, *where)  # chain rows only
-                        .order_by(Event.seq)
+                        .where(EVENTS.c.seq > last, EVENTS.c.seq >= 1, *where)  # chain rows only
+                        .order_by(EVENTS.c.seq)
                         .limit(page)
                     )
                 )
@@ -418,20 +420,22 @@ class AuditStore:
         only (whether one may be served is for the gateway to decide)."""
         last: int | None = None
         hashes = (request_hash, *also)
-        matches = Event.request_hash == request_hash if not also else Event.request_hash.in_(hashes)
+        matches = (
+            EVENTS.c.request_hash == request_hash if not also else EVENTS.c.request_hash.in_(hashes)
+        )
         while True:
             query = (
                 select(EVENTS)
                 .where(
                     matches,
-                    Event.kind == EventKind.RESPONSE.value,
-                    Event.seq >= 1,  # a row below 1 is outside the chain: never serve it
+                    EVENTS.c.kind == EventKind.RESPONSE.value,
+                    EVENTS.c.seq >= 1,  # a row below 1 is outside the chain: never serve it
                 )
-                .order_by(Event.seq.desc())
+                .order_by(EVENTS.c.seq.desc())
                 .limit(50)
             )
             if last is not None:
-                query = query.where(Event.seq < last)
+                query = query.where(EVENTS.c.seq < last)
             with self._backend.reader.connect() as conn:
                 rows = EventRow.from_result(conn.execute(query))
             yield from (stored_event(row) for row in rows)
@@ -453,7 +457,7 @@ class AuditStore:
     def policy_content(self, fingerprint: str) -> dict[str, Any] | None:
         with self._backend.reader.connect() as conn:
             content = conn.execute(
-                select(PolicyVersion.content).where(PolicyVersion.fingerprint == fingerprint)
+                select(POLICIES.c.content).where(POLICIES.c.fingerprint == fingerprint)
             ).scalar_one_or_none()
         if content is None:
             return None
@@ -475,9 +479,9 @@ class AuditStore:
     def head(self) -> tuple[int, str]:
         with self._backend.reader.connect() as conn:
             row = conn.execute(
-                select(Event.seq, Event.hash)
-                .where(Event.seq >= 1)
-                .order_by(Event.seq.desc())
+                select(EVENTS.c.seq, EVENTS.c.hash)
+                .where(EVENTS.c.seq >= 1)
+                .order_by(EVENTS.c.seq.desc())
                 .limit(1)
             ).first()
         return (row.seq, row.hash) if row else (0, GENESIS)

@@ -24,9 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Engine, bindparam, delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine, bindparam, delete, select, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from audit.errors import AppendFailed
@@ -36,7 +34,7 @@ from audit.store.backend import Backend, db_reason
 from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import EventRow, as_bytes
 from audit.store.models import EventKind, StoredEvent
-from audit.store.schema import ErasedContent, Event, Payload
+from audit.store.schema import ERASED_CONTENT, EVENTS, PAYLOADS
 
 __all__ = [
     "ERASED_PREFIX",
@@ -110,6 +108,15 @@ def erased_digests(event: StoredEvent) -> list[str]:
     return [d for d in named if isinstance(d, str)] if isinstance(named, list) else []
 
 
+# Both backends take ON CONFLICT DO NOTHING (as audit.store._append's statements do), so no
+# dialect's own insert construct: importing PostgreSQL's dialect for it cost every read of a
+# SQLite log that loads this module (`gateway audit list`, bench/results/cli_start.md).
+_INSERT_ERASED = text(
+    f"INSERT INTO {ERASED_CONTENT.name} (digest, erasure_seq) VALUES (:digest, :erasure_seq) "
+    "ON CONFLICT DO NOTHING"
+)
+
+
 def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]]]) -> int:
     """Remove the payload rows each erasure event names, ``(erasure_seq, digests)``, in one
     transaction: their ``erased_content`` rows in, then the rows out. Idempotent (a second
@@ -119,7 +126,6 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
     if not rows:
         return 0
     backend = store.backend
-    insert = pg_insert if backend.dialect == "postgresql" else sqlite_insert
     deleted = 0
     try:
         with backend.writer.begin() as conn:
@@ -130,9 +136,9 @@ def erase_content(store: AuditStore, erasures: Iterable[tuple[int, Iterable[str]
             for start in range(0, len(rows), _CHUNK):
                 chunk = rows[start : start + _CHUNK]
                 # executemany of one statement: compiled once, not per chunk of VALUES.
-                conn.execute(insert(ErasedContent).on_conflict_do_nothing(), chunk)
+                conn.execute(_INSERT_ERASED, chunk)
                 named = {d for _, d in pairs[start : start + _CHUNK]}
-                gone = delete(Payload).where(Payload.digest.in_(named))
+                gone = delete(PAYLOADS).where(PAYLOADS.c.digest.in_(named))
                 deleted += conn.execute(gone).rowcount or 0
     except SQLAlchemyError as exc:
         seqs = sorted({seq for seq, _ in pairs})
@@ -165,7 +171,9 @@ def present_payloads(store: AuditStore, digests: Iterable[str]) -> set[str]:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             found.update(
-                conn.execute(select(Payload.digest).where(Payload.digest.in_(chunk))).scalars()
+                conn.execute(
+                    select(PAYLOADS.c.digest).where(PAYLOADS.c.digest.in_(chunk))
+                ).scalars()
             )
     return found
 
@@ -200,20 +208,20 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
     """Every event's references, in seq order, a keyset page at a time (flat memory). A
     body that cannot be read names nothing (verify names the defect)."""
     columns = (
-        Event.seq,
-        Event.request_id,
-        Event.kind,
-        Event.recorded_at,
-        Event.task,
-        Event.caller,
-        Event.policy_fingerprint,
-        Event.body,
+        EVENTS.c.seq,
+        EVENTS.c.request_id,
+        EVENTS.c.kind,
+        EVENTS.c.recorded_at,
+        EVENTS.c.task,
+        EVENTS.c.caller,
+        EVENTS.c.policy_fingerprint,
+        EVENTS.c.body,
     )
     last = 0
     while True:
         with store.backend.reader.connect() as conn:
             rows = conn.execute(
-                select(*columns).where(Event.seq > last).order_by(Event.seq).limit(page)
+                select(*columns).where(EVENTS.c.seq > last).order_by(EVENTS.c.seq).limit(page)
             ).all()
         for seq, request_id, kind, at, task, caller, fingerprint, body in rows:
             try:
@@ -259,16 +267,16 @@ def references(store: AuditStore, page: int = 2000) -> Iterator[Reference]:
 
 def events_at(conn: Connection, seqs: Iterable[int]) -> dict[int, StoredEvent]:
     """The events at ``seqs`` (those that exist), read on ``conn``."""
-    result = conn.execute(select(Event.__table__).where(Event.seq.in_(list(seqs))))
+    result = conn.execute(select(EVENTS).where(EVENTS.c.seq.in_(list(seqs))))
     return {row.seq: stored_event(row) for row in EventRow.from_result(result)}
 
 
 # Built once: the replay cache asks it before every memo hit, and a statement object built per
 # call cost more than the indexed lookup itself (the IN list's coercion, SQLAlchemy's cache key).
 _FIRST_ERASURE = (
-    select(Event.seq)
-    .where(Event.request_id == bindparam("request_id"), Event.kind == EventKind.ERASURE.value)
-    .order_by(Event.seq)
+    select(EVENTS.c.seq)
+    .where(EVENTS.c.request_id == bindparam("request_id"), EVENTS.c.kind == EventKind.ERASURE.value)
+    .order_by(EVENTS.c.seq)
     .limit(1)
 )
 
@@ -279,8 +287,7 @@ _FIRST_ERASURE = (
 # transaction reads the latest committed state, as the SQLAlchemy path's own transaction does.
 _MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 _FIRST_ERASURE_SQL = (
-    f"SELECT seq FROM {Event.__tablename__} WHERE request_id = {{0}} AND kind = {{0}} "
-    "ORDER BY seq LIMIT 1"
+    f"SELECT seq FROM {EVENTS.name} WHERE request_id = {{0}} AND kind = {{0}} ORDER BY seq LIMIT 1"
 )
 
 
@@ -288,7 +295,7 @@ def erasure_of(store: AuditStore, request_id: str) -> StoredEvent | None:
     """The first erasure event of ``request_id``, or None (one indexed lookup of its seq; the
     event is read only when there is one). Not authenticated here, as :func:`erasures_of`."""
     reader = store.backend.reader
-    mark = _MARKS.get(str(reader.dialect.paramstyle)) if Event.__table__.schema is None else None
+    mark = _MARKS.get(str(reader.dialect.paramstyle)) if EVENTS.schema is None else None
     if mark is not None:
         seq = _first_erasure_seq(reader, _FIRST_ERASURE_SQL.format(mark), request_id)
         if seq is None:
@@ -338,9 +345,9 @@ def erasures_of(store: AuditStore, request_ids: Iterable[str]) -> dict[str, Stor
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             result = conn.execute(
-                select(Event.__table__)
-                .where(Event.request_id.in_(chunk), Event.kind == EventKind.ERASURE.value)
-                .order_by(Event.seq)
+                select(EVENTS)
+                .where(EVENTS.c.request_id.in_(chunk), EVENTS.c.kind == EventKind.ERASURE.value)
+                .order_by(EVENTS.c.seq)
             )
             for row in EventRow.from_result(result):
                 event = stored_event(row)

@@ -25,7 +25,7 @@ from audit.store import AuditStore
 from audit.store.chain import MAX_DEFECTS
 from audit.store.erasure import erased_digests, events_at
 from audit.store.models import Defect, DefectKind, ErasureNote, EventKind, VerifyReport
-from audit.store.schema import ErasedContent
+from audit.store.schema import ERASED_CONTENT
 
 PAGE = 1000
 NOTES = 20  # erasures named in the report; the count covers all
@@ -67,10 +67,10 @@ def with_erasures(store: AuditStore, report: VerifyReport) -> VerifyReport:
         while True:
             seqs = (
                 conn.execute(
-                    select(ErasedContent.erasure_seq)
-                    .where(ErasedContent.erasure_seq > after)
-                    .group_by(ErasedContent.erasure_seq)
-                    .order_by(ErasedContent.erasure_seq)
+                    select(ERASED_CONTENT.c.erasure_seq)
+                    .where(ERASED_CONTENT.c.erasure_seq > after)
+                    .group_by(ERASED_CONTENT.c.erasure_seq)
+                    .order_by(ERASED_CONTENT.c.erasure_seq)
                     .limit(PAGE)
                 )
                 .scalars()
@@ -81,8 +81,8 @@ def with_erasures(store: AuditStore, report: VerifyReport) -> VerifyReport:
             after = seqs[-1]
             named: dict[int, list[str]] = {}
             for digest, seq in conn.execute(
-                select(ErasedContent.digest, ErasedContent.erasure_seq).where(
-                    ErasedContent.erasure_seq.in_(seqs)
+                select(ERASED_CONTENT.c.digest, ERASED_CONTENT.c.erasure_seq).where(
+                    ERASED_CONTENT.c.erasure_seq.in_(seqs)
                 )
             ):
                 named.setdefault(seq, []).append(digest)

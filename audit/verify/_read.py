@@ -38,7 +38,7 @@ from audit.canonical import DIGEST_PREFIX, digest
 from audit.store.backend import Backend
 from audit.store.chain import EventRow, as_bytes
 from audit.store.erasure import erased_mark
-from audit.store.schema import EVENT_COLUMNS, Event
+from audit.store.schema import EVENT_COLUMNS, EVENTS
 
 PAGE_ROWS = 2000  # the default; verify passes audit.verify._walk.PAGE
 _CHUNK = 900  # values in one IN list (SQLite's default limit on variables is far above)
@@ -252,7 +252,7 @@ class ChainReader:
         with self._backend.reader.connect() as conn:
             try:
                 value = conn.execute(
-                    select(Event.recorded_at).where(Event.seq == seq)
+                    select(EVENTS.c.recorded_at).where(EVENTS.c.seq == seq)
                 ).scalar_one_or_none()
             except ValueError:  # a stored value the column's type cannot read
                 return None

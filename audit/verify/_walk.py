@@ -20,7 +20,7 @@ from audit.errors import CheckpointError
 from audit.store import AuditStore
 from audit.store.chain import MAX_DEFECTS, Census, EventRow
 from audit.store.models import Checkpoint, Relied, VerifyReport
-from audit.store.schema import Event
+from audit.store.schema import EVENTS
 from audit.store.signing import Trust, TrustedKeys
 from audit.verify._erasures import with_erasures
 from audit.verify._parallel import RangeWalk, absorb, setup_of, walk_jobs
@@ -162,17 +162,17 @@ def check_checkpoint(store: AuditStore, checkpoint: Checkpoint) -> None:
 
 
 def _census(store: AuditStore) -> Census:
-    below = Event.seq < 1
+    below = EVENTS.c.seq < 1
     with store.backend.reader.connect() as conn:
         rows, highest, below_count = conn.execute(
             select(
                 func.count(),
-                func.max(case((~below, Event.seq))),
+                func.max(case((~below, EVENTS.c.seq))),
                 func.coalesce(func.sum(case((below, 1), else_=0)), 0),
             )
         ).one()
         seqs = conn.execute(
-            select(Event.seq).where(below).order_by(Event.seq).limit(MAX_DEFECTS)
+            select(EVENTS.c.seq).where(below).order_by(EVENTS.c.seq).limit(MAX_DEFECTS)
         ).scalars()
         return Census(rows, highest or 0, tuple(seqs), below_count)
 
@@ -270,7 +270,13 @@ def _settle_page(
         progress(verifier.count, max(total, verifier.count))
 
 
-_TARGET_COLUMNS = (Event.seq, Event.kind, Event.request_id, Event.request_hash, Event.hash)
+_TARGET_COLUMNS = (
+    EVENTS.c.seq,
+    EVENTS.c.kind,
+    EVENTS.c.request_id,
+    EVENTS.c.request_hash,
+    EVENTS.c.hash,
+)
 
 
 def _targets(conn: Connection, seqs: set[int]) -> dict[int, Target]:
@@ -279,7 +285,7 @@ def _targets(conn: Connection, seqs: set[int]) -> dict[int, Target]:
     wanted = sorted(seqs)
     for start in range(0, len(wanted), LOOKUP_CHUNK):
         chunk = wanted[start : start + LOOKUP_CHUNK]
-        for row in conn.execute(select(*_TARGET_COLUMNS).where(Event.seq.in_(chunk))):
+        for row in conn.execute(select(*_TARGET_COLUMNS).where(EVENTS.c.seq.in_(chunk))):
             found[row.seq] = Target(*row)
     return found
 
@@ -293,11 +299,11 @@ def _lives(
     query = (
         select(*_TARGET_COLUMNS)
         .where(
-            Event.request_id.in_(sorted(request_ids)),
-            Event.kind.in_(list(kinds)),
-            Event.seq >= 1,
-            Event.seq <= upto,
+            EVENTS.c.request_id.in_(sorted(request_ids)),
+            EVENTS.c.kind.in_(list(kinds)),
+            EVENTS.c.seq >= 1,
+            EVENTS.c.seq <= upto,
         )
-        .order_by(Event.seq)
+        .order_by(EVENTS.c.seq)
     )
     return [Target(*row) for row in conn.execute(query)]

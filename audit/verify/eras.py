@@ -28,7 +28,7 @@ from sqlalchemy import and_, or_, select
 from audit.store import AuditStore
 from audit.store.chain import MAX_DEFECTS, link_hash
 from audit.store.models import Defect, DefectKind, EventKind, StoredEvent
-from audit.store.schema import Event
+from audit.store.schema import EVENTS
 from audit.store.signing import SignatureCheck, Trust, TrustedKey, signature_check
 from audit.verify.body import parse_body
 
@@ -120,14 +120,14 @@ def era_defects(store: AuditStore, trust: Trust) -> list[Defect]:
     if eras.retired:
         signed_out_of_era = or_(
             *(
-                and_(Event.key_id == r.key_id, Event.seq >= r.from_seq)
+                and_(EVENTS.c.key_id == r.key_id, EVENTS.c.seq >= r.from_seq)
                 for r in eras.retired.values()
             )
         )
         query = (
-            select(Event.seq, Event.key_id)
+            select(EVENTS.c.seq, EVENTS.c.key_id)
             .where(signed_out_of_era)
-            .order_by(Event.seq)
+            .order_by(EVENTS.c.seq)
             .limit(MAX_DEFECTS)
         )
         with store.backend.reader.connect() as conn:

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from audit import AuditStore
 from audit.errors import CheckpointError
 from audit.proofs.checkpoint_key import parse_key, public_key
-from audit.store.schema import Event
+from audit.store.schema import EVENTS
 from audit.store.signing import TrustedKey, TrustedKeys, signature_check
 from audit.verify.eras import KeyEras
 from gateway._store_adapter import StoreAdapter
@@ -117,9 +117,9 @@ def _signed_ranges(store: AuditStore, keys: TrustedKeys) -> dict[str, tuple[int,
     if not ids:
         return {}
     query = (
-        select(Event.key_id, func.min(Event.seq), func.max(Event.seq))
-        .where(Event.key_id.in_(ids))
-        .group_by(Event.key_id)
+        select(EVENTS.c.key_id, func.min(EVENTS.c.seq), func.max(EVENTS.c.seq))
+        .where(EVENTS.c.key_id.in_(ids))
+        .group_by(EVENTS.c.key_id)
     )
     with store.backend.reader.connect() as conn:
         return {kid: (first, last) for kid, first, last in conn.execute(query) if kid}

@@ -35,7 +35,7 @@ from sqlalchemy import select
 
 from audit import Appended, AuditStore, EventDraft, EventKind
 from audit.errors import AuditStoreError, ContentConflict
-from audit.store.schema import Event
+from audit.store.schema import EVENTS
 from audit.store.signing import Signer, signature_check
 from audit.verify.authenticity import SignatureCheck
 from audit.verify.eras import KeyEras
@@ -378,6 +378,6 @@ def _refuse_retired_signer(reads: StoreAdapter, signer: Signer, check: Signature
 def _holds_keyed_hashes(store: AuditStore) -> bool:
     """Whether any event records a request hash keyed under a cache key (asked only before
     a new cache key would be made: one statement, stopping at the first)."""
-    keyed = select(Event.seq).where(Event.request_hash.like(KEYED_PREFIX + "%")).limit(1)
+    keyed = select(EVENTS.c.seq).where(EVENTS.c.request_hash.like(KEYED_PREFIX + "%")).limit(1)
     with store.backend.reader.connect() as conn:
         return conn.execute(keyed).first() is not None

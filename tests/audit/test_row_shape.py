@@ -22,7 +22,7 @@ from audit.reports.export import COLUMNS
 from audit.store._prepare import prepare
 from audit.store.chain import GENESIS, MIRRORED, EventRow, event_body, link_hash
 from audit.store.models import EXPORT_COLUMNS, SIGNATURE_COLUMNS
-from audit.store.schema import EVENT_COLUMNS, Event
+from audit.store.schema import EVENT_COLUMNS, EVENTS
 from tests.audit.conftest import fill
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def _chain_guard() -> ModuleType:
 
 
 def test_the_table_is_the_one_list_of_event_columns() -> None:
-    assert tuple(c.name for c in Event.__table__.columns) == EVENT_COLUMNS
+    assert tuple(c.name for c in EVENTS.columns) == EVENT_COLUMNS
     assert EventRow._fields == EVENT_COLUMNS
     assert tuple(StoredEvent.model_fields)[: len(EVENT_COLUMNS)] == EVENT_COLUMNS
     assert set(StoredEvent.model_fields) - set(EVENT_COLUMNS) == {"data", "payload_digests"}
@@ -112,9 +112,9 @@ def test_event_rows_are_read_only_from_a_select_of_the_events_columns(tmp_path: 
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            rows = EventRow.from_result(conn.execute(select(Event.__table__)))
+            rows = EventRow.from_result(conn.execute(select(EVENTS)))
             assert [r.seq for r in rows] == [1, 2]
-            columns = [Event.__table__.c[name] for name in reversed(EVENT_COLUMNS)]
+            columns = [EVENTS.c[name] for name in reversed(EVENT_COLUMNS)]
             with pytest.raises(ValueError, match="not a select of the events columns"):
                 EventRow.from_result(conn.execute(select(*columns)))
     finally:
