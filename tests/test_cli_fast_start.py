@@ -125,3 +125,25 @@ def test_reading_a_sqlite_log_imports_no_orm_and_no_postgresql_dialect(tmp_path:
             m for m in loaded for n in NOT_FOR_READING_MODULES if m == n or m.startswith(n + ".")
         }
         assert not found, (args, sorted(found))
+
+
+def test_a_command_that_exits_with_its_objects_frozen_loses_no_output(tmp_path: Path) -> None:
+    # The CLI freezes the heap at exit (its last collection skipped): whatever a command wrote,
+    # to a file or a pipe, is complete when the process is gone.
+    env, request_id = _recorded_log(tmp_path)
+    gateway = [sys.executable, "-m", "gateway"]
+    exported = tmp_path / "log.jsonl"
+    subprocess.run(
+        [*gateway, "audit", "export", "--output", str(exported)],
+        env=env, cwd=tmp_path, capture_output=True, check=True, timeout=120,
+    )  # fmt: skip
+    events = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert [(e["kind"], e["request_id"]) for e in events] == [
+        ("request", request_id),
+        ("response", request_id),
+    ]
+    shown = subprocess.run(
+        [*gateway, "audit", "show", request_id, "--format", "json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    assert json.loads(shown.stdout)
