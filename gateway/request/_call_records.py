@@ -44,6 +44,7 @@ from gateway.request._record_facts import (
     recorded_overrides,
     refused_input_summary,
     replayability,
+    stop_details_facts,
     stop_sequence,
     token_total,
 )
@@ -258,7 +259,7 @@ class CallRecords:
             "sent_as_recorded": sent_as_recorded,
         }
         if reply.response.get("stop_details") is not None:
-            data["stop_details"] = reply.response["stop_details"]
+            data["stop_details"] = stop_details_facts(reply.response["stop_details"])
         # What the answer says about itself (model, region, tier, thinking, server edits),
         # and where it differs from the policy: alerts, in the RESPONSE itself (one commit
         # with the answer) and each as an ANSWER_ALERT event that names it (to be found).

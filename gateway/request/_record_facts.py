@@ -26,9 +26,29 @@ from gateway.providers.stream import MessageAssembler
 from gateway.request._replayable import outside_world
 
 
+_LABEL_CHARS = 64  # a category or type is a short word; anything longer is text
+
+
 def stop_sequence(response: Mapping[str, Any]) -> str | None:
     stop = response.get("stop_sequence")
     return stop if isinstance(stop, str) else None
+
+
+def stop_details_facts(details: object) -> object:
+    """A refusal's ``stop_details`` as its RESPONSE may hold it: the category and other labels
+    as given, but its explanation (the model's own words, which may quote the prompt) by its
+    length alone; the whole of it stays in the ``response_body`` payload."""
+    if not isinstance(details, Mapping):
+        return {"bytes": len(compact_bytes(details))}
+    facts: dict[str, Any] = {}
+    for key, value in details.items():
+        if isinstance(value, str) and (key == "explanation" or len(value) > _LABEL_CHARS):
+            facts[f"{safe_label(key)}_chars"] = len(value)
+        elif isinstance(value, str | int | float | bool) or value is None:
+            facts[safe_label(key)] = value
+        else:
+            facts[f"{safe_label(key)}_chars"] = len(compact_bytes(value))
+    return facts
 
 
 def checked_text(plan: Plan, response: Mapping[str, Any]) -> str:
