@@ -1,6 +1,6 @@
 """Issue 29's time to first token: a stream through `gateway serve` against the raw SDK.
 
-    $ .venv/bin/python bench/serve_ttft_bench.py [--calls 200] [--baseline /tmp/base-tree]
+    $ .venv/bin/python bench/serve_ttft_bench.py [--calls 200] [--baseline /tmp/base-tree] [--plain]
 
 One fake upstream (its own process); per configuration (SQLite ``fsync`` and ``os``, and each
 again from ``--baseline``'s tree) one `gateway serve` on its own fresh database; the official
@@ -8,6 +8,9 @@ SDK as the client, ``messages.create(stream=True)``, one call at a time, every k
 round in a shuffled order. Time to first token: from the call to the first
 ``content_block_delta`` in the client's hands. The table gives each p50, what serving added
 and that as a ratio of the raw time to first token (the issue's target: at most 0.5).
+``--plain`` adds a whole non-streamed answer per kind to the same shuffled rounds, so that
+what a stream adds before its first delta is compared with what a plain answer adds, at the
+same load.
 """
 
 from __future__ import annotations
@@ -45,10 +48,17 @@ def first_token_ms(client: anthropic.Anthropic, model: str) -> float:
     return first
 
 
+def answer_ms(client: anthropic.Anthropic, model: str) -> float:
+    started = time.perf_counter()
+    client.messages.create(model=model, **BODY)
+    return (time.perf_counter() - started) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200, help="streams per kind")
     parser.add_argument("--baseline", type=Path, help="also serve from this source tree")
+    parser.add_argument("--plain", action="store_true", help="also a whole non-streamed answer")
     args = parser.parse_args()
     trees = [("after", ROOT)] + ([("before", args.baseline)] if args.baseline else [])
     root = Path(tempfile.mkdtemp(prefix="ttft-bench-"))
@@ -57,6 +67,8 @@ def main() -> None:
         kinds: list[tuple[str, Callable[[], float]]] = []
         direct = anthropic.Anthropic(base_url=fake_url, api_key="sk-bench", max_retries=0)
         kinds.append(("raw", lambda: first_token_ms(direct, MODEL)))
+        if args.plain:
+            kinds.append(("raw plain", lambda: answer_ms(direct, MODEL)))
         for label, tree in trees:
             for durability in ("fsync", "os"):
                 name = f"SQLite {durability}, {label}"
@@ -68,6 +80,8 @@ def main() -> None:
                 url = stack.enter_context(gateway_server(env, 1, tree))
                 client = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0)
                 kinds.append((name, lambda c=client: first_token_ms(c, TASK)))
+                if args.plain:
+                    kinds.append((f"{name} plain", lambda c=client: answer_ms(c, TASK)))
         for _, call in kinds:  # warm-up
             for _ in range(10):
                 call()
@@ -85,10 +99,19 @@ def main() -> None:
     print(f"\nraw SDK → fake: time to first token p50 {raw:.2f} ms\n")
     print("| served | TTFT p50 ms | added ms | added / raw TTFT |\n|---|---|---|---|")
     for name, values in ms.items():
-        if name == "raw":
+        if name.startswith("raw") or name.endswith(" plain"):
             continue
         p50 = statistics.median(values)
         print(f"| {name} | {p50:.2f} | +{p50 - raw:.2f} | {(p50 - raw) / raw:.2f} |")
+    if args.plain:
+        plain = statistics.median(ms["raw plain"])
+        print(f"\nraw SDK → fake: whole plain answer p50 {plain:.2f} ms\n")
+        print("| served | stream: TTFT added ms | plain: answer added ms |\n|---|---|---|")
+        for name, values in ms.items():
+            if name.endswith(" plain") and name != "raw plain":
+                stream = statistics.median(ms[name.removesuffix(" plain")]) - raw
+                added = statistics.median(values) - plain
+                print(f"| {name.removesuffix(' plain')} | +{stream:.2f} | +{added:.2f} |")
 
 
 if __name__ == "__main__":

@@ -250,11 +250,13 @@ class AsyncGateway(_Client):
 
     async def _begin(self, request: Request, *, told: Callable[[str], object] | None) -> Step:
         """:meth:`Core.begin` for asyncio: planned on the loop where that needs no I/O
-        (then a record-mode miss makes no hop before the provider's), else in one hop."""
+        (then a record-mode miss makes no hop before the provider's), else in one hop: a
+        request whose model has a version beyond its id (a local model's weights, which
+        finding may load) is planned again in a worker thread."""
         core = self._core
-        if not core.plans_on_loop:
+        admitted = core.pipeline.admit(request, versions=False)
+        if admitted is None:
             return await self._step(core.begin, request, told=told)
-        admitted = core.pipeline.admit(request)
         if isinstance(admitted, Refusal):
             await core.recorder.threads.to_end(core.pipeline.refuse, admitted)
             raise admitted.error  # refuse() raised it in the worker thread

@@ -81,9 +81,6 @@ class Core:
         # rather than on its first request.
         in_use = self._providers_in_use(transform)
         self.providers.warm(in_use)
-        # Planning is CPU work but for a versioned model's version (a local model is built
-        # on first use): with none in use, AsyncGateway plans on its event loop.
-        self.plans_on_loop = not any(self.providers.versioned(name) for name in in_use)
 
     def _providers_in_use(self, transform: PolicyTransform | None) -> set[str]:
         names: set[str] = set()

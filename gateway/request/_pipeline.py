@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, overload
 
 from pydantic import SecretStr
 
@@ -115,10 +115,17 @@ class RequestPipeline:
             self.refuse(admitted)
         return admitted
 
-    def admit(self, request: Request) -> Prepared | Refusal:
+    @overload
+    def admit(self, request: Request) -> Prepared | Refusal: ...
+    @overload
+    def admit(self, request: Request, *, versions: bool) -> Prepared | Refusal | None: ...
+
+    def admit(self, request: Request, *, versions: bool = True) -> Prepared | Refusal | None:
         """:meth:`prepare` without the audit write: the prepared request, or the refusal to
         record (:meth:`refuse`), so that an asyncio caller can plan on its event loop and
-        hand only the write to a worker thread."""
+        hand only the write to a worker thread. With ``versions=False``, None for a request
+        whose model has a version beyond its id (finding it is not mere CPU work: a local
+        model is built on first use), for the caller to admit elsewhere."""
         task, caller, overrides = request.task, request.caller, request.overrides
         request_id = new_request_id()
         policy: Policy | None = None
@@ -148,6 +155,8 @@ class RequestPipeline:
             if model is None:  # review refuses such a policy; this guards an edited catalog
                 raise PolicyError(f"model {model_id!r} is not in the model catalog.")
             model = transported(model, policy, self.providers.region)  # transport, id, region
+            if not versions and self.providers.versioned(model.provider):
+                return None
             checked_caller = checked_caller or self.default_caller
             if checked_caller is None and not runs_offline(model.provider):
                 raise InputError(

@@ -147,6 +147,35 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     assert sorted(name for _, name in threads) == ["audit-committer", "gateway-audit"]
 
 
+def test_a_claude_stream_is_planned_on_the_loop_beside_a_local_model_policy(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # The shipped policies include offline_demo (the local model, whose version finding it may
+    # load the model): only its requests are planned in a worker thread. A Claude task's stream
+    # reaches its first event with no worker thread woken on the way (its intent is committed
+    # by the store's committer thread); the local model's request is still planned in one.
+    fake_api.set_default(lambda _request: Reply.ok(text="streamed"))
+
+    def workers() -> int:
+        return sum(1 for t in threading.enumerate() if t.name == "gateway-audit")
+
+    async def run() -> tuple[int, int, str]:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            async with gw.stream("quant_strategy", "ideas", caller="research") as s:
+                at_first_event = workers()
+                async for _event in s:
+                    pass
+            local = await gw.complete("offline_demo", "The reviewer")
+            return at_first_event, workers(), local.model
+
+    assert workers() == 0
+    at_first_event, after, model = asyncio.run(run())
+    assert at_first_event == 0
+    assert after >= 1  # the stream's outcome and the local request's planning ran in one
+    assert model == "local:ngram"
+    assert kinds(db_path).count("response") == 2
+
+
 # -- the worker threads themselves (gateway.request) ---------------------------------------
 
 REQUEST_TAG: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_TAG", default="")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 
 import anthropic
@@ -63,6 +64,28 @@ def test_the_sdk_stream_helper_gets_every_event_and_the_final_message(
     assert kinds(server, request_id) == ["request", "response"]
     callers = {e.caller for e in server.audit_events() if e.request_id == request_id}
     assert callers == {"trading-desk"}
+
+
+def test_each_delta_reaches_the_client_before_the_upstream_sends_the_next(
+    server: ServerProcess, client: anthropic.Anthropic, fake: FakeMessagesAPI
+) -> None:
+    # The fake sends each delta only once the one before has reached the SDK client through
+    # `gateway serve`: a server that held events back (buffered a response, waited for more
+    # events, or recorded before forwarding) would make the fake wait in vain.
+    pacer = threading.Semaphore(0)
+    fake.script(Reply.stream("one two three four five", deltas=5, paced_by=pacer))
+    deltas = 0
+    with client.messages.create(
+        model="compliance_review", max_tokens=512, messages=fresh(), stream=True
+    ) as stream:
+        for event in stream:
+            if event.type == "content_block_delta":
+                deltas += 1
+                pacer.release()
+        request_id = stream.response.headers["request-id"]
+    assert deltas == 5
+    assert fake.unpaced == 0  # every delta after the first waited for the one before
+    assert wait_for_outcome(server, request_id) == ["request", "response"]
 
 
 def test_the_wire_is_the_apis_event_stream(
