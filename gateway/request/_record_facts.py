@@ -25,7 +25,6 @@ from gateway.providers.base import BETAS_FIELD
 from gateway.providers.stream import MessageAssembler
 from gateway.request._replayable import outside_world
 
-
 _LABEL_CHARS = 64  # a category or type is a short word; anything longer is text
 
 
