@@ -199,7 +199,12 @@ def test_the_service_tier_and_a_refusals_stop_details_are_recorded(
     result = gw.complete("compliance_review", PROMPT)
     data = _response(db_path, result.request_id)
     assert data["stop_reason"] == "refusal"
-    assert data["stop_details"] == details
+    # The explanation is the model's words (it may quote the prompt): by length only.
+    assert data["stop_details"] == {
+        "type": "refusal",
+        "category": "cyber",
+        "explanation_chars": len(details["explanation"]),
+    }
     assert data["service_tier"] == "priority"
 
 
