@@ -209,7 +209,7 @@ class Verifier:
             else:
                 # link_hash(prev_hash, body), without its two calls and the joined bytes
                 link = blank.copy()
-                link.update(prev_hash.encode("ascii"))
+                link.update(prev_hash.encode("utf-8", "surrogatepass"))
                 link.update(row.body)
                 if type(body) is Ordinary:  # audit.verify._ordinary_body: the fields typed in C
                     fields = body.body
