@@ -198,8 +198,8 @@ class ChainReader:
         """The wanted digests that a policy row may be stored under: those the table's keys
         hold, read whole while it has no more rows than are wanted (a log keeps a policy per
         reviewed version: a handful), else all of them. The same rows are looked up either
-        way; a digest of each page's payloads was a lookup of its own (a twentieth of the
-        walk's CPU on a log of 30,000 events with no policy rows)."""
+        way; each of a page's payload digests was a lookup of its own (0.45 µs of CPU per
+        event here, against 0.002 for reading the keys of a table with none)."""
         if self._few_policies:
             mark = "?" if self._sqlite else "%s"
             try:
