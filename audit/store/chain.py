@@ -214,4 +214,7 @@ def event_body(
 
 
 def link_hash(prev_hash: str, body: bytes) -> str:
-    return digest(prev_hash.encode("ascii") + body)
+    """``sha256(prev_hash || body)``. A hash the store writes is ASCII; a hand-edited one that
+    is not is taken as its UTF-8 bytes, so a check names the row (a broken link, a hash
+    mismatch) instead of failing on it."""
+    return digest(prev_hash.encode("utf-8", "surrogatepass") + body)

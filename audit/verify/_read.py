@@ -6,8 +6,8 @@
     Verifier(..., same_time=reader.same_time)
 
 Verify reads every row once, so this path skips what the typed reads pay per value: rows come
-straight from the driver's cursor (no SQLAlchemy result processing), one page of
-:data:`PAGE_ROWS` ahead is read by a thread while the last one is checked, and:
+straight from the driver's cursor (no SQLAlchemy result processing), on PostgreSQL one page
+of :data:`PAGE_ROWS` ahead is read by a thread while the last one is checked, and:
 
 - SQLite's ``recorded_at`` stays the text it was stored as. A row whose text is the spelling
   the store writes for its body's instant needs no parse; any other spelling is read again
@@ -60,6 +60,7 @@ class ChainReader:
         self._upto = upto
         self._page = page
         self._sqlite = backend.dialect == "sqlite"
+        self._few_policies = True  # the policy keys are read whole (_policies_among)
         mark = "?" if self._sqlite else "%s"
         # The columns in the table's order, by their names: the one source of a row's shape.
         columns = [
@@ -74,8 +75,16 @@ class ChainReader:
     # -- event rows ---------------------------------------------------------------------------
 
     def pages(self) -> Iterator[list[EventRow]]:
-        """Every row at seq 1..upto in seq order, a page at a time; the next page is read by
-        a thread while the caller checks this one (at most two pages held)."""
+        """Every row at seq 1..upto in seq order, a page at a time (at most two held).
+
+        On PostgreSQL the next page is read by a thread while the caller checks this one: the
+        read waits on the server. SQLite's read is this process's own work, and ``sqlite3``
+        gives up the GIL at every row it steps: a reading thread beside a busy one traded the
+        GIL with it row by row, a tenth of the walk's CPU (bench/results/verify_speed.md), so
+        there the caller reads each page itself."""
+        if self._sqlite:
+            yield from self._pages_here()
+            return
         ready: queue.Queue[list[EventRow] | BaseException | None] = queue.Queue(maxsize=1)
         stop = threading.Event()
 
@@ -109,6 +118,16 @@ class ChainReader:
                 with contextlib.suppress(queue.Empty):
                     ready.get(timeout=0.05)
             reader.join()
+
+    def _pages_here(self) -> Iterator[list[EventRow]]:
+        last = 0
+        while True:
+            rows = self._read_page(last)
+            if rows:
+                yield rows
+            if len(rows) < self._page:
+                return
+            last = rows[-1].seq
 
     def _read_page(self, after: int) -> list[EventRow]:
         return self.read_rows(after, self._upto)
@@ -150,30 +169,48 @@ class ChainReader:
         ``newest``: a few of the digests the page's last events reference. On SQLite the
         payloads a page references were mostly inserted together, as its events were: those
         are read in one scan of their rowid range, the rest looked up by digest."""
-        wanted = sorted(refs)
+        wanted = set(refs)
         found: dict[str, str | None] = {}
         if not wanted:
             return found
         with self._backend.reader.connect() as conn:
             cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
             try:
-                look_up = wanted
+                look_up: Iterable[str] = wanted
                 if self._sqlite and newest and len(wanted) >= _SCAN_FROM:
-                    found.update(self._scanned(cursor, set(wanted), newest))
-                    look_up = [d for d in wanted if d not in found]
+                    found.update(self._scanned(cursor, wanted, newest))
+                    look_up = wanted.difference(found)
                 for table, key, digests in (
-                    ("payloads", "digest", look_up),
-                    ("policies", "fingerprint", wanted),
+                    ("payloads", "digest", sorted(look_up)),
+                    ("policies", "fingerprint", self._policies_among(cursor, wanted)),
                 ):
                     for start in range(0, len(digests), _CHUNK):
                         chunk = digests[start : start + _CHUNK]
                         found.update(self._digests(cursor, table, key, chunk))
-                gone = [d for d in wanted if d not in found]
+                gone = sorted(wanted.difference(found))
                 for start in range(0, len(gone), _CHUNK):
                     found.update(self._erased(cursor, gone[start : start + _CHUNK]))
             finally:
                 cursor.close()
         return found
+
+    def _policies_among(self, cursor: Any, wanted: set[str]) -> list[str]:
+        """The wanted digests that a policy row may be stored under: those the table's keys
+        hold, read whole while it has no more rows than are wanted (a log keeps a policy per
+        reviewed version: a handful), else all of them. The same rows are looked up either
+        way; each of a page's payload digests was a lookup of its own (0.45 µs of CPU per
+        event here, against 0.002 for reading the keys of a table with none)."""
+        if self._few_policies:
+            mark = "?" if self._sqlite else "%s"
+            try:
+                cursor.execute(f"SELECT fingerprint FROM policies LIMIT {mark}", (len(wanted) + 1,))
+                keys = cursor.fetchall()
+            except sqlite3.Error:  # a hand-edited key SQLite cannot read as text: looked up
+                keys = None
+            if keys is not None and len(keys) <= len(wanted):
+                return sorted(wanted.intersection(key for (key,) in keys))
+            self._few_policies = False  # as many as a page wants: lookups from now on
+        return sorted(wanted)
 
     def _scanned(self, cursor: Any, wanted: set[str], newest: Sequence[str]) -> Iterator[Any]:
         """The wanted payloads among the rows inserted just before the ``newest`` ones: one

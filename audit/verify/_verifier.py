@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from hashlib import sha256
 from operator import attrgetter
 from typing import Any
 
+from audit.canonical import DIGEST_PREFIX
 from audit.store.chain import GENESIS, MAX_DEFECTS, MIRRORED, Census, EventRow, _mirrored, link_hash
 from audit.store.erasure import erased_seq
 from audit.store.models import Checkpoint, Defect, DefectKind, Relied, TrustedKeyInfo, VerifyReport
@@ -38,6 +40,7 @@ def gap_detail(expected: int, seq: int) -> str:
 
 
 _ordinary_mirrored = attrgetter(*MIRRORED)  # the body's values of the mirrored columns
+_BLANK = sha256()  # copied for each link hash: cheaper than a new hash object each time
 
 
 # Whether a row's recorded_at column (as read) is the instant its body records: called with
@@ -190,67 +193,76 @@ class Verifier:
         tree, tree_upto, sigs, sigs_upto = self.tree, self.tree_upto, self.sigs, self.sigs_upto
         cp_seq = self.checkpoint.seq if self.checkpoint is not None else 0
         life, life_fields = self.life.feed, self.life.feed_fields
-        verify_keys = self._verify_keys
+        verify_keys, blank = self._verify_keys, _BLANK
         fields: StoredBody | None
         checked: Sequence[Verdict | bool | None] = (
             verdicts if verdicts is not None else [False] * len(rows)
         )
+        # The walk's position is held here while rows take the short path, and handed to feed
+        # (which moves it itself) for any other.
+        expected, prev_hash, counted, size = self.expected, self.prev_hash, self.count, self.bytes
         for row, body, given in zip(rows, parsed, checked, strict=True):
             seq = row.seq
-            if (
-                seq != self.expected
-                or row.prev_hash != self.prev_hash
-                or seq in (cp_seq, relied_seq)
-            ):
-                feed(row, body, contents, given)  # a gap, a broken link, a checkpoint's: feed's
-                continue
-            if type(body) is Ordinary:  # audit.verify._ordinary_body: the fields typed in C
-                fields = body.body
-                if (
-                    fields.seq != seq
-                    or link_hash(row.prev_hash, row.body) != row.hash
-                    or _mirrored(row) != _ordinary_mirrored(fields)
-                    or not same_time(seq, row.recorded_at, fields.recorded_at, body.time)
-                ):
-                    feed(row, body, contents, given)
-                    continue
-                refs = body.refs
-            elif (
-                type(body) is not dict
-                or body.get("seq") != seq
-                or link_hash(row.prev_hash, row.body) != row.hash
-                or _mirrored(row) != tuple(map(body.get, MIRRORED))
-                or not same_time(seq, row.recorded_at, body["recorded_at"], body["_time"])
-            ):
-                feed(row, body, contents, given)
-                continue
-            else:
-                fields = None
-                refs = _refs(body)
-            refs_ok = True
-            for ref in refs:
-                if contents.get(ref) != ref:
-                    refs_ok = False
-                    break
             verdict: Verdict | bool | None = None
-            if refs_ok and trust is not None:
-                if seq <= relied_seq:  # attested: signed by a key it trusted, else feed's
-                    attested = row.signature is not None and row.key_id in relied_keys
-                    verdict = None if attested else False
-                elif given is not False:
-                    verdict = given
+            if seq != expected or row.prev_hash != prev_hash or seq in (cp_seq, relied_seq):
+                verdict = False  # a gap, a broken link, a checkpoint's: feed's
+            else:
+                # link_hash(prev_hash, body), without its two calls and the joined bytes
+                link = blank.copy()
+                link.update(prev_hash.encode("utf-8", "surrogatepass"))
+                link.update(row.body)
+                if type(body) is Ordinary:  # audit.verify._ordinary_body: the fields typed in C
+                    fields = body.body
+                    if (
+                        fields.seq != seq
+                        or DIGEST_PREFIX + link.hexdigest() != row.hash
+                        or _mirrored(row) != _ordinary_mirrored(fields)
+                        or not same_time(seq, row.recorded_at, fields.recorded_at, body.time)
+                    ):
+                        verdict = False
+                    refs = body.refs
+                elif (
+                    type(body) is not dict
+                    or body.get("seq") != seq
+                    or DIGEST_PREFIX + link.hexdigest() != row.hash
+                    or _mirrored(row) != tuple(map(body.get, MIRRORED))
+                    or not same_time(seq, row.recorded_at, body["recorded_at"], body["_time"])
+                ):
+                    verdict = False
                 else:
-                    verdict = signed(verify_keys, row)
-                    if verdict is not None:  # it does not check out: the one rule says why
-                        verdict = signature_verdict(seq, row.key_id, row.signature, row.hash, trust)
-                    if verdict is True:  # unsigned, and allowed there
-                        self.unsigned_allowed += 1
-                        verdict = None
-            if not refs_ok or verdict is not None:
+                    fields = None
+                    refs = _refs(body)
+                if verdict is None:
+                    for ref in refs:
+                        if contents.get(ref) != ref:
+                            verdict = False
+                            break
+                if verdict is None and trust is not None:
+                    if seq <= relied_seq:  # attested: signed by a key it trusted, else feed's
+                        attested = row.signature is not None and row.key_id in relied_keys
+                        verdict = None if attested else False
+                    elif given is not False:
+                        verdict = given
+                    else:
+                        verdict = signed(verify_keys, row)
+                        if verdict is not None:  # it does not check out: the one rule says why
+                            verdict = signature_verdict(
+                                seq, row.key_id, row.signature, row.hash, trust
+                            )
+                        if verdict is True:  # unsigned, and allowed there
+                            self.unsigned_allowed += 1
+                            verdict = None
+            if verdict is not None:
+                self.expected, self.prev_hash, self.count, self.bytes = (
+                    expected, prev_hash, counted, size,
+                )  # fmt: skip
                 feed(row, body, contents, verdict if isinstance(verdict, Verdict) else given)
+                expected, prev_hash, counted, size = (
+                    self.expected, self.prev_hash, self.count, self.bytes,
+                )  # fmt: skip
                 continue
-            self.count += 1
-            self.bytes += len(row.body)
+            counted += 1
+            size += len(row.body)
             if tree is not None and seq <= tree_upto:
                 tree.add(row.hash)
             if sigs is not None and seq <= sigs_upto:
@@ -260,8 +272,9 @@ class Verifier:
                     life_fields(seq, fields.kind, fields.request_id, fields.request_hash, None)
             elif isinstance(body, dict):
                 life(seq, body)
-            self.expected = seq + 1
-            self.prev_hash = row.hash
+            expected = seq + 1
+            prev_hash = row.hash
+        self.expected, self.prev_hash, self.count, self.bytes = expected, prev_hash, counted, size
 
     # -- a verified checkpoint relied on; the tree a checkpoint carries -----------------------
 

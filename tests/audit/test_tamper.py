@@ -59,6 +59,16 @@ def recorded_time(raw: Raw) -> None:
         raw.execute("UPDATE events SET recorded_at = recorded_at - INTERVAL '1 day' WHERE seq = 3")
 
 
+def prev_hash_not_ascii(raw: Raw) -> None:
+    raw.execute("UPDATE events SET prev_hash = ? WHERE seq = 3", ("sha256:\u00e9",))
+
+
+def hash_not_ascii(raw: Raw) -> None:
+    """The next row names it as its prev_hash: a link that holds, over a hash that is not one."""
+    raw.execute("UPDATE events SET hash = ? WHERE seq = 2", ("sha256:\u00e9",))
+    raw.execute("UPDATE events SET prev_hash = ? WHERE seq = 3", ("sha256:\u00e9",))
+
+
 def delete_middle(raw: Raw) -> None:
     raw.execute("DELETE FROM events WHERE seq = 3")
 
@@ -122,6 +132,8 @@ MATRIX: list[tuple[Callable[[Raw], None], int, DefectKind]] = [
     (searchable_column, 3, DefectKind.COLUMN_MISMATCH),
     (stored_hash, 3, DefectKind.HASH_MISMATCH),
     (recorded_time, 3, DefectKind.COLUMN_MISMATCH),
+    (prev_hash_not_ascii, 3, DefectKind.BROKEN_LINK),
+    (hash_not_ascii, 2, DefectKind.HASH_MISMATCH),
     (delete_middle, 3, DefectKind.GAP),
     (forge_in_middle, 5, DefectKind.BROKEN_LINK),
     (forge_at_tail, 7, DefectKind.HASH_MISMATCH),
