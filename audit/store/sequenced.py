@@ -71,8 +71,10 @@ def unlinked_requests(conn: Connection, era: int, request_ids: list[str]) -> set
 
 
 def chain_link(prev: str, event_hash: str) -> str:
-    """A format-2 event's link: ``sha256(prev ‖ its hash)`` over the ASCII of both."""
-    return digest((prev + event_hash).encode("ascii"))
+    """A format-2 event's link: ``sha256(prev ‖ its hash)`` over the ASCII of both. A hash the
+    store writes is ASCII; a hand-edited one that is not is taken as its UTF-8 bytes (as
+    :func:`audit.store.chain.link_hash` does), so verify names the row instead of failing."""
+    return digest((prev + event_hash).encode("utf-8", "surrogatepass"))
 
 
 def void_row(

@@ -60,6 +60,16 @@ def log(pg_url: str) -> Iterator[Raw]:
             id="link-is-not-its-hash",
         ),
         pytest.param(
+            ["UPDATE chain SET hash = 'sha256:\u00e9' WHERE seq = 4"],
+            (4, DefectKind.HASH_MISMATCH),
+            id="link-is-not-ascii",
+        ),
+        pytest.param(
+            ["UPDATE events SET hash = 'sha256:\u00e9' WHERE seq = 4"],
+            (4, DefectKind.HASH_MISMATCH),
+            id="event-hash-is-not-ascii",
+        ),
+        pytest.param(
             ["DELETE FROM chain WHERE seq = 3"],
             (4, DefectKind.BROKEN_LINK),
             id="linked-after-an-unlinked-seq",
