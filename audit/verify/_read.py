@@ -90,14 +90,10 @@ class ChainReader:
 
         def read() -> None:
             try:
-                last = 0
-                while not stop.is_set():
-                    rows = self._read_page(last)
-                    if rows:
-                        ready.put(rows)
-                    if len(rows) < self._page:
+                for rows in self._pages_here():
+                    ready.put(rows)
+                    if stop.is_set():
                         break
-                    last = rows[-1].seq
                 ready.put(None)
             except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
                 ready.put(exc)
@@ -120,6 +116,7 @@ class ChainReader:
             reader.join()
 
     def _pages_here(self) -> Iterator[list[EventRow]]:
+        """The non-empty pages, read in the calling thread (the reader thread's loop too)."""
         last = 0
         while True:
             rows = self._read_page(last)

@@ -59,15 +59,6 @@ class Era(NamedTuple):
         )
 
 
-def link_of(prev: str, event_hash: str) -> str | None:
-    """:func:`audit.store.sequenced.chain_link`, or None for text that is not ASCII (no hash is):
-    an export's text is untrusted, and a bad record must be a defect, never a crash."""
-    try:
-        return chain_link(prev, event_hash)
-    except UnicodeEncodeError:
-        return None
-
-
 class SequencedChecks:
     def __init__(
         self,
@@ -163,7 +154,7 @@ class SequencedChecks:
             self._defect(line, seq, "bad_record", "link_prev and link must be text")
             self.last_link = None
             return
-        if link != link_of(prev, stored):
+        if link != chain_link(prev, stored):
             self._defect(line, seq, "hash_mismatch", "its link is not sha256(link_prev ‖ hash)")
         elif checkable:
             if expected is None:

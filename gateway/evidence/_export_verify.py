@@ -42,11 +42,12 @@ from audit.store.bounded import UnreadableJSON
 from audit.store.bounded import loads as bounded_loads
 from audit.store.chain import MIRRORED, link_hash
 from audit.store.models import SIGNED_EXPORT_COLUMNS, EventKind
+from audit.store.sequenced import chain_link
 from audit.store.signing import TrustedKeys, UnusableKey
 from audit.verify.body import parse_body
 from gateway.errors import InputError
 from gateway.evidence._export_content import ContentChecks
-from gateway.evidence._export_sequenced import Era, SequencedChecks, link_of
+from gateway.evidence._export_sequenced import Era, SequencedChecks
 
 __all__ = ["ExportDefect", "ExportVerifyReport", "verify_export", "verify_records"]
 
@@ -314,7 +315,7 @@ def _check_head(walk: _Walk, head: dict[str, Any] | None, line: int) -> dict[str
     link = head.get("link")
     if walk.sequenced.sequenced(seq) and link is not None:
         prev = head.get("link_prev")
-        if not isinstance(prev, str) or link != link_of(prev, str(head.get("hash"))):
+        if not isinstance(prev, str) or link != chain_link(prev, str(head.get("hash"))):
             walk.defect(
                 line, seq, "hash_mismatch", "export_head: its link is not sha256(link_prev ‖ hash)"
             )
