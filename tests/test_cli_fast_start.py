@@ -127,6 +127,18 @@ def test_reading_a_sqlite_log_imports_no_orm_and_no_postgresql_dialect(tmp_path:
         assert not found, (args, sorted(found))
 
 
+def test_listing_a_signed_log_loads_no_key_library(tmp_path: Path) -> None:
+    # The log is signed and its record key file is beside it, so `audit list` opens the store
+    # with a signer; listing signs and checks nothing, and `cryptography` (a tenth of the
+    # start, bench/results/cli_start.md) loads at the first key use only.
+    env, _ = _recorded_log(tmp_path)
+    assert (tmp_path / "gateway-record.key").exists()
+    for args in (["audit", "list"], ["audit", "list", "--task", "none"]):
+        loaded = {name.split(".")[0] for name in _modules_loaded(args, env)}
+        assert "sqlalchemy" in loaded, args  # it did read the log
+        assert "cryptography" not in loaded, args
+
+
 def test_a_command_that_exits_with_its_objects_frozen_loses_no_output(tmp_path: Path) -> None:
     # The CLI freezes the heap at exit (its last collection skipped): whatever a command wrote,
     # to a file or a pipe, is complete when the process is gone.

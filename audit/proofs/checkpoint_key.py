@@ -9,10 +9,12 @@ keys list`, every public-key listing) does not import the Merkle tree and the re
 
 from __future__ import annotations
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from typing import TYPE_CHECKING
 
 from audit.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 __all__ = ["KEY_HINT", "parse_key", "private_key", "public_key"]
 
@@ -35,9 +37,12 @@ def parse_key(text: str) -> bytes:
 def private_key(key: bytes) -> Ed25519PrivateKey:
     if len(key) != 32:
         raise CheckpointError("the checkpoint signing key is not 32 bytes.", hint=KEY_HINT)
+    # Imported here, at the first use of a key: the auditing facade names this module, and
+    # listing the log (`gateway audit list`) uses no key (audit.store.signing does the same).
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     return Ed25519PrivateKey.from_private_bytes(key)
 
 
 def public_key(key: bytes) -> str:
-    raw = private_key(key).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-    return raw.hex()
+    return private_key(key).public_key().public_bytes_raw().hex()

@@ -30,18 +30,16 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import NamedTuple
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    NoEncryption,
-    PrivateFormat,
-    PublicFormat,
-)
+from types import ModuleType
+from typing import TYPE_CHECKING, NamedTuple
 
 from audit.store.models import StoredEvent
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 DOMAIN = b"compliance-gateway audit event v1\n"
 # A format-2 event (audit.store.sequenced) is signed before it is linked: the message is this
@@ -101,24 +99,56 @@ def signed_message(
     return SEQUENCED_DOMAIN + f"store {store_id}\n{event_hash}".encode("ascii")
 
 
+def _ed25519() -> ModuleType:
+    # `cryptography` loads at the first key use, not with this module: a reading command
+    # holds a record key it never uses, and the import is a tenth of `gateway audit list`'s
+    # start (bench/cli_start_bench.py). Every Ed25519 seed of 32 bytes is a valid key, so
+    # nothing is accepted here that the import would have refused.
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    return ed25519
+
+
 class Signer:
-    """The writing gateway's record key. Signs event hashes; holds the only private copy."""
+    """The writing gateway's record key. Signs event hashes; holds the only private copy.
 
-    __slots__ = ("_private", "key_id", "public_key")
+    Built from the 32-byte seed; the key itself (and its public half) on first use."""
 
-    def __init__(self, private: Ed25519PrivateKey) -> None:
-        self._private = private
-        raw = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
-        self.public_key = raw.hex()
-        self.key_id = key_id(raw)
+    __slots__ = ("_key", "_public_raw", "_seed")
+
+    def __init__(self, seed: bytes) -> None:
+        if len(seed) != 32:
+            raise UnusableKey("the record key is not 32 bytes.")
+        self._seed = seed
+        self._key: Ed25519PrivateKey | None = None
+        self._public_raw: bytes | None = None
 
     @classmethod
     def generate(cls) -> Signer:
-        return cls(Ed25519PrivateKey.generate())
+        return cls(_ed25519().Ed25519PrivateKey.generate().private_bytes_raw())
 
     @classmethod
     def from_text(cls, text: str) -> Signer:
-        return cls(Ed25519PrivateKey.from_private_bytes(_key_bytes(text, "record key")))
+        return cls(_key_bytes(text, "record key"))
+
+    def _private(self) -> Ed25519PrivateKey:
+        if self._key is None:
+            self._key = _ed25519().Ed25519PrivateKey.from_private_bytes(self._seed)
+        return self._key
+
+    @property
+    def public_key(self) -> str:
+        """The public key as 64 hex characters."""
+        return self._public().hex()
+
+    @property
+    def key_id(self) -> str:
+        return key_id(self._public())
+
+    def _public(self) -> bytes:
+        if self._public_raw is None:
+            self._public_raw = self._private().public_key().public_bytes_raw()
+        return self._public_raw
 
     @classmethod
     def from_file(cls, path: Path) -> Signer:
@@ -129,11 +159,11 @@ class Signer:
         """The base64 Ed25519 signature of an event's hash (88 characters); ``sequenced``:
         of a format-2 event's hash (its body's) in the log ``store_id``."""
         message = signed_message(event_hash, sequenced=sequenced, store_id=store_id)
-        return base64.b64encode(self._private.sign(message)).decode("ascii")
+        return base64.b64encode(self._private().sign(message)).decode("ascii")
 
     def seed_hex(self) -> str:
         """The private seed, for writing the key file only."""
-        return self._private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()).hex()
+        return self._seed.hex()
 
     def __repr__(self) -> str:
         return f"Signer({self.key_id})"
@@ -185,7 +215,7 @@ class TrustedKeys:
         keys: dict[str, tuple[str, Ed25519PublicKey]] = {}
         for n, text in enumerate(texts, 1):
             raw = _key_bytes(text, f"trusted public key #{n}")
-            keys[key_id(raw)] = (raw.hex(), Ed25519PublicKey.from_public_bytes(raw))
+            keys[key_id(raw)] = (raw.hex(), _ed25519().Ed25519PublicKey.from_public_bytes(raw))
         return cls(keys)
 
     def __len__(self) -> int:
@@ -219,6 +249,8 @@ class TrustedKeys:
         entry = self._keys.get(kid) if isinstance(kid, str) else None
         if entry is None:
             return f"it is signed by key {str(kid)[:40]!r}, which is not a trusted key"
+        from cryptography.exceptions import InvalidSignature  # loaded with the key (_ed25519)
+
         try:
             message = signed_message(event_hash, sequenced=sequenced, store_id=store_id)
             entry[1].verify(base64.b64decode(signature, validate=True), message)

@@ -8,6 +8,10 @@
 The store is reached through :class:`gateway._store_adapter.StoreAdapter`, so every error
 the audit store raises leaves as the gateway's (the table is there): a caller catches
 ``GatewayError`` and nothing else.
+
+Approvals, content reads and content exports import their modules in the method: listing
+(`gateway audit list`, the commonest command) needs none of them, and they bring record
+signature checks and `cryptography` (bench/cli_start_bench.py).
 """
 
 from __future__ import annotations
@@ -42,23 +46,6 @@ from gateway.errors import (
     InputError,
     IntegrityAlert,
 )
-from gateway.evidence._approvals import (
-    ApprovalStatus,
-    approval_draft,
-    approval_status,
-    on_record,
-    refuse_unsound,
-    sign_approval,
-    trusted_approvers,
-)
-from gateway.evidence._audit_content import (
-    PARTS,
-    RecordedContent,
-    content_plan,
-    recorded_content,
-    selected_by_export,
-)
-from gateway.evidence._export_content import content_annotator
 from gateway.evidence._proving import Proving
 from gateway.evidence._usage import GroupBy, UsageReport, covered, usage_report
 from gateway.keys import record_signer, trusted_record_keys
@@ -67,6 +54,8 @@ from gateway.settings import Settings
 
 if TYPE_CHECKING:  # loading policies (jsonschema, the review rules) is the caller's import
     from audit.verify.authenticity import SignatureCheck
+    from gateway.evidence._approvals import ApprovalStatus
+    from gateway.evidence._audit_content import RecordedContent
     from gateway.policy import PolicySet
 
 __all__ = [
@@ -185,6 +174,8 @@ class Auditing(Proving, OwnsLog):
         read, before anything is returned; a record that does not check out is refused
         (:class:`IntegrityAlert`, one line per problem) and the refusal is recorded too.
         """
+        from gateway.evidence._audit_content import PARTS, content_plan, recorded_content
+
         reviewer = check_name(reviewer, "reviewer", example="j.smith") or ""
         events = self.request_events(request_id)
         log = self._writing()
@@ -241,6 +232,14 @@ class Auditing(Proving, OwnsLog):
         not pinned for the approver is) and record it as an APPROVAL event with the policy;
         returns the task's approvals after it and whether this approval was recorded (one
         already in the log is not recorded twice)."""
+        from gateway.evidence._approvals import (
+            approval_draft,
+            on_record,
+            refuse_unsound,
+            sign_approval,
+            trusted_approvers,
+        )
+
         key = self._settings.approver_key
         if key is None:
             raise ConfigurationError("no approver key is configured.", hint=APPROVER_KEY_HINT)
@@ -259,6 +258,8 @@ class Auditing(Proving, OwnsLog):
     ) -> dict[str, ApprovalStatus]:
         """Who has approved each loaded task's current fingerprint; approval events count
         only when written by a trusted gateway (record signatures, as :meth:`verify`)."""
+        from gateway.evidence._approvals import approval_status, trusted_approvers
+
         pins = trusted_approvers(self._settings)
         check = self._signature_check()
         return approval_status(
@@ -268,6 +269,8 @@ class Auditing(Proving, OwnsLog):
     def reads_of(self, request_id: str) -> list[StoredEvent]:
         """The ACCESS events that read ``request_id``'s content, oldest first: content reads
         of that request, and content exports whose selection held it."""
+        from gateway.evidence._audit_content import selected_by_export
+
         life = self._log.run(AuditStore.events_for_request, request_id)
         return [
             e
@@ -295,6 +298,9 @@ class Auditing(Proving, OwnsLog):
         ``content``, each checked as :meth:`read_content` checks it (a record that does not
         check out is written as ``{"refused": [...]}``, never shown); the read is recorded
         first as an ACCESS event naming the reviewer and the selection."""
+        from gateway.evidence._audit_content import PARTS
+        from gateway.evidence._export_content import content_annotator
+
         log = self._writing()
         filters = filters or EventFilter()
         annotate = None

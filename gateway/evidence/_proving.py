@@ -25,7 +25,6 @@ from audit.proofs import checkpoint_key
 from audit.store.signing import Trust, TrustedKeys, signature_check
 from gateway._store_adapter import StoreAdapter, audit_call
 from gateway.errors import ConfigurationError, InputError
-from gateway.evidence._checkpoint_rotation import CheckpointEras, refuse_retired_signer
 from gateway.keys import integrator_keys, trusted_record_keys
 from gateway.settings import Settings
 
@@ -156,6 +155,8 @@ class Proving:
     def _refuse_retired(self, head: Checkpoint, keys: TrustedKeys) -> None:
         """Refuse a checkpoint its key signed after the log retired it (the rotations that
         count are those written under the record keys ``keys``)."""
+        from gateway.evidence._checkpoint_rotation import CheckpointEras, refuse_retired_signer
+
         check = signature_check(keys, self._log.store.store_id)
         eras = self._log.run(CheckpointEras.read, check)
         refuse_retired_signer(head.public_key, head.seq, head.created_at, eras)
