@@ -114,14 +114,14 @@ class Signer:
 
     Built from the 32-byte seed; the key itself (and its public half) on first use."""
 
-    __slots__ = ("_key", "_public_raw", "_seed")
+    __slots__ = ("_key", "_names", "_seed")
 
     def __init__(self, seed: bytes) -> None:
         if len(seed) != 32:
             raise UnusableKey("the record key is not 32 bytes.")
         self._seed = seed
         self._key: Ed25519PrivateKey | None = None
-        self._public_raw: bytes | None = None
+        self._names: tuple[str, str] | None = None  # (public key hex, key id), made once
 
     @classmethod
     def generate(cls) -> Signer:
@@ -131,24 +131,25 @@ class Signer:
     def from_text(cls, text: str) -> Signer:
         return cls(_key_bytes(text, "record key"))
 
+    @property
+    def public_key(self) -> str:
+        """The public key as 64 hex characters."""
+        return self._named()[0]
+
+    @property
+    def key_id(self) -> str:
+        return self._named()[1]
+
     def _private(self) -> Ed25519PrivateKey:
         if self._key is None:
             self._key = _ed25519().Ed25519PrivateKey.from_private_bytes(self._seed)
         return self._key
 
-    @property
-    def public_key(self) -> str:
-        """The public key as 64 hex characters."""
-        return self._public().hex()
-
-    @property
-    def key_id(self) -> str:
-        return key_id(self._public())
-
-    def _public(self) -> bytes:
-        if self._public_raw is None:
-            self._public_raw = self._private().public_key().public_bytes_raw()
-        return self._public_raw
+    def _named(self) -> tuple[str, str]:
+        if self._names is None:
+            raw = self._private().public_key().public_bytes_raw()
+            self._names = (raw.hex(), key_id(raw))
+        return self._names
 
     @classmethod
     def from_file(cls, path: Path) -> Signer:
