@@ -113,7 +113,7 @@ async def arecord_stream(
     CANCELLED record is shielded, so a second cancellation cannot stop it."""
 
     async def on_attempt_failed(failure: AttemptFailure) -> None:
-        await recorder.threads.submit(recorder.attempt_failed, call, failure)
+        await recorder.aattempt_failed(call, failure)
 
     partial = MessageAssembler()
     terminal = Terminal()

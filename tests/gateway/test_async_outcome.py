@@ -1,0 +1,186 @@
+"""AsyncGateway records a call's outcome from its event loop: no worker thread waits for a
+small answer's RESPONSE or a FAILED, a cancellation once the answer is in still gets the
+answer recorded, and a large answer or one with alerts is recorded in a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy
+from sqlalchemy.engine import Engine
+
+from audit import AuditStore
+from audit.verify import verify_log
+from gateway import AnswerAlertWarning, AsyncGateway, Settings, UpstreamError
+from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
+from tests.gateway.conftest import API_KEY, events, kinds
+
+
+def _settings(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> Settings:
+    return Settings(
+        policy_dir=policy_dir,
+        database_url=f"sqlite:///{db_path}",
+        anthropic_api_key=API_KEY,
+        default_caller="tests",
+        anthropic_base_url=fake_api.base_url,
+        durability="os",
+        retry_backoff_base_s=0.01,
+    )
+
+
+def _workers() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "gateway-audit")
+
+
+@contextmanager
+def _event_inserts(watching: threading.Event) -> Iterator[list[str]]:
+    """The name of the thread that runs each INSERT INTO events while ``watching`` is set
+    (SQLite's trace callback; the gateway appends events of its own as it opens)."""
+    names: list[str] = []
+
+    def traced(statement: str) -> None:
+        if watching.is_set() and statement.upper().startswith("INSERT INTO EVENTS"):
+            names.append(threading.current_thread().name)
+
+    def connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(traced)
+
+    sqlalchemy.event.listen(Engine, "connect", connected)
+    try:
+        yield names
+    finally:
+        sqlalchemy.event.remove(Engine, "connect", connected)
+
+
+def test_a_record_mode_miss_records_its_outcome_with_no_worker_thread(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # Answers and a refusal upstream: each intent and each outcome (RESPONSE, FAILED) joins
+    # the store's group commit from the loop; no worker thread is started for them.
+    fake_api.script(Reply.ok(), Reply.error(400), Reply.ok(), Reply.ok())
+    watching = threading.Event()
+
+    async def run() -> int:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            watching.set()
+            await gw.complete("quant_strategy", "ideas 1", caller="research")
+            with pytest.raises(UpstreamError):
+                await gw.complete("quant_strategy", "ideas 2", caller="research")
+            for n in (3, 4):
+                await gw.complete("quant_strategy", f"ideas {n}", caller="research")
+            return _workers()
+
+    with _event_inserts(watching) as inserts:
+        workers = asyncio.run(run())
+    assert workers == 0
+    assert set(inserts) == {"audit-committer"}
+    assert kinds(db_path) == [
+        *("request", "response"),
+        *("request", "attempt_failed", "failed"),
+        *("request", "response") * 2,
+    ]
+    with AuditStore.open(f"sqlite:///{db_path}", durability="os") as store:
+        assert verify_log(store).ok
+
+
+def test_a_call_cancelled_once_its_answer_is_in_waits_for_its_response_then_goes_on(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # Another writer takes the SQLite file as the upstream answers, so the RESPONSE waits
+    # to be committed when the caller is cancelled: the cancelled task waits for it (the
+    # outcome, once begun, is the call's one: no CANCELLED), then raises the cancellation.
+    holders: list[sqlite3.Connection] = []
+    committing = threading.Event()
+
+    def answer_then_lock(_request: RecordedRequest) -> Reply:
+        holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")  # the intent is committed: the outcome will wait
+        holders.append(holder)
+        return Reply.ok(text="the answer")
+
+    def traced(statement: str) -> None:  # the RESPONSE's transaction begins (and waits)
+        if holders and statement.upper().startswith("BEGIN"):
+            committing.set()
+
+    def connected(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(traced)
+
+    fake_api.set_default(answer_then_lock)
+
+    async def run() -> tuple[bool, list[str]]:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            call = asyncio.ensure_future(gw.complete("compliance_review", "Transaction: 9"))
+            assert await asyncio.to_thread(committing.wait, 30)
+            call.cancel()
+            await asyncio.sleep(0)  # one loop turn: the cancellation reaches the call
+            waiting = not call.done()
+            holders[0].execute("ROLLBACK")
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            recorded = kinds(db_path)  # before the gateway closes: the cancel waited
+            again = await gw.complete("compliance_review", "Transaction: 9")
+            assert again.cached and again.text == "the answer"
+            return waiting, recorded
+
+    sqlalchemy.event.listen(Engine, "connect", connected)
+    try:
+        waiting, recorded = asyncio.run(run())
+    finally:
+        sqlalchemy.event.remove(Engine, "connect", connected)
+        for holder in holders:
+            holder.close()
+    assert waiting
+    assert recorded == ["request", "response"]
+    assert kinds(db_path) == ["request", "response", "cache_hit"]
+
+
+def test_a_large_answer_is_recorded_in_a_worker_thread(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # Past INLINE_WIRE_BYTES, drafting and digesting the answer would hold the loop: a
+    # worker thread does it, and the record is the same.
+    text = "word " * 60_000  # 300,000 characters
+    fake_api.script(Reply.ok(text=text))
+    watching = threading.Event()
+
+    async def run() -> str:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            watching.set()
+            result = await gw.complete("quant_strategy", "ideas", caller="research")
+            return result.text
+
+    with _event_inserts(watching) as inserts:
+        assert asyncio.run(run()) == text
+    # The intent, then the RESPONSE (SQLite may trace a statement more than once).
+    assert list(dict.fromkeys(inserts)) == ["audit-committer", "gateway-audit"]
+    assert kinds(db_path) == ["request", "response"]
+
+
+def test_an_answer_with_alerts_records_each_alert_after_its_response(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # Several appends, each naming the RESPONSE's seq: made together in a worker thread.
+    fake_api.script(Reply.ok(model="claude-other-model"))
+
+    async def run() -> tuple[str, ...]:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            with pytest.warns(AnswerAlertWarning):
+                result = await gw.complete("quant_strategy", "ideas", caller="research")
+            return result.alerts
+
+    assert asyncio.run(run()) == ("model",)
+    request, response, alert = events(db_path)
+    assert [str(e.kind) for e in (request, response, alert)] == [
+        "request",
+        "response",
+        "answer_alert",
+    ]
+    assert alert.data["response_seq"] == response.seq
+    assert response.data["alerts"][0]["check"] == "model"
