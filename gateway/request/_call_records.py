@@ -193,8 +193,9 @@ class CallRecords:
         detail: str | None = None,
         partial: MessageAssembler | None = None,
     ) -> None:
-        """:meth:`record_failed` for asyncio (see :meth:`arecord_outcome`)."""
-        if not drafted_on_loop(None, detail, partial.text() if partial is not None else None):
+        """:meth:`record_failed` for asyncio (see :meth:`arecord_outcome`); with a stream's
+        partial answer (whose size is known only once serialised) in a worker thread."""
+        if partial is not None or not drafted_on_loop(None, detail):
             await self.recorder.threads.submit(
                 functools.partial(
                     self.record_failed, prepared, error, detail=detail, partial=partial
@@ -228,9 +229,9 @@ class CallRecords:
         partial: MessageAssembler | None = None,
         reply: ProviderReply | None = None,
     ) -> None:
-        """:meth:`record_cancelled` for asyncio (see :meth:`arecord_outcome`); the record is
+        """:meth:`record_cancelled` for asyncio (see :meth:`arecord_failed`); the record is
         committed even if the caller is cancelled again meanwhile."""
-        if not drafted_on_loop(reply, partial.text() if partial is not None else None):
+        if partial is not None or not drafted_on_loop(reply):
             await self.recorder.threads.to_end(
                 functools.partial(
                     self.record_cancelled, prepared, reason=reason, partial=partial, reply=reply

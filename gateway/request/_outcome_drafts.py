@@ -44,9 +44,9 @@ __all__ = [
 
 def drafted_on_loop(reply: ProviderReply | None, *texts: str | None) -> bool:
     """Whether an outcome holding ``reply`` and ``texts`` is drafted and digested on the
-    event loop: their bytes (the answer, the request bytes it records, a detail or a partial
-    answer) total at most INLINE_WIRE_BYTES, as for an intent (a text's length stands for
-    its bytes: a bound within four times, not worth encoding to learn)."""
+    event loop: their bytes (the answer, the request bytes it records, an upstream's detail)
+    total at most INLINE_WIRE_BYTES, as for an intent (a text's length stands for its bytes:
+    a bound within four times, not worth encoding to learn)."""
     size = sum(len(text) for text in texts if text)
     if reply is not None:
         size += len(reply.response_bytes) + len(reply.request_bytes)

@@ -6,21 +6,22 @@ or a SQLite lock wait never runs on the loop.
     await threads.to_end(store.append, draft)              # finishes even if we are cancelled
     threads.close()                                        # waits for the work in progress
 
-A served call's intent does not come here: it waits in the store's commit queue with no thread
-(``Recorder.acommit``, ``AuditStore.append_soon``); an outside job (``Job.outside(loop)``,
-ended by ``job.finish(result, error)`` from the committing thread) is how the loop awaits it.
+A served call's own events (its intent, failed attempts and outcome) do not come here unless
+they are large: they wait in the store's commit queue with no thread (``Recorder.aappend``,
+``AuditStore.append_soon``); an outside job (``Job.outside(loop)``, ended by
+``job.finish(result, error)`` from the committing thread) is how the loop awaits them.
 
 A job runs to its end whatever happens to its waiter: a cancelled ``await job`` leaves the work
 running, and ``await job.settled()`` waits for it again. Each job runs in a copy of the
 submitting task's context (so log context variables reach the thread), as with
 ``asyncio.to_thread``.
 
-Why not ``asyncio.to_thread``: a request makes one of these hops on its critical path (its
-outcome; its intent made a second before ``append_soon``), and
-each ``to_thread`` hop wakes a cold thread (the default executor's threads queue FIFO, so
-consecutive hops rotate through all of them, and at one call at a time the pool still grows
-to its maximum), wraps its coroutine in a task and chains a concurrent future to an asyncio
-future, which costs loop iterations on the way back. Here the most recently idle thread
+Why not ``asyncio.to_thread``: a replayed request makes one or two of these hops on its
+critical path (its lookups), and each ``to_thread`` hop wakes a cold thread (the default
+executor's threads queue FIFO, so consecutive hops rotate through all of them, and at one
+call at a time the pool still grows to its maximum), wraps its coroutine in a task and
+chains a concurrent future to an asyncio future, which costs loop iterations on the way
+back. Here the most recently idle thread
 takes the next job directly, and the result comes back in one ``call_soon_threadsafe``.
 
 Threads start on first use (a sync ``Gateway`` starts none), at most ``max_threads`` at once
@@ -52,8 +53,9 @@ R = TypeVar("R")
 # An audit thread mostly waits (for the chain lock, a commit, an fsync), so the bound is
 # concurrency, not cores: with the old bound (cores + 4: 6 here) a c=32 load queued behind 6
 # threads and a commit group never held more than 6 appends (bench/results/throughput.md).
-# A served intent waits in the store's commit queue with no thread (AuditStore.append_soon),
-# so it is the other hops (outcomes, replay look-ups) that take these threads. At most one
+# A served call's events wait in the store's commit queue with no thread
+# (AuditStore.append_soon), so it is the other hops (replay look-ups, large records) that
+# take these threads. At most one
 # per PostgreSQL connection, less the committer's and one for the loop's own store work (the
 # key ring's refresh, readiness): a thread never waits for a pooled connection.
 MAX_THREADS = PG_CONNECTIONS - 2

@@ -184,3 +184,24 @@ def test_an_answer_with_alerts_records_each_alert_after_its_response(
     ]
     assert alert.data["response_seq"] == response.seq
     assert response.data["alerts"][0]["check"] == "model"
+
+
+def test_a_completed_stream_records_its_response_with_no_worker_thread(
+    policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.set_default(lambda _request: Reply.ok(text="streamed"))
+    watching = threading.Event()
+
+    async def run() -> tuple[str, int]:
+        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+            watching.set()
+            async with gw.stream("quant_strategy", "ideas", caller="research") as s:
+                async for _event in s:
+                    pass
+            return s.result.text, _workers()
+
+    with _event_inserts(watching) as inserts:
+        text, workers = asyncio.run(run())
+    assert (text, workers) == ("streamed", 0)
+    assert set(inserts) == {"audit-committer"}
+    assert kinds(db_path) == ["request", "response"]
