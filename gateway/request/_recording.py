@@ -123,42 +123,58 @@ class Recorder:
     ) -> Appended:
         """:meth:`append` for asyncio, with no thread waiting for the commit: ``draft`` is
         prepared on the loop and joins the store's next group commit; the loop is told when
-        it is durable (``AuditStore.append_soon``). Cancelled meanwhile, it still waits for
-        that outcome (the append cannot be taken back), then re-raises the cancellation.
+        it is durable (``AuditStore.append_soon``). ``then``: what must follow the committed
+        event, called on the loop with it (a cache offer, a log line).
 
-        ``then``: what must follow the committed event, called on the loop with it even when
-        the awaiting task was cancelled meanwhile (a cache offer, a log line)."""
-        return await self._awaited(draft, self._append_soon(draft), then)
-
-    async def _awaited(
-        self,
-        draft: EventDraft,
-        job: Job[Appended],
-        then: Callable[[Appended], object] | None = None,
-    ) -> Appended:
+        Cancelled meanwhile, it re-raises the cancellation at once: the append cannot be
+        taken back and is committed all the same, and ``then`` (or a content conflict's
+        alert) follows it when it ends, with nobody waiting (a call's outcome: its caller
+        may be gone, as a server's request time-out cancels it)."""
+        job = self._append_soon(draft)
         try:
             appended = await job
         except asyncio.CancelledError:
-            await job.settled()
-            if not job.failed():
-                if then is not None:  # committed: what follows it is done all the same
-                    then(job.result())
-                raise
-            try:
-                job.result()
-            except ContentConflict as exc:  # the alert is written all the same
-                with contextlib.suppress(RuntimeError):  # the gateway is closing
-                    self.threads.submit(self._alert_content_conflict, draft, exc)
-            except BaseException:  # noqa: BLE001, S110 - the cancellation goes on
-                pass
+            job.when_settled(lambda: self._followed(draft, job, then))
             raise
         except AuditStoreError as exc:
-            if isinstance(exc, ContentConflict):
-                await self.threads.to_end(self._alert_content_conflict, draft, exc)
-            raise _write_error(draft, exc) from exc
+            raise await self._refused(draft, exc) from exc
         if then is not None:
             then(appended)
         return appended
+
+    async def _awaited(self, draft: EventDraft, job: Job[Appended]) -> Appended:
+        """``job``'s outcome; cancelled meanwhile, it still waits for it (the caller needs to
+        know whether ``draft`` was committed), then re-raises the cancellation."""
+        try:
+            return await job
+        except asyncio.CancelledError:
+            await job.settled()
+            self._followed(draft, job, None)
+            raise
+        except AuditStoreError as exc:
+            raise await self._refused(draft, exc) from exc
+
+    def _followed(
+        self, draft: EventDraft, job: Job[Appended], then: Callable[[Appended], object] | None
+    ) -> None:
+        """After a settled append that nobody waited for: ``then``, or the alert of a content
+        conflict (any other error was the cancelled waiter's to see)."""
+        if not job.failed():
+            if then is not None:
+                then(job.result())
+            return
+        try:
+            job.result()
+        except ContentConflict as exc:  # the alert is written all the same
+            with contextlib.suppress(RuntimeError):  # the gateway is closing
+                self.threads.submit(self._alert_content_conflict, draft, exc)
+        except BaseException:  # noqa: BLE001, S110 - the cancellation goes on
+            pass
+
+    async def _refused(self, draft: EventDraft, exc: AuditStoreError) -> AuditWriteError:
+        if isinstance(exc, ContentConflict):
+            await self.threads.to_end(self._alert_content_conflict, draft, exc)
+        return _write_error(draft, exc)
 
     def _append_soon(self, draft: EventDraft) -> Job[Appended]:
         job: Job[Appended] = Job.outside(asyncio.get_running_loop())

@@ -64,7 +64,17 @@ MAX_THREADS = PG_CONNECTIONS - 2
 class Job(Generic[R]):
     """One piece of work handed to a worker thread; ``await job`` for its result."""
 
-    __slots__ = ("_args", "_context", "_error", "_fn", "_future", "_loop", "_result", "_settled")
+    __slots__ = (
+        "_args",
+        "_context",
+        "_error",
+        "_fn",
+        "_future",
+        "_loop",
+        "_on_settled",
+        "_result",
+        "_settled",
+    )
 
     def __init__(
         self,
@@ -80,6 +90,7 @@ class Job(Generic[R]):
         self._result: R | None = None
         self._error: BaseException | None = None
         self._settled = False  # the loop has seen the work end (set on the loop thread only)
+        self._on_settled: Callable[[], object] | None = None
 
     def __await__(self) -> Generator[Any, None, R]:
         return self._future.__await__()
@@ -112,6 +123,14 @@ class Job(Generic[R]):
             except BaseException:  # noqa: BLE001, S110 - kept for result()
                 pass
 
+    def when_settled(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` on the loop once the work has ended (now, if it has): what
+        follows work that nobody waits for any more."""
+        if self._settled:
+            callback()
+        else:
+            self._on_settled = callback
+
     @classmethod
     def outside(cls, loop: asyncio.AbstractEventLoop) -> Job[Any]:
         """A job whose work another thread does and ends with :meth:`finish` (an append the
@@ -141,12 +160,13 @@ class Job(Generic[R]):
     def _deliver(self) -> None:
         self._settled = True
         future = self._future
-        if future.done():  # its waiter was cancelled; the outcome stays in the job
-            return
-        if self._error is not None:
-            future.set_exception(self._error)
-        else:
-            future.set_result(self._result)  # type: ignore[arg-type]  # R, set by _run
+        if not future.done():  # else its waiter was cancelled; the outcome stays in the job
+            if self._error is not None:
+                future.set_exception(self._error)
+            else:
+                future.set_result(self._result)  # type: ignore[arg-type]  # R, set by _run
+        if self._on_settled is not None:
+            self._on_settled()
 
 
 class _Slot:

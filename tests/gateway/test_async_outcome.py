@@ -1,5 +1,5 @@
 """AsyncGateway records a call's outcome from its event loop: no worker thread waits for a
-small answer's RESPONSE or a FAILED, a cancellation once the answer is in still gets the
+small answer's RESPONSE or a FAILED, a call cancelled once its answer is in still gets the
 answer recorded, and a large answer or one with alerts is recorded in a worker thread."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import sqlalchemy
 from sqlalchemy.engine import Engine
+from structlog.testing import capture_logs
 
 from audit import AuditStore
 from audit.verify import verify_log
@@ -33,6 +34,9 @@ def _settings(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> Set
         durability="os",
         retry_backoff_base_s=0.01,
     )
+
+
+_KINDS = "SELECT kind FROM events WHERE request_id = ? ORDER BY seq"
 
 
 def _workers() -> int:
@@ -90,12 +94,13 @@ def test_a_record_mode_miss_records_its_outcome_with_no_worker_thread(
         assert verify_log(store).ok
 
 
-def test_a_call_cancelled_once_its_answer_is_in_waits_for_its_response_then_goes_on(
+def test_a_call_cancelled_once_its_answer_is_in_still_records_its_response(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     # Another writer takes the SQLite file as the upstream answers, so the RESPONSE waits
-    # to be committed when the caller is cancelled: the cancelled task waits for it (the
-    # outcome, once begun, is the call's one: no CANCELLED), then raises the cancellation.
+    # to be committed when the caller is cancelled (as a server's request time-out does):
+    # the cancellation goes on at once, and the RESPONSE, once begun the call's one outcome
+    # (no CANCELLED), is committed when the file is let go, its cache offer and log after it.
     holders: list[sqlite3.Connection] = []
     committing = threading.Event()
 
@@ -114,31 +119,35 @@ def test_a_call_cancelled_once_its_answer_is_in_waits_for_its_response_then_goes
 
     fake_api.set_default(answer_then_lock)
 
-    async def run() -> tuple[bool, list[str]]:
+    async def run() -> tuple[str, list[str]]:
         async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
-            call = asyncio.ensure_future(gw.complete("compliance_review", "Transaction: 9"))
+            told: list[str] = []
+            call = asyncio.ensure_future(
+                gw.complete("compliance_review", "Transaction: 9", on_request_id=told.append)
+            )
             assert await asyncio.to_thread(committing.wait, 30)
             call.cancel()
-            await asyncio.sleep(0)  # one loop turn: the cancellation reaches the call
-            waiting = not call.done()
-            holders[0].execute("ROLLBACK")
             with pytest.raises(asyncio.CancelledError):
                 await call
-            recorded = kinds(db_path)  # before the gateway closes: the cancel waited
-            again = await gw.complete("compliance_review", "Transaction: 9")
-            assert again.cached and again.text == "the answer"
-            return waiting, recorded
+            # The RESPONSE still waits for the file (read beside the writer that holds it).
+            reader = sqlite3.connect(db_path)
+            meanwhile = [kind for (kind,) in reader.execute(_KINDS, told)]
+            reader.close()
+            holders[0].execute("ROLLBACK")
+            return told[0], meanwhile
 
     sqlalchemy.event.listen(Engine, "connect", connected)
     try:
-        waiting, recorded = asyncio.run(run())
+        with capture_logs() as logs:
+            request_id, meanwhile = asyncio.run(run())  # closing commits what is queued
     finally:
         sqlalchemy.event.remove(Engine, "connect", connected)
         for holder in holders:
             holder.close()
-    assert waiting
-    assert recorded == ["request", "response"]
-    assert kinds(db_path) == ["request", "response", "cache_hit"]
+    assert meanwhile == ["request"]
+    assert kinds(db_path, request_id) == ["request", "response"]
+    completed = [e for e in logs if e["event"] == "request_completed"]
+    assert [(e["request_id"], e["cached"]) for e in completed] == [(request_id, False)]
 
 
 def test_a_large_answer_is_recorded_in_a_worker_thread(
