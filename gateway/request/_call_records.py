@@ -253,8 +253,8 @@ class CallRecords:
         """:meth:`record_outcome` for asyncio: drafted on the loop (bounded work: an answer up
         to INLINE_WIRE_BYTES, its digests) and committed by the store's committer with no
         thread waiting; a larger answer, or one with alerts (several appends, each naming the
-        RESPONSE), is recorded in a worker thread. Cancelled meanwhile, the outcome is still
-        recorded, and its cache offer made, before the cancellation goes on."""
+        RESPONSE), is recorded in a worker thread. Cancelled meanwhile, the cancellation goes
+        on at once; the outcome is committed all the same, its cache offer and log after it."""
         threads = self.recorder.threads
         if not drafted_on_loop(reply):
             result: Result = await threads.submit(self.record_outcome, prepared, reply, wire)
