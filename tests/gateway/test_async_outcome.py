@@ -5,6 +5,8 @@ answer recorded, and a large answer or one with alerts is recorded in a worker t
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ from structlog.testing import capture_logs
 
 from audit import AuditStore
 from audit.verify import verify_log
-from gateway import AnswerAlertWarning, AsyncGateway, Settings, UpstreamError
+from gateway import AnswerAlertWarning, AsyncGateway, Gateway, Settings, UpstreamError
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
 from tests.gateway.conftest import API_KEY, events, kinds
 
@@ -214,3 +216,46 @@ def test_a_completed_stream_records_its_response_with_no_worker_thread(
     assert (text, workers) == ("streamed", 0)
     assert set(inserts) == {"audit-committer"}
     assert kinds(db_path) == ["request", "response"]
+
+
+def test_gateway_and_async_gateway_record_the_same_outcomes(
+    policy_dir: Path, tmp_path: Path, fake_api: FakeMessagesAPI
+) -> None:
+    # The same drafts, appended in the caller's thread or from the loop: the same events,
+    # the same data but for what each call measures or is given anew, the same payloads.
+    def recorded(db_path: Path) -> list[tuple[str, dict[str, Any], list[str]]]:
+        return [
+            (str(e.kind), _stable(e.data), sorted(e.payload_digests))
+            for e in events(db_path)
+            if e.task == "quant_strategy"
+        ]
+
+    sync_db, async_db = tmp_path / "sync.db", tmp_path / "async.db"
+    fake_api.script(Reply.ok(text="the answer"), Reply.error(400))
+    with Gateway(_settings(policy_dir, sync_db, fake_api)) as gw:
+        gw.complete("quant_strategy", "ideas", caller="research")
+        with pytest.raises(UpstreamError):
+            gw.complete("quant_strategy", "more ideas", caller="research")
+
+    async def run() -> None:
+        async with AsyncGateway(_settings(policy_dir, async_db, fake_api)) as agw:
+            await agw.complete("quant_strategy", "ideas", caller="research")
+            with pytest.raises(UpstreamError):
+                await agw.complete("quant_strategy", "more ideas", caller="research")
+
+    fake_api.script(Reply.ok(text="the answer"), Reply.error(400))
+    asyncio.run(run())
+    recorded_sync, recorded_async = recorded(sync_db), recorded(async_db)
+    assert [kind for kind, _, _ in recorded_sync] == [
+        *("request", "response"),
+        *("request", "attempt_failed", "failed"),
+    ]
+    assert recorded_async == recorded_sync
+
+
+def _stable(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without what each call measures or is given anew (its latency, the ids the
+    upstream gives it, which the fake numbers in order)."""
+    measured = {"latency_ms", "total_ms", "upstream_request_id", "response_id"}
+    kept = json.dumps({k: v for k, v in data.items() if k not in measured}, sort_keys=True)
+    return dict(json.loads(re.sub(r"req_fake_\d+", "req_fake_N", kept)))
