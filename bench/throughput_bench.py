@@ -10,7 +10,8 @@ time from another source tree (``git archive main | tar -x -C TREE``): before an
 the same load. ``--workers 1,2`` runs each served configuration at each worker count.
 
 - c=1: the official SDK's ``messages.create``, every kind once per round in a shuffled order;
-  the p50 each served kind adds over the raw call, and as a ratio of the raw call's p50;
+  the p50 each served kind adds over the raw call, and as a ratio of the raw call's p50; the
+  gateway's CPU per call, over misses and hits alike (``--no-hits``: misses alone);
 - replay hit at c=1: the same request again and again to a ``replay`` task (served from the
   log after the first), p50 as a ratio of the raw call's;
 - c=32: ``AsyncAnthropic`` with 32 calls in flight, in slices whose order alternates;
@@ -138,6 +139,9 @@ def main() -> None:
     parser.add_argument("--pg", action="store_true", help="also PostgreSQL (throwaway server)")
     parser.add_argument("--baseline", type=Path, help="also serve from this source tree")
     parser.add_argument("--only", default="", help="comma-separated configs: fsync,os,pg")
+    parser.add_argument(
+        "--no-hits", action="store_true", help="c=1 misses only (CPU per miss, no hit p50)"
+    )
     args = parser.parse_args()
     trees = [("after", ROOT)] + ([("before", args.baseline)] if args.baseline else [])
     configs = [("sqlite-fsync", "fsync"), ("sqlite-os", "os")] + (
@@ -205,7 +209,8 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
     for s in served:
         c = clients[s.name]
         kinds.append((s.name, lambda c=c: c.messages.create(model=TASK, **BODY)))
-        kinds.append((s.name + " hit", lambda c=c: c.messages.create(model=HIT_TASK, **BODY)))
+        if not args.no_hits:
+            kinds.append((s.name + " hit", lambda c=c: c.messages.create(model=HIT_TASK, **BODY)))
     for _, call in kinds:  # warm-up; records the replay task's answer once
         for _ in range(20):
             call()
@@ -224,8 +229,9 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
             else:
                 by_name[name].c1.append(ms)
     for s in served:
-        # Includes the hit calls: the c=1 CPU per call is over both kinds (reported as such).
-        s.c1_cpu = (tree_cpu(SERVER_PIDS[s.url]) - cpu0[s.name]) * 1000 / (2 * args.calls)
+        # Includes the hit calls (unless --no-hits): the c=1 CPU per call is over both kinds.
+        calls = args.calls if args.no_hits else 2 * args.calls
+        s.c1_cpu = (tree_cpu(SERVER_PIDS[s.url]) - cpu0[s.name]) * 1000 / calls
     loads.append(os.getloadavg()[0])
     raw32: tuple[list[float], float] = asyncio.run(at_32(args, fake_url, served))
     loads.append(os.getloadavg()[0])
@@ -299,9 +305,10 @@ def report(
         p50 = statistics.median(s.c1)
         rps = len(s.c32) / s.c32_wall
         groups = s.groups or [0]
+        hit = f"{statistics.median(s.hit) / raw_p50:.2f}" if s.hit else "—"
         print(
             f"| {s.name} | {p50:.2f} | +{p50 - raw_p50:.2f} | {(p50 - raw_p50) / raw_p50:.2f} "
-            f"| {statistics.median(s.hit) / raw_p50:.2f} | {rps:.0f} | {rps / raw_rps:.2f} "
+            f"| {hit} | {rps:.0f} | {rps / raw_rps:.2f} "
             f"| {statistics.median(s.c32):.2f} (p99 {pct(s.c32, 0.99):.1f}) "
             f"| {s.c32_cpu * 1000 / len(s.c32):.2f} | {s.c1_cpu:.2f} "
             f"| {statistics.fmean(groups):.1f} / {max(groups)} |"

@@ -10,13 +10,13 @@ hit stands for; and the REJECTED event of a request refused before it became a c
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from audit import EventKind
-from gateway._attachment_payloads import stored_payloads
+from audit import Appended, EventKind
 from gateway._attachments import attachments
 from gateway._inputs import EXPERIMENT_CALLER, safe_label
 from gateway._keys import GATEWAY_VERSION
@@ -32,19 +32,22 @@ from gateway.errors import (
 from gateway.policy import Policy
 from gateway.providers.base import ProviderReply
 from gateway.providers.stream import MessageAssembler
-from gateway.request._answer_checks import answer_alerts, answer_facts
 from gateway.request._call_types import CallLabels, Intent
+from gateway.request._outcome_drafts import (
+    DraftedAnswer,
+    alert_draft,
+    cancelled_draft,
+    drafted_on_loop,
+    failed_draft,
+    response_draft,
+)
 from gateway.request._prepared import Prepared
 from gateway.request._record_facts import (
     checked_text,
     contract_facts,
-    finite,
-    partial_facts,
-    quoted_text,
     recorded_overrides,
     refused_input_summary,
     replayability,
-    stop_details_facts,
     stop_sequence,
     token_total,
 )
@@ -179,28 +182,29 @@ class CallRecords:
         as the ``detail`` payload (content, erasable), never to a log, an error message or
         the event's data. ``partial``: what a stream delivered first."""
         error.request_id = prepared.request_id
-        data: dict[str, Any] = {
-            "error": type(error).__name__,
-            "status": error.status,
-            "error_type": error.error_type,
-            "upstream_request_id": error.upstream_request_id,
-            "attempts": error.attempts,
-            "reason": error.message,
-            "detail": detail,
-        }
-        data, payloads = quoted_text(data, "detail")  # content: in a payload, erasable
-        if partial is not None:
-            data["partial"], streamed = partial_facts(partial)
-            payloads.update(streamed)
-        self.recorder.append(prepared.labels.draft(EventKind.FAILED, data, payloads=payloads))
-        log.warning(
-            "request_failed",
-            task=prepared.plan.task,
-            request_id=prepared.request_id,
-            status=error.status,
-            error_type=error.error_type,
-            attempts=error.attempts,
-        )
+        self.recorder.append(failed_draft(prepared, error, detail=detail, partial=partial))
+        _log_failed(prepared, error)
+
+    async def arecord_failed(
+        self,
+        prepared: Prepared,
+        error: UpstreamError,
+        *,
+        detail: str | None = None,
+        partial: MessageAssembler | None = None,
+    ) -> None:
+        """:meth:`record_failed` for asyncio (see :meth:`arecord_outcome`); with a stream's
+        partial answer (whose size is known only once serialised) in a worker thread."""
+        if partial is not None or not drafted_on_loop(None, detail):
+            await self.recorder.threads.submit(
+                functools.partial(
+                    self.record_failed, prepared, error, detail=detail, partial=partial
+                )
+            )
+            return
+        error.request_id = prepared.request_id
+        draft = failed_draft(prepared, error, detail=detail, partial=partial)
+        await self.recorder.aappend(draft, then=lambda _: _log_failed(prepared, error))
 
     def record_cancelled(
         self,
@@ -213,87 +217,83 @@ class CallRecords:
         """Record the CANCELLED outcome: the caller left (closed a stream early, was cancelled,
         timed out or interrupted) before the answer was recorded. ``partial`` is what a stream
         delivered; ``reply`` the whole answer when it had arrived (``answered`` says which)."""
-        data: dict[str, Any] = {"reason": reason, "answered": reply is not None}
-        payloads: dict[str, bytes] = {}
-        if partial is not None:
-            data["partial"], payloads = partial_facts(partial)
-        if reply is not None:
-            data["usage"] = reply.response.get("usage") or {}
-            data["upstream_request_id"] = reply.upstream_request_id
-            data["stop_reason"] = reply.response.get("stop_reason")
-            payloads = {"response_body": reply.response_bytes}
-        self.recorder.append(prepared.labels.draft(EventKind.CANCELLED, data, payloads=payloads))
-        log.warning(
-            "request_cancelled",
-            task=prepared.plan.task,
-            request_id=prepared.request_id,
-            reason=reason,
-            answered=reply is not None,
-        )
+        draft = cancelled_draft(prepared, reason=reason, partial=partial, reply=reply)
+        self.recorder.append(draft)
+        _log_cancelled(prepared, reason, reply)
 
-    def record_outcome(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
-        """Commit the RESPONSE event. ``wire`` is what the intent recorded as about to be sent;
-        the event says whether the bytes actually sent were exactly those (invariant 3)."""
-        plan = prepared.plan
-        sent_as_recorded = reply.request_bytes == wire
-        if not sent_as_recorded:
-            log.error("wire_mismatch", task=plan.task, request_id=prepared.request_id)
-        stop_reason = reply.response.get("stop_reason")
-        check = (
-            check_json_output(checked_text(plan, reply.response), plan.output_schema)
-            if plan.output_format == "json"
-            else None
-        )
-        data = {
-            "ok": check.ok if check else True,
-            "status": reply.status,
-            "model": reply.response.get("model"),
-            "response_id": reply.response.get("id"),
-            "stop_reason": stop_reason,
-            "usage": reply.response.get("usage") or {},
-            "upstream_request_id": reply.upstream_request_id,
-            "latency_ms": finite(reply.latency_ms),
-            "attempts": reply.attempts,
-            "output_check": check.record() if check else {"checked": False},
-            "rate_limits": dict(reply.rate_limits),
-            "sent_as_recorded": sent_as_recorded,
-        }
-        if reply.response.get("stop_details") is not None:
-            data["stop_details"] = stop_details_facts(reply.response["stop_details"])
-        # What the answer says about itself (model, region, tier, thinking, server edits),
-        # and where it differs from the policy: alerts, in the RESPONSE itself (one commit
-        # with the answer) and each as an ANSWER_ALERT event that names it (to be found).
-        data.update(answer_facts(plan, reply.response))
-        alerts = answer_alerts(plan, reply.response)
-        if alerts:
-            data["alerts"] = alerts
-        if reply.stream is not None:
-            # The response body is the assembled message (what replay serves); the event
-            # stream itself is recorded by the digest of its bytes as received.
-            data["stream"] = reply.stream.model_dump(mode="json")
-        appended = self.recorder.append(
-            prepared.labels.draft(
-                EventKind.RESPONSE,
-                data,
-                payloads={
-                    "response_body": reply.response_bytes,
-                    **stored_payloads("request_wire", reply.request_bytes),
-                },
-            )
-        )
-        for alert in alerts:
-            self.recorder.append(
-                prepared.labels.draft(
-                    EventKind.ANSWER_ALERT, {**alert, "response_seq": appended.seq}
+    async def arecord_cancelled(
+        self,
+        prepared: Prepared,
+        *,
+        reason: str,
+        partial: MessageAssembler | None = None,
+        reply: ProviderReply | None = None,
+    ) -> None:
+        """:meth:`record_cancelled` for asyncio (see :meth:`arecord_failed`); the record is
+        committed even if the caller is cancelled again meanwhile."""
+        if partial is not None or not drafted_on_loop(reply):
+            await self.recorder.threads.to_end(
+                functools.partial(
+                    self.record_cancelled, prepared, reason=reason, partial=partial, reply=reply
                 )
             )
+            return
+        draft = cancelled_draft(prepared, reason=reason, partial=partial, reply=reply)
+        await self.recorder.aappend(draft, then=lambda _: _log_cancelled(prepared, reason, reply))
+
+    def record_outcome(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
+        """Commit the RESPONSE event (and an ANSWER_ALERT for each alert it raises). ``wire``
+        is what the intent recorded as about to be sent; the event says whether the bytes
+        actually sent were exactly those (invariant 3)."""
+        return self._answered(prepared, reply, self._drafted(prepared, reply, wire))
+
+    async def arecord_outcome(
+        self, prepared: Prepared, reply: ProviderReply, wire: bytes
+    ) -> Result:
+        """:meth:`record_outcome` for asyncio: drafted on the loop (bounded work: an answer up
+        to INLINE_WIRE_BYTES, its digests) and committed by the store's committer with no
+        thread waiting; a larger answer, or one with alerts (several appends, each naming the
+        RESPONSE), is recorded in a worker thread. Cancelled meanwhile, the cancellation goes
+        on at once; the outcome is committed all the same, its cache offer and log after it."""
+        threads = self.recorder.threads
+        if not drafted_on_loop(reply):
+            result: Result = await threads.submit(self.record_outcome, prepared, reply, wire)
+            return result
+        answer = self._drafted(prepared, reply, wire)
+        if answer.alerts:
+            result = await threads.submit(self._answered, prepared, reply, answer)
+            return result
+        appended = await self.recorder.aappend(
+            answer.draft, then=functools.partial(self._offered, prepared, reply, answer)
+        )
+        return self._result(prepared, reply, answer, appended)
+
+    def _drafted(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> DraftedAnswer:
+        answer = response_draft(prepared, reply, wire)
+        if not answer.data["sent_as_recorded"]:
+            log.error("wire_mismatch", task=prepared.plan.task, request_id=prepared.request_id)
+        return answer
+
+    def _answered(self, prepared: Prepared, reply: ProviderReply, answer: DraftedAnswer) -> Result:
+        """Append a drafted RESPONSE and its alerts; offer it to the cache; its Result."""
+        appended = self.recorder.append(answer.draft)
+        for alert in answer.alerts:
+            self.recorder.append(alert_draft(prepared, alert, appended.seq))
             log.warning(
                 "answer_alert",
-                task=plan.task,
+                task=prepared.plan.task,
                 request_id=prepared.request_id,
                 check=alert["check"],
                 seq=appended.seq,
             )
+        self._offered(prepared, reply, answer, appended)
+        return self._result(prepared, reply, answer, appended)
+
+    def _offered(
+        self, prepared: Prepared, reply: ProviderReply, answer: DraftedAnswer, appended: Appended
+    ) -> None:
+        """What follows a committed RESPONSE whoever waits for it: the cache offer, the log."""
+        data = answer.data
         self._cache.offer(
             prepared,
             Answered(
@@ -305,18 +305,24 @@ class CallRecords:
                 size=len(reply.response_bytes),
             ),
         )
-        usage = reply.response.get("usage") or {}
         log.info(
             "request_completed",
-            task=plan.task,
+            task=prepared.plan.task,
             request_id=prepared.request_id,
             seq=appended.seq,
             cached=False,
             latency_ms=round(reply.latency_ms, 3),
-            tokens=token_total(usage),
+            tokens=token_total(reply.response.get("usage") or {}),
             attempts=reply.attempts,
             output_ok=data["ok"],
         )
+
+    def _result(
+        self, prepared: Prepared, reply: ProviderReply, answer: DraftedAnswer, appended: Appended
+    ) -> Result:
+        """The Result of a recorded RESPONSE, or OutputValidationError for a JSON answer that
+        failed its check; an AnswerAlertWarning for an answer with alerts."""
+        plan, check, alerts = prepared.plan, answer.check, answer.alerts
         if check is not None and not check.ok:
             raise OutputValidationError(
                 f"the model's answer for task {plan.task!r} failed the JSON check: "
@@ -324,6 +330,7 @@ class CallRecords:
                 request_id=prepared.request_id,
                 seq=appended.seq,
             )
+        stop_reason = reply.response.get("stop_reason")
         result = self.result(
             prepared, reply.response, stop_reason, appended.seq, cached=False, checked=check
         )
@@ -339,7 +346,7 @@ class CallRecords:
                     seq=appended.seq,
                     checks=checks,
                 ),
-                stacklevel=2,
+                stacklevel=4,  # the caller of record_outcome
             )
         return result
 
@@ -409,3 +416,24 @@ class CallRecords:
             tool_uses=tool_uses,
             capped=dict(prepared.plan.capped),
         )
+
+
+def _log_failed(prepared: Prepared, error: UpstreamError) -> None:
+    log.warning(
+        "request_failed",
+        task=prepared.plan.task,
+        request_id=prepared.request_id,
+        status=error.status,
+        error_type=error.error_type,
+        attempts=error.attempts,
+    )
+
+
+def _log_cancelled(prepared: Prepared, reason: str, reply: ProviderReply | None) -> None:
+    log.warning(
+        "request_cancelled",
+        task=prepared.plan.task,
+        request_id=prepared.request_id,
+        reason=reason,
+        answered=reply is not None,
+    )

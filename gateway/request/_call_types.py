@@ -173,13 +173,21 @@ class StreamOutcomes(Protocol):
 
     ``completed`` records the RESPONSE; ``failed`` records FAILED with what arrived and
     raises ``sent.error``; ``cancelled`` records CANCELLED with what arrived (``reason``:
-    ``closed`` when the caller stopped reading, ``cancelled``, ``interrupted``)."""
+    ``closed`` when the caller stopped reading, ``cancelled``, ``interrupted``). The ``a``
+    methods are the same for asyncio; each records its outcome even if the awaiting task is
+    cancelled meanwhile."""
 
     def completed(self, reply: ProviderReply) -> None: ...
 
     def failed(self, sent: Failed, partial: MessageAssembler) -> None: ...
 
     def cancelled(self, partial: MessageAssembler, reason: str) -> None: ...
+
+    async def acompleted(self, reply: ProviderReply) -> None: ...
+
+    async def afailed(self, sent: Failed, partial: MessageAssembler) -> None: ...
+
+    async def acancelled(self, partial: MessageAssembler, reason: str) -> None: ...
 
 
 def cancel_reason(exc: BaseException) -> str:

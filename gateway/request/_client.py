@@ -36,7 +36,7 @@ from typing import Any, Self, TypeVar
 from gateway.errors import ConfigurationError
 from gateway.policy import PolicySet
 from gateway.providers.base import Provider
-from gateway.request._call_types import Sent, Terminal, cancel_reason
+from gateway.request._call_types import Sent, cancel_reason
 from gateway.request._core import Core, PolicyTransform
 from gateway.request._locks import AsyncKeyedLocks, KeyedLocks
 from gateway.request._prepared import Hit, Miss, Prepared, Refusal, Request, Send, Step
@@ -211,8 +211,9 @@ class Gateway(_Client):
 class AsyncGateway(_Client):
     """The asyncio gateway: the same stages and records as ``Gateway``, awaited.
 
-    Audit reads and writes run in the gateway's worker threads (_threads), so that an
-    fsync or a SQLite lock wait never blocks the event loop.
+    No fsync or SQLite lock wait blocks the event loop: audit reads run in the gateway's
+    worker threads (_threads), and a call's events are drafted on the loop (bounded work) and
+    committed by the store's committing thread, or, when large, drafted in a worker thread.
     """
 
     def _init_locks(self) -> None:
@@ -231,12 +232,14 @@ class AsyncGateway(_Client):
         subject: str | None = None,
     ) -> Result:
         """``Gateway.complete`` for asyncio. Cancelled (or timed out by ``asyncio.timeout`` or
-        ``wait_for``) after its intent, it records CANCELLED, saying whether the answer had
-        arrived. ``on_request_id`` is told the request's id as soon as it is planned, so a
-        caller that cancels the call can still name its audit record."""
-        # The same steps and locking as Gateway.complete, with the audit work in worker-thread
-        # hops: a hit makes one hop in all, a record-mode miss two (the intent, committed as
-        # the provider sends, and the outcome), a replay miss four (the look under its lock).
+        ``wait_for``) after its intent and before its answer, it records CANCELLED; once the
+        answer is in, its outcome is recorded all the same before the cancellation goes on.
+        ``on_request_id`` is told the request's id as soon as it is planned, so a caller that
+        cancels the call can still name its audit record."""
+        # The same steps and locking as Gateway.complete. A record-mode miss makes no
+        # worker-thread hop: its intent and its outcome join the store's group commit from the
+        # loop (Recorder.aappend). A hit makes one hop in all (its lookup and CACHE_HIT), a
+        # replay miss two (its lookup, then the look again under its lock).
         request = Request(
             task, prompt, messages, caller, overrides, timeout=timeout, subject=subject
         )
@@ -288,9 +291,7 @@ class AsyncGateway(_Client):
             if told is not None:
                 told(cancelled.prepared.request_id)
             if isinstance(cancelled, Send) and cancelled.intended.committed:
-                await threads.to_end(
-                    self._core.cancelled, cancelled.prepared, cancel_reason(exc), None
-                )
+                await self._core.acancelled(cancelled.prepared, cancel_reason(exc), None)
             raise
         if told is not None:
             told(step.prepared.request_id)
@@ -302,9 +303,7 @@ class AsyncGateway(_Client):
                 return result
             case Send(prepared=prepared, intended=intended):
                 core = self._core
-                terminal = Terminal()
                 sent: Sent | None = None
-                threads = core.recorder.threads
                 try:
                     sent = await core.recorder.acall(
                         prepared.labels,
@@ -314,13 +313,13 @@ class AsyncGateway(_Client):
                         intended=intended,
                         timeout_s=prepared.timeout_s,
                     )
-                    # The outcome is written in a thread that a cancellation cannot stop:
-                    # whichever of it and the cancellation claims the outcome records it.
-                    return await threads.submit(core.finish, prepared, sent, terminal)
+                    # Begun with no await before it, the answer's outcome is the call's one:
+                    # a cancellation meanwhile waits for it to be recorded, and goes on.
+                    return await core.afinish(prepared, sent)
                 except asyncio.CancelledError as exc:
                     # Cancelled before its intent was committed, a call sent nothing.
-                    if intended.committed and terminal.claim():
-                        await threads.to_end(core.cancelled, prepared, cancel_reason(exc), sent)
+                    if intended.committed and sent is None:
+                        await core.acancelled(prepared, cancel_reason(exc), None)
                     raise
 
     def stream(

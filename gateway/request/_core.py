@@ -21,7 +21,7 @@ from gateway.evidence import pinned_for_start, record_refused_tasks, withhold_un
 from gateway.policy import Policy, PolicySet
 from gateway.providers.base import Provider
 from gateway.providers.registry import Providers
-from gateway.request._call_types import Failed, Intended, Replied, Sent, Terminal
+from gateway.request._call_types import Failed, Intended, Replied, Sent
 from gateway.request._offline import offline_policy
 from gateway.request._pipeline import RequestPipeline
 from gateway.request._prepared import Hit, Miss, Prepared, Request, Send, Step
@@ -34,9 +34,9 @@ __all__ = ["Core", "PolicyTransform"]
 
 class Core:
     """What both clients share: settings, catalog, policies, the recorder, the providers, and
-    the stages that do I/O (each method below is one worker-thread hop for AsyncGateway:
-    audit reads and writes block, so they are grouped to make as few hops as the locking
-    allows)."""
+    the stages that do I/O (``begin``, ``planned`` and ``looked_again`` are one worker-thread
+    hop each for AsyncGateway: audit reads block, so they are grouped to make as few hops as
+    the locking allows; ``afinish`` and ``acancelled`` record on the loop)."""
 
     def __init__(
         self,
@@ -121,16 +121,29 @@ class Core:
         reply = sent.reply if isinstance(sent, Replied) else None
         self.records.record_cancelled(prepared, reason=reason, reply=reply)
 
-    def finish(self, prepared: Prepared, sent: Sent, terminal: Terminal | None = None) -> Result:
-        """Record the call's outcome: RESPONSE, or FAILED and the typed error raised.
-        ``terminal``: the claim a cancellation may have taken first (then nothing is done)."""
-        if terminal is not None and not terminal.claim():
-            raise _AlreadyCancelled
+    async def acancelled(self, prepared: Prepared, reason: str, sent: Sent | None) -> None:
+        """:meth:`cancelled` for asyncio, recorded even if the caller is cancelled again."""
+        reply = sent.reply if isinstance(sent, Replied) else None
+        await self.records.arecord_cancelled(prepared, reason=reason, reply=reply)
+
+    def finish(self, prepared: Prepared, sent: Sent) -> Result:
+        """Record the call's outcome: RESPONSE, or FAILED and the typed error raised."""
         match sent:
             case Replied(wire=wire, reply=reply):
                 return self.records.record_outcome(prepared, reply, wire)
             case Failed(error=error, detail=detail):
                 self.records.record_failed(prepared, error, detail=detail)
+                sent.raise_error()
+
+    async def afinish(self, prepared: Prepared, sent: Sent) -> Result:
+        """:meth:`finish` for asyncio: recorded on the loop where that is bounded work (see
+        ``CallRecords.arecord_outcome``). Once begun, the outcome is recorded even if the
+        caller is cancelled meanwhile (then the cancellation goes on)."""
+        match sent:
+            case Replied(wire=wire, reply=reply):
+                return await self.records.arecord_outcome(prepared, reply, wire)
+            case Failed(error=error, detail=detail):
+                await self.records.arecord_failed(prepared, error, detail=detail)
                 sent.raise_error()
 
     def close(self) -> None:
@@ -141,10 +154,6 @@ class Core:
                 self.recorder.threads.close()  # audit writes still running finish first
             finally:
                 self.store.close()
-
-
-class _AlreadyCancelled(Exception):
-    """The call's CANCELLED outcome was recorded before its answer could be."""
 
 
 PolicyTransform = Callable[[Policy], Policy]

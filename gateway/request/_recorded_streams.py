@@ -109,11 +109,13 @@ async def arecord_stream(
     outcomes: StreamOutcomes,
     timeout_s: float | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """:func:`record_stream` for asyncio: every record is written in a worker thread; the
-    CANCELLED record is shielded, so a second cancellation cannot stop it."""
+    """:func:`record_stream` for asyncio: each record is drafted on the loop and committed
+    with no thread waiting, or drafted in a worker thread when large (``StreamOutcomes``'
+    ``a`` methods); a terminal record, once begun, is committed even if the task is
+    cancelled again meanwhile."""
 
     async def on_attempt_failed(failure: AttemptFailure) -> None:
-        await recorder.threads.submit(recorder.attempt_failed, call, failure)
+        await recorder.aattempt_failed(call, failure)
 
     partial = MessageAssembler()
     terminal = Terminal()
@@ -133,7 +135,7 @@ async def arecord_stream(
                 partial.observe(item)
                 yield item
             elif isinstance(item, ProviderReply) and terminal.claim():
-                await recorder.threads.submit(outcomes.completed, item)
+                await outcomes.acompleted(item)
                 await _adrain(source)  # the body's end, once the answer is recorded
                 return
         raise _NoReply(provider.name)
@@ -144,7 +146,7 @@ async def arecord_stream(
         if not terminal.claim():
             raise
         ended = failed(provider, call, intended, exc)
-        await recorder.threads.submit(outcomes.failed, ended, partial)
+        await outcomes.afailed(ended, partial)
     except BaseException as exc:
         reason = cancel_reason(exc)
         raise
@@ -159,9 +161,9 @@ async def arecord_stream(
             await _aclose(source)
         finally:
             if whole is not None and intended.committed:
-                await recorder.threads.to_end(outcomes.completed, whole)
+                await outcomes.acompleted(whole)
             elif cancelled and intended.committed:
-                await recorder.threads.to_end(outcomes.cancelled, partial, reason)
+                await outcomes.acancelled(partial, reason)
 
 
 class _NoReply(Exception):

@@ -10,25 +10,25 @@
 ``send`` is ``call`` on a fresh :class:`Intended`: the provider builds the request once and,
 just before it sends, hands the exact body bytes to the recorder (``on_wire``), which commits
 the intent with them; then each failed attempt is recorded. ``acall`` is the asyncio twin
-(the intent committed in a worker thread while the loop waits). A streamed answer is recorded
-by _recorded_streams over the same commits; what a call is made of is in
-_call_types.
+(each record drafted on the loop and committed by the store's committing thread while the
+loop goes on: :meth:`Recorder.aappend`). A streamed answer is recorded by _recorded_streams
+over the same commits; what a call is made of is in _call_types.
 
 A call is: an intent event with the exact wire bytes, committed before anything is sent
 (invariant 1; a call that fails before then sent nothing and records no outcome); one
 ATTEMPT_FAILED event per failed attempt, committed before any retry; then a reply, or a
-typed :class:`UpstreamError` for whatever went wrong after the intent. Every
-append goes through :meth:`Recorder.append`, the one place where an audit-store error becomes
-the gateway's :class:`AuditWriteError` (reads go through ``reads``, a StoreAdapter); when
-an intent or an attempt cannot be recorded the call stops there (fail closed) and that error
-propagates.
+typed :class:`UpstreamError` for whatever went wrong after the intent. Every append goes
+through :meth:`Recorder.append` or :meth:`Recorder.aappend`, where an audit-store error
+becomes the gateway's :class:`AuditWriteError` (reads go through ``reads``, a StoreAdapter);
+when an intent or an attempt cannot be recorded the call stops there (fail closed) and that
+error propagates.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -118,31 +118,63 @@ class Recorder:
                 self._alert_content_conflict(draft, exc)
             raise _write_error(draft, exc) from exc
 
-    async def aappend(self, draft: EventDraft) -> Appended:
+    async def aappend(
+        self, draft: EventDraft, *, then: Callable[[Appended], object] | None = None
+    ) -> Appended:
         """:meth:`append` for asyncio, with no thread waiting for the commit: ``draft`` is
         prepared on the loop and joins the store's next group commit; the loop is told when
-        it is durable (``AuditStore.append_soon``). Cancelled meanwhile, it still waits for
-        that outcome (the append cannot be taken back), then re-raises the cancellation."""
-        return await self._awaited(draft, self._append_soon(draft))
+        it is durable (``AuditStore.append_soon``). ``then``: what must follow the committed
+        event, called on the loop with it (a cache offer, a log line).
+
+        Cancelled meanwhile, it re-raises the cancellation at once: the append cannot be
+        taken back and is committed all the same, and ``then`` (or a content conflict's
+        alert) follows it when it ends, with nobody waiting (a call's outcome: its caller
+        may be gone, as a server's request time-out cancels it)."""
+        job = self._append_soon(draft)
+        try:
+            appended = await job
+        except asyncio.CancelledError:
+            job.when_settled(lambda: self._followed(draft, job, then))
+            raise
+        except AuditStoreError as exc:
+            raise await self._refused(draft, exc) from exc
+        if then is not None:
+            then(appended)
+        return appended
 
     async def _awaited(self, draft: EventDraft, job: Job[Appended]) -> Appended:
+        """``job``'s outcome; cancelled meanwhile, it still waits for it (the caller needs to
+        know whether ``draft`` was committed), then re-raises the cancellation."""
         try:
             return await job
         except asyncio.CancelledError:
             await job.settled()
-            if job.failed():
-                try:
-                    job.result()
-                except ContentConflict as exc:  # the alert is written all the same
-                    with contextlib.suppress(RuntimeError):  # the gateway is closing
-                        self.threads.submit(self._alert_content_conflict, draft, exc)
-                except BaseException:  # noqa: BLE001, S110 - the cancellation goes on
-                    pass
+            self._followed(draft, job, None)
             raise
         except AuditStoreError as exc:
-            if isinstance(exc, ContentConflict):
-                await self.threads.to_end(self._alert_content_conflict, draft, exc)
-            raise _write_error(draft, exc) from exc
+            raise await self._refused(draft, exc) from exc
+
+    def _followed(
+        self, draft: EventDraft, job: Job[Appended], then: Callable[[Appended], object] | None
+    ) -> None:
+        """After a settled append that nobody waited for: ``then``, or the alert of a content
+        conflict (any other error was the cancelled waiter's to see)."""
+        if not job.failed():
+            if then is not None:
+                then(job.result())
+            return
+        try:
+            job.result()
+        except ContentConflict as exc:  # the alert is written all the same
+            with contextlib.suppress(RuntimeError):  # the gateway is closing
+                self.threads.submit(self._alert_content_conflict, draft, exc)
+        except BaseException:  # noqa: BLE001, S110 - the cancellation goes on
+            pass
+
+    async def _refused(self, draft: EventDraft, exc: AuditStoreError) -> AuditWriteError:
+        if isinstance(exc, ContentConflict):
+            await self.threads.to_end(self._alert_content_conflict, draft, exc)
+        return _write_error(draft, exc)
 
     def _append_soon(self, draft: EventDraft) -> Job[Appended]:
         job: Job[Appended] = Job.outside(asyncio.get_running_loop())
@@ -248,15 +280,16 @@ class Recorder:
         return on_wire
 
     def attempt_failed(self, call: CallLabels, failure: AttemptFailure) -> None:
-        # upstream_message may quote the prompt: logs and error messages may not hold it, and
-        # the event's data may not either (no erasure reaches it there, a reviewer reads it
-        # without an ACCESS record): it is the event's payload, content like the prompt.
-        data, payloads = quoted_text(failure.audit_data(), "upstream_message")
-        self.append(
-            call.draft(
-                EventKind.ATTEMPT_FAILED, {**call.attempt_context, **data}, payloads=payloads
-            )
-        )
+        self.append(_attempt_draft(call, failure))
+
+    async def aattempt_failed(self, call: CallLabels, failure: AttemptFailure) -> None:
+        """:meth:`attempt_failed` for asyncio: drafted on the loop and committed with no
+        thread waiting (:meth:`aappend`); an upstream's words past INLINE_WIRE_BYTES (which
+        no provider keeps) are drafted in a worker thread."""
+        if len(failure.upstream_message or "") > INLINE_WIRE_BYTES:
+            await self.threads.submit(self.attempt_failed, call, failure)
+            return
+        await self.aappend(_attempt_draft(call, failure))
 
     def send(
         self,
@@ -313,12 +346,12 @@ class Recorder:
         intended: Intended,
         timeout_s: float | None = None,
     ) -> Sent:
-        """:meth:`call` for asyncio: the intent and each attempt's record are written in a
-        worker thread (an fsync never blocks the event loop) and awaited by the provider
-        before it sends (again)."""
+        """:meth:`call` for asyncio: the intent and each attempt's record join the store's
+        group commit from the loop, no thread waiting (an fsync never blocks the event loop),
+        and are awaited by the provider before it sends (again)."""
 
         async def on_attempt_failed(failure: AttemptFailure) -> None:
-            await self.threads.submit(self.attempt_failed, call, failure)
+            await self.aattempt_failed(call, failure)
 
         try:
             reply = await provider.asend(
@@ -347,6 +380,14 @@ def _intent_draft(
         policy_content=intent.policy_content,
         policy_canonical=intent.policy_canonical,
     )
+
+
+def _attempt_draft(call: CallLabels, failure: AttemptFailure) -> EventDraft:
+    # upstream_message may quote the prompt: logs and error messages may not hold it, and
+    # the event's data may not either (no erasure reaches it there, a reviewer reads it
+    # without an ACCESS record): it is the event's payload, content like the prompt.
+    data, payloads = quoted_text(failure.audit_data(), "upstream_message")
+    return call.draft(EventKind.ATTEMPT_FAILED, {**call.attempt_context, **data}, payloads=payloads)
 
 
 def _write_error(draft: EventDraft, exc: AuditStoreError) -> AuditWriteError:

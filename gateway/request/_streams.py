@@ -77,6 +77,20 @@ class Outcomes:
     def cancelled(self, partial: MessageAssembler, reason: str) -> None:
         self._records.record_cancelled(self._prepared, reason=reason, partial=partial)
 
+    async def acompleted(self, reply: ProviderReply) -> None:
+        wire = self._intended.wire
+        assert wire is not None
+        self.result = await self._records.arecord_outcome(self._prepared, reply, wire)
+
+    async def afailed(self, sent: Failed, partial: MessageAssembler) -> None:
+        await self._records.arecord_failed(
+            self._prepared, sent.error, detail=sent.detail, partial=partial
+        )
+        sent.raise_error()
+
+    async def acancelled(self, partial: MessageAssembler, reason: str) -> None:
+        await self._records.arecord_cancelled(self._prepared, reason=reason, partial=partial)
+
 
 class _StreamBase:
     _cached: Result | None = None

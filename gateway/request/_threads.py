@@ -6,21 +6,22 @@ or a SQLite lock wait never runs on the loop.
     await threads.to_end(store.append, draft)              # finishes even if we are cancelled
     threads.close()                                        # waits for the work in progress
 
-A served call's intent does not come here: it waits in the store's commit queue with no thread
-(``Recorder.acommit``, ``AuditStore.append_soon``); an outside job (``Job.outside(loop)``,
-ended by ``job.finish(result, error)`` from the committing thread) is how the loop awaits it.
+A served call's own events (its intent, failed attempts and outcome) do not come here unless
+they are large: they wait in the store's commit queue with no thread (``Recorder.aappend``,
+``AuditStore.append_soon``); an outside job (``Job.outside(loop)``, ended by
+``job.finish(result, error)`` from the committing thread) is how the loop awaits them.
 
 A job runs to its end whatever happens to its waiter: a cancelled ``await job`` leaves the work
 running, and ``await job.settled()`` waits for it again. Each job runs in a copy of the
 submitting task's context (so log context variables reach the thread), as with
 ``asyncio.to_thread``.
 
-Why not ``asyncio.to_thread``: a request makes one of these hops on its critical path (its
-outcome; its intent made a second before ``append_soon``), and
-each ``to_thread`` hop wakes a cold thread (the default executor's threads queue FIFO, so
-consecutive hops rotate through all of them, and at one call at a time the pool still grows
-to its maximum), wraps its coroutine in a task and chains a concurrent future to an asyncio
-future, which costs loop iterations on the way back. Here the most recently idle thread
+Why not ``asyncio.to_thread``: a replayed request makes one or two of these hops on its
+critical path (its lookups), and each ``to_thread`` hop wakes a cold thread (the default
+executor's threads queue FIFO, so consecutive hops rotate through all of them, and at one
+call at a time the pool still grows to its maximum), wraps its coroutine in a task and
+chains a concurrent future to an asyncio future, which costs loop iterations on the way
+back. Here the most recently idle thread
 takes the next job directly, and the result comes back in one ``call_soon_threadsafe``.
 
 Threads start on first use (a sync ``Gateway`` starts none), at most ``max_threads`` at once
@@ -52,8 +53,9 @@ R = TypeVar("R")
 # An audit thread mostly waits (for the chain lock, a commit, an fsync), so the bound is
 # concurrency, not cores: with the old bound (cores + 4: 6 here) a c=32 load queued behind 6
 # threads and a commit group never held more than 6 appends (bench/results/throughput.md).
-# A served intent waits in the store's commit queue with no thread (AuditStore.append_soon),
-# so it is the other hops (outcomes, replay look-ups) that take these threads. At most one
+# A served call's events wait in the store's commit queue with no thread
+# (AuditStore.append_soon), so it is the other hops (replay look-ups, large records) that
+# take these threads. At most one
 # per PostgreSQL connection, less the committer's and one for the loop's own store work (the
 # key ring's refresh, readiness): a thread never waits for a pooled connection.
 MAX_THREADS = PG_CONNECTIONS - 2
@@ -62,7 +64,17 @@ MAX_THREADS = PG_CONNECTIONS - 2
 class Job(Generic[R]):
     """One piece of work handed to a worker thread; ``await job`` for its result."""
 
-    __slots__ = ("_args", "_context", "_error", "_fn", "_future", "_loop", "_result", "_settled")
+    __slots__ = (
+        "_args",
+        "_context",
+        "_error",
+        "_fn",
+        "_future",
+        "_loop",
+        "_on_settled",
+        "_result",
+        "_settled",
+    )
 
     def __init__(
         self,
@@ -78,6 +90,7 @@ class Job(Generic[R]):
         self._result: R | None = None
         self._error: BaseException | None = None
         self._settled = False  # the loop has seen the work end (set on the loop thread only)
+        self._on_settled: Callable[[], object] | None = None
 
     def __await__(self) -> Generator[Any, None, R]:
         return self._future.__await__()
@@ -110,6 +123,14 @@ class Job(Generic[R]):
             except BaseException:  # noqa: BLE001, S110 - kept for result()
                 pass
 
+    def when_settled(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` on the loop once the work has ended (now, if it has): what
+        follows work that nobody waits for any more."""
+        if self._settled:
+            callback()
+        else:
+            self._on_settled = callback
+
     @classmethod
     def outside(cls, loop: asyncio.AbstractEventLoop) -> Job[Any]:
         """A job whose work another thread does and ends with :meth:`finish` (an append the
@@ -139,12 +160,13 @@ class Job(Generic[R]):
     def _deliver(self) -> None:
         self._settled = True
         future = self._future
-        if future.done():  # its waiter was cancelled; the outcome stays in the job
-            return
-        if self._error is not None:
-            future.set_exception(self._error)
-        else:
-            future.set_result(self._result)  # type: ignore[arg-type]  # R, set by _run
+        if not future.done():  # else its waiter was cancelled; the outcome stays in the job
+            if self._error is not None:
+                future.set_exception(self._error)
+            else:
+                future.set_result(self._result)  # type: ignore[arg-type]  # R, set by _run
+        if self._on_settled is not None:
+            self._on_settled()
 
 
 class _Slot:

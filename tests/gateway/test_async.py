@@ -118,8 +118,9 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     # The most recently idle thread takes the next job: sequential calls do not rotate
-    # through (and wake) a pool of cold threads. The intents are committed by the store's
-    # one committer thread (no worker thread waits for them), the outcomes by one worker.
+    # through (and wake) a pool of cold threads. The miss's intent and outcome are committed
+    # by the store's one committer thread (no worker thread waits for them); each replay
+    # hit (its lookup and CACHE_HIT, one hop) by one worker.
     fake_api.set_default(lambda _request: Reply.ok())
     threads: set[tuple[int, str]] = set()
     watching = threading.Event()
@@ -134,8 +135,8 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
     async def run() -> None:
         async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
             watching.set()
-            for n in range(8):
-                await gw.complete("quant_strategy", f"ideas {n}", caller="research")
+            for _ in range(8):
+                await gw.complete("compliance_review", "Transaction: 8")
             watching.clear()
 
     sqlalchemy.event.listen(Engine, "connect", connected)
@@ -143,7 +144,7 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
         asyncio.run(run())
     finally:
         sqlalchemy.event.remove(Engine, "connect", connected)
-    assert kinds(db_path).count("response") == 8  # each call appended its events
+    assert kinds(db_path) == ["request", "response"] + ["cache_hit"] * 7
     assert sorted(name for _, name in threads) == ["audit-committer", "gateway-audit"]
 
 
@@ -171,7 +172,7 @@ def test_a_claude_stream_is_planned_on_the_loop_beside_a_local_model_policy(
     assert workers() == 0
     at_first_event, after, model = asyncio.run(run())
     assert at_first_event == 0
-    assert after >= 1  # the stream's outcome and the local request's planning ran in one
+    assert after >= 1  # the local request's planning ran in one
     assert model == "local:ngram"
     assert kinds(db_path).count("response") == 2
 
