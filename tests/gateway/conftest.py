@@ -32,6 +32,23 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "audit.db"
 
 
+def settings_for(policy_dir: Path, db_path: Path, base_url: str, **changes: Any) -> Settings:
+    """A test gateway's settings: the policy folder, a SQLite log at ``db_path``, the fake
+    upstream at ``base_url``; ``changes`` set or override any of them."""
+    values: dict[str, Any] = {
+        "policy_dir": policy_dir,
+        "database_url": f"sqlite:///{db_path}",
+        "anthropic_api_key": API_KEY,
+        "anthropic_base_url": base_url,
+        "durability": "os",
+        "retry_backoff_base_s": 0.01,
+        # Requests to Claude must name a caller; tests that do not are one service.
+        "default_caller": "tests",
+    }
+    values.update(changes)
+    return Settings(**values)
+
+
 @pytest.fixture
 def make_gateway(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
@@ -42,18 +59,8 @@ def make_gateway(
     def make(**changes: Any) -> Gateway:
         offline = changes.pop("offline", False)
         providers = changes.pop("providers", None)
-        values: dict[str, Any] = {
-            "policy_dir": policy_dir,
-            "database_url": f"sqlite:///{db_path}",
-            "anthropic_api_key": API_KEY,
-            "anthropic_base_url": fake_api.base_url,
-            "durability": "os",
-            "retry_backoff_base_s": 0.01,
-            # Requests to Claude must name a caller; tests that do not are one service.
-            "default_caller": "tests",
-        }
-        values.update(changes)
-        gateway = Gateway(Settings(**values), offline=offline, providers=providers)
+        settings = settings_for(policy_dir, db_path, fake_api.base_url, **changes)
+        gateway = Gateway(settings, offline=offline, providers=providers)
         made.append(gateway)
         return gateway
 

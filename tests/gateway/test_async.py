@@ -16,26 +16,14 @@ from sqlalchemy.engine import Engine
 from gateway import AsyncGateway, Settings
 from gateway.request import AuditThreads
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.gateway.conftest import API_KEY, kinds
-
-
-def _settings(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> Settings:
-    return Settings(
-        policy_dir=policy_dir,
-        database_url=f"sqlite:///{db_path}",
-        anthropic_api_key=API_KEY,
-        default_caller="tests",
-        anthropic_base_url=fake_api.base_url,
-        durability="os",
-        retry_backoff_base_s=0.01,
-    )
+from tests.gateway.conftest import kinds, settings_for
 
 
 def test_async_complete_records_request_and_response(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     async def run() -> None:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             fake_api.script(Reply.error(503), Reply.ok(text="async answer"))
             result = await gw.complete("quant_strategy", "ideas", caller="research")
             assert result.text == "async answer"
@@ -50,7 +38,7 @@ def test_async_concurrent_identical_replay_requests_make_one_call(
     fake_api.set_default(lambda request: Reply.slow(0.2, then=Reply.ok()))
 
     async def run() -> list[bool]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             results = await asyncio.gather(
                 *[gw.complete("compliance_review", "Transaction: 5") for _ in range(6)]
             )
@@ -89,7 +77,7 @@ def test_audit_reads_and_writes_never_run_on_the_event_loop_thread(
         dbapi_connection.set_trace_callback(traced)
 
     async def run() -> int:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             watching.set()
             fake_api.script(Reply.error(503), Reply.ok(text="after a retry"))
             await gw.complete("quant_strategy", "ideas", caller="research")
@@ -133,7 +121,7 @@ def test_one_call_at_a_time_is_served_by_one_warm_worker_thread(
         dbapi_connection.set_trace_callback(traced)
 
     async def run() -> None:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             watching.set()
             for _ in range(8):
                 await gw.complete("compliance_review", "Transaction: 8")
@@ -161,7 +149,7 @@ def test_a_claude_stream_is_planned_on_the_loop_beside_a_local_model_policy(
         return sum(1 for t in threading.enumerate() if t.name == "gateway-audit")
 
     async def run() -> tuple[int, int, str]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             async with gw.stream("quant_strategy", "ideas", caller="research") as s:
                 at_first_event = workers()
                 async for _event in s:
@@ -270,7 +258,7 @@ def test_calls_waiting_for_their_intents_commit_hold_no_thread_each(
     fake_api.set_default(lambda _request: Reply.ok())
 
     async def run() -> tuple[int, int]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             await gw.complete("quant_strategy", "warm-up", caller="research")
             committer = gw._core.store._committer
             pool = gw._core.recorder.threads

@@ -21,22 +21,9 @@ from structlog.testing import capture_logs
 
 from audit import AuditStore
 from audit.verify import verify_log
-from gateway import AnswerAlertWarning, AsyncGateway, Gateway, Settings, UpstreamError
+from gateway import AnswerAlertWarning, AsyncGateway, Gateway, UpstreamError
 from tests.fakes.messages_api import FakeMessagesAPI, RecordedRequest, Reply
-from tests.gateway.conftest import API_KEY, events, kinds
-
-
-def _settings(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> Settings:
-    return Settings(
-        policy_dir=policy_dir,
-        database_url=f"sqlite:///{db_path}",
-        anthropic_api_key=API_KEY,
-        default_caller="tests",
-        anthropic_base_url=fake_api.base_url,
-        durability="os",
-        retry_backoff_base_s=0.01,
-    )
-
+from tests.gateway.conftest import events, kinds, settings_for
 
 _KINDS = "SELECT kind FROM events WHERE request_id = ? ORDER BY seq"
 
@@ -74,7 +61,7 @@ def test_a_record_mode_miss_records_its_outcome_with_no_worker_thread(
     watching = threading.Event()
 
     async def run() -> int:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             watching.set()
             await gw.complete("quant_strategy", "ideas 1", caller="research")
             with pytest.raises(UpstreamError):
@@ -122,7 +109,7 @@ def test_a_call_cancelled_once_its_answer_is_in_still_records_its_response(
     fake_api.set_default(answer_then_lock)
 
     async def run() -> tuple[str, list[str]]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             told: list[str] = []
             call = asyncio.ensure_future(
                 gw.complete("compliance_review", "Transaction: 9", on_request_id=told.append)
@@ -162,7 +149,7 @@ def test_a_large_answer_is_recorded_in_a_worker_thread(
     watching = threading.Event()
 
     async def run() -> str:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             watching.set()
             result = await gw.complete("quant_strategy", "ideas", caller="research")
             return result.text
@@ -181,7 +168,7 @@ def test_an_answer_with_alerts_records_each_alert_after_its_response(
     fake_api.script(Reply.ok(model="claude-other-model"))
 
     async def run() -> tuple[str, ...]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             with pytest.warns(AnswerAlertWarning):
                 result = await gw.complete("quant_strategy", "ideas", caller="research")
             return result.alerts
@@ -204,7 +191,7 @@ def test_a_completed_stream_records_its_response_with_no_worker_thread(
     watching = threading.Event()
 
     async def run() -> tuple[str, int]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             watching.set()
             async with gw.stream("quant_strategy", "ideas", caller="research") as s:
                 async for _event in s:
@@ -232,13 +219,13 @@ def test_gateway_and_async_gateway_record_the_same_outcomes(
 
     sync_db, async_db = tmp_path / "sync.db", tmp_path / "async.db"
     fake_api.script(Reply.ok(text="the answer"), Reply.error(400))
-    with Gateway(_settings(policy_dir, sync_db, fake_api)) as gw:
+    with Gateway(settings_for(policy_dir, sync_db, fake_api.base_url)) as gw:
         gw.complete("quant_strategy", "ideas", caller="research")
         with pytest.raises(UpstreamError):
             gw.complete("quant_strategy", "more ideas", caller="research")
 
     async def run() -> None:
-        async with AsyncGateway(_settings(policy_dir, async_db, fake_api)) as agw:
+        async with AsyncGateway(settings_for(policy_dir, async_db, fake_api.base_url)) as agw:
             await agw.complete("quant_strategy", "ideas", caller="research")
             with pytest.raises(UpstreamError):
                 await agw.complete("quant_strategy", "more ideas", caller="research")

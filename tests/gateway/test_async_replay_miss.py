@@ -9,30 +9,18 @@ import asyncio
 from pathlib import Path
 
 from audit import AuditStore, EventKind
-from gateway import AsyncGateway, Settings
+from gateway import AsyncGateway
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.gateway.conftest import API_KEY
+from tests.gateway.conftest import settings_for
 
 PROMPT = "Transaction: EUR 9,900 to ACME Shipping Ltd. Grüße ☃"
-
-
-def _settings(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> Settings:
-    return Settings(
-        policy_dir=policy_dir,
-        database_url=f"sqlite:///{db_path}",
-        anthropic_api_key=API_KEY,
-        anthropic_base_url=fake_api.base_url,
-        durability="os",
-        default_caller="tests",
-        retry_backoff_base_s=0.01,
-    )
 
 
 def test_a_replay_miss_records_the_bytes_the_upstream_received(
     policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI
 ) -> None:
     async def run() -> None:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             first = await gw.complete("compliance_review", PROMPT)
             again = await gw.complete("compliance_review", PROMPT)
             assert not first.cached and again.cached
@@ -55,7 +43,7 @@ def test_a_miss_answered_while_it_waited_for_its_lock_sends_nothing(
     fake_api.set_default(lambda _request: Reply.slow(0.3, then=Reply.ok(text="held")))
 
     async def run() -> list[bool]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             results = await asyncio.gather(
                 *(gw.complete("compliance_review", PROMPT) for _ in range(3))
             )
@@ -87,7 +75,7 @@ def test_streamed_misses_answered_while_they_waited_stream_the_recorded_answer(
         return text, stream.result.cached
 
     async def run() -> list[tuple[str, bool]]:
-        async with AsyncGateway(_settings(policy_dir, db_path, fake_api)) as gw:
+        async with AsyncGateway(settings_for(policy_dir, db_path, fake_api.base_url)) as gw:
             return list(await asyncio.gather(*(one(gw) for _ in range(3))))
 
     ended = asyncio.run(run())

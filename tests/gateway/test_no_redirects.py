@@ -10,22 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway import AsyncGateway, Gateway, Settings
+from gateway import AsyncGateway, Gateway
 from gateway.errors import UpstreamError
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
-from tests.gateway.conftest import API_KEY, kinds
-
-
-def _settings(policy_dir: Path, db_path: Path, fake_api: FakeMessagesAPI) -> Settings:
-    return Settings(
-        policy_dir=policy_dir,
-        database_url=f"sqlite:///{db_path}",
-        anthropic_api_key=API_KEY,
-        default_caller="tests",
-        anthropic_base_url=fake_api.base_url,
-        durability="os",
-        retry_backoff_base_s=0.01,
-    )
+from tests.gateway.conftest import kinds, settings_for
 
 
 @pytest.mark.parametrize("status", [303, 307])
@@ -36,7 +24,7 @@ def test_a_redirect_is_not_followed_and_the_call_fails_closed(
     with FakeMessagesAPI() as elsewhere:
         elsewhere.script(Reply.ok(text="an answer from another host"))
         fake_api.script(Reply.redirect(status, f"{elsewhere.base_url}/v1/messages"))
-        settings = _settings(policy_dir, db_path, fake_api)
+        settings = settings_for(policy_dir, db_path, fake_api.base_url)
         with pytest.raises(UpstreamError) as raised:
             if mode == "sync":
                 with Gateway(settings) as gw:
