@@ -32,7 +32,7 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "audit.db"
 
 
-def settings_for(policy_dir: Path, db_path: Path, base_url: str, **changes: Any) -> Settings:
+def settings_for(policy_dir: Path, db_path: Path, base_url: str, /, **changes: Any) -> Settings:
     """A test gateway's settings: the policy folder, a SQLite log at ``db_path``, the fake
     upstream at ``base_url``; ``changes`` set or override any of them."""
     values: dict[str, Any] = {
