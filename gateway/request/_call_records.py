@@ -11,7 +11,6 @@ hit stands for; and the REJECTED event of a request refused before it became a c
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -23,7 +22,6 @@ from gateway._keys import GATEWAY_VERSION
 from gateway._log import log
 from gateway._output_check import OutputCheck, check_json_output, response_text
 from gateway.errors import (
-    AnswerAlertWarning,
     GatewayError,
     OutputValidationError,
     PolicyNotApproved,
@@ -32,6 +30,7 @@ from gateway.errors import (
 from gateway.policy import Policy
 from gateway.providers.base import ProviderReply
 from gateway.providers.stream import MessageAssembler
+from gateway.request._alert_warning import warn_of_alerts
 from gateway.request._call_types import CallLabels, Intent
 from gateway.request._outcome_drafts import (
     DraftedAnswer,
@@ -244,7 +243,13 @@ class CallRecords:
     def record_outcome(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
         """Commit the RESPONSE event (and an ANSWER_ALERT for each alert it raises). ``wire``
         is what the intent recorded as about to be sent; the event says whether the bytes
-        actually sent were exactly those (invariant 3)."""
+        actually sent were exactly those (invariant 3). An answer with alerts warns its
+        caller (an AnswerAlertWarning at the caller's line)."""
+        result = self._recorded(prepared, reply, wire)
+        warn_of_alerts(prepared.plan.task, result)
+        return result
+
+    def _recorded(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
         return self._answered(prepared, reply, self._drafted(prepared, reply, wire))
 
     async def arecord_outcome(
@@ -254,10 +259,16 @@ class CallRecords:
         to INLINE_WIRE_BYTES, its digests) and committed by the store's committer with no
         thread waiting; a larger answer, or one with alerts (several appends, each naming the
         RESPONSE), is recorded in a worker thread. Cancelled meanwhile, the cancellation goes
-        on at once; the outcome is committed all the same, its cache offer and log after it."""
+        on at once; the outcome is committed all the same, its cache offer and log after it.
+        An answer with alerts warns its caller from the loop, not from the worker thread."""
+        result = await self._arecorded(prepared, reply, wire)
+        warn_of_alerts(prepared.plan.task, result)
+        return result
+
+    async def _arecorded(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
         threads = self.recorder.threads
         if not drafted_on_loop(reply):
-            result: Result = await threads.submit(self.record_outcome, prepared, reply, wire)
+            result: Result = await threads.submit(self._recorded, prepared, reply, wire)
             return result
         answer = self._drafted(prepared, reply, wire)
         if answer.alerts:
@@ -320,8 +331,8 @@ class CallRecords:
     def _result(
         self, prepared: Prepared, reply: ProviderReply, answer: DraftedAnswer, appended: Appended
     ) -> Result:
-        """The Result of a recorded RESPONSE, or OutputValidationError for a JSON answer that
-        failed its check; an AnswerAlertWarning for an answer with alerts."""
+        """The Result of a recorded RESPONSE (its ``alerts`` named), or OutputValidationError
+        for a JSON answer that failed its check."""
         plan, check, alerts = prepared.plan, answer.check, answer.alerts
         if check is not None and not check.ok:
             raise OutputValidationError(
@@ -335,19 +346,7 @@ class CallRecords:
             prepared, reply.response, stop_reason, appended.seq, cached=False, checked=check
         )
         if alerts:
-            checks = tuple(str(a["check"]) for a in alerts)
-            result = replace(result, alerts=checks)
-            warnings.warn(
-                AnswerAlertWarning(
-                    f"the answer to request {prepared.request_id} differs from what task "
-                    f"{plan.task!r}'s policy pinned ({', '.join(checks)}); it is recorded at "
-                    f"seq {appended.seq} with an answer alert.",
-                    request_id=prepared.request_id,
-                    seq=appended.seq,
-                    checks=checks,
-                ),
-                stacklevel=4,  # the caller of record_outcome
-            )
+            result = replace(result, alerts=tuple(str(a["check"]) for a in alerts))
         return result
 
     def cache_hit(self, prepared: Prepared, served: Served) -> Result:
