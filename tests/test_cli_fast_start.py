@@ -139,6 +139,14 @@ def test_listing_a_signed_log_loads_no_key_library(tmp_path: Path) -> None:
         assert "cryptography" not in loaded, args
 
 
+def test_showing_a_request_without_its_content_loads_no_erasing(tmp_path: Path) -> None:
+    # The erasure state matters to a content read only (--content --reviewer).
+    env, request_id = _recorded_log(tmp_path)
+    loaded = _modules_loaded(["audit", "show", request_id], env)
+    assert "gateway.evidence._auditing" in loaded  # it did read the request
+    assert "gateway.evidence._erasing" not in loaded
+
+
 def test_a_command_that_exits_with_its_objects_frozen_loses_no_output(tmp_path: Path) -> None:
     # The CLI freezes the heap at exit (its last collection skipped): whatever a command wrote,
     # to a file or a pipe, is complete when the process is gone.

@@ -14,12 +14,12 @@ from typing import Any
 
 import click
 
+from gateway import evidence
 from gateway.cli._context import settings_of
 from gateway.cli._policy_versions import approvals_text, version_json, when
 from gateway.cli._render import echo_json, shown
 from gateway.evidence import (
     Auditing,
-    Erasing,
     EventKind,
     PolicyRecords,
     RecordedContent,
@@ -51,8 +51,8 @@ def show_command(
     if reviewer is not None and not content:
         raise click.UsageError("--reviewer is recorded with a content read: add --content")
     erased = None
-    if reviewer is not None:
-        with Erasing.open(settings_of(ctx)) as erasing:
+    if reviewer is not None:  # the erasing half loads only for a content read (start-up)
+        with evidence.Erasing.open(settings_of(ctx)) as erasing:
             erased = erasing.erasure_of(request_id)
     with Auditing.open(settings_of(ctx)) as auditing:
         events = auditing.request_events(request_id)
