@@ -91,14 +91,21 @@ def main() -> None:
         # What reading the store imports of its libraries: click, SQLAlchemy Core (the schema
         # is Core tables) and pydantic with its BaseModel (the event types, the settings; a
         # bare `import pydantic` loads its models lazily, so it is not the cost). Then the
-        # same without pydantic: what a read path without pydantic could reach. The last is
-        # the floor before the Core schema (the ORM's declarative models), for comparison.
+        # same without pydantic: what a read path without pydantic could reach; and without
+        # SQLAlchemy (the standard library's sqlite3): what a SQLite read path of its own
+        # could reach. The last is the floor before the Core schema (the ORM's declarative
+        # models), for comparison.
         "floor: click + sqlalchemy + pydantic.BaseModel": [
             python,
             "-c",
             "import click, sqlalchemy; from pydantic import BaseModel",
         ],
         "floor without pydantic: click + sqlalchemy": [python, "-c", "import click, sqlalchemy"],
+        "floor without sqlalchemy: click + sqlite3 + pydantic.BaseModel": [
+            python,
+            "-c",
+            "import click, sqlite3; from pydantic import BaseModel",
+        ],
         "old floor: click + sqlalchemy.orm + pydantic": [
             python,
             "-c",
