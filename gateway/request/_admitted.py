@@ -8,12 +8,13 @@ planned and keyed once per process, not once per request.
 
 A replay hit is an identical request asked again; planning it (the policy's checks, the wire
 body, its canonical form, the keyed request hash) gives the same Prepared every time but for
-its request id, and cost about a quarter of a served hit's time in the process
-(bench/results/throughput.md, "The replay hit"). What decides a plan is fixed for the
-life of the gateway (the policies, the catalog, the providers' region, the cache key, the
-default caller, the user id salt), but for two things the pipeline checks on every request
-all the same: whether the policy is in effect today, and a model whose version is more than
-its id (never memoised).
+its request id, and was about a fifth of a served hit's time in the gateway's route, on the
+event loop (bench/results/throughput.md, "The replay hit"). What decides a plan is fixed for
+the life of the gateway (the policies, the catalog, the providers' region, the cache key, the
+default caller, the user id salt) but for the day, so a policy's effective date is checked
+on every request all the same. Not memoised: a request under a policy transform (an
+experiment's, offline mode's), and one to a provider whose model ids do not fix the model (a
+local model: its version is part of the key).
 
 The key is the request's fields as JSON bytes, and only a request whose every value is a
 plain JSON value of the exact built-in type is memoised (a tuple, a subclass, an enum, NaN, a
@@ -21,7 +22,8 @@ mapping that is not a dict: planned every time, as before): the bytes are read b
 compared with the request, so that two requests with one key are one input to the planner.
 What is planned is that read-back copy, which no caller holds, so a caller that changes its
 messages after the call changes nothing in a later request's plan. Bounded: inputs up to
-:data:`MAX_INPUT_BYTES`, :data:`CAPACITY` entries, least recently used dropped first.
+:data:`MAX_INPUT_BYTES`, at most :data:`CAPACITY` entries and :data:`MAX_BYTES` of inputs,
+least recently used dropped first.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = ["CAPACITY", "MAX_INPUT_BYTES", "AdmittedMemo"]
 
 CAPACITY = 1024
 MAX_INPUT_BYTES = 16 * 1024
+MAX_BYTES = 4 * 1024 * 1024  # of keys (the inputs as JSON); the plans hold a copy of each
 
 _EXACT = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
 _FIELDS = tuple(field.name for field in fields(Request))
@@ -49,8 +52,10 @@ def _refuse(value: object) -> Any:
 
 
 class AdmittedMemo:
-    def __init__(self, capacity: int = CAPACITY) -> None:
+    def __init__(self, capacity: int = CAPACITY, max_bytes: int = MAX_BYTES) -> None:
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._entries: OrderedDict[bytes, Prepared] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -79,10 +84,12 @@ class AdmittedMemo:
 
     def put(self, key: bytes, prepared: Prepared) -> None:
         with self._lock:
+            if self._entries.pop(key, None) is None:
+                self._bytes += len(key)
             self._entries[key] = prepared
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._capacity:
-                self._entries.popitem(last=False)
+            while len(self._entries) > self._capacity or self._bytes > self._max_bytes:
+                dropped, _ = self._entries.popitem(last=False)
+                self._bytes -= len(dropped)
 
     @staticmethod
     def again(prepared: Prepared, request_id: str) -> Prepared:

@@ -113,3 +113,23 @@ def test_gateway_and_async_gateway_record_the_same_repeated_hits(
     assert kinds(sync_db)[-3:] == kinds(async_db)[-3:] == ["response", "cache_hit", "cache_hit"]
     assert len(set(sync_ids)) == len(set(async_ids)) == 3
     assert recorded(sync_db) == recorded(async_db)
+
+
+def test_the_memo_is_bounded_in_entries_and_bytes(gw: Gateway) -> None:
+    from gateway.request._admitted import MAX_INPUT_BYTES, AdmittedMemo
+
+    large = _request("x" * MAX_INPUT_BYTES)
+    assert _admitted(gw, large).plan is not _admitted(gw, large).plan
+    memo = AdmittedMemo(capacity=2, max_bytes=10_000)
+    planned = _admitted(gw, _request())
+    for key in (b"a" * 10, b"b" * 10, b"c" * 10):
+        memo.put(key, planned)
+    assert [memo.get(key) is not None for key in (b"a" * 10, b"b" * 10, b"c" * 10)] == [
+        False,
+        True,
+        True,
+    ]
+    memo.put(b"d" * 9_995, planned)  # past the bytes: the least recently used go first
+    assert memo.get(b"b" * 10) is None
+    assert memo.get(b"c" * 10) is None
+    assert memo.get(b"d" * 9_995) is planned
