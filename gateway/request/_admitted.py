@@ -37,7 +37,7 @@ import orjson
 
 from gateway.request._prepared import Prepared, Request
 
-__all__ = ["CAPACITY", "MAX_INPUT_BYTES", "AdmittedMemo"]
+__all__ = ["CAPACITY", "MAX_BYTES", "MAX_INPUT_BYTES", "AdmittedMemo"]
 
 CAPACITY = 1024
 MAX_INPUT_BYTES = 16 * 1024
@@ -61,8 +61,8 @@ class AdmittedMemo:
 
     @staticmethod
     def key(request: Request) -> tuple[bytes, Request] | None:
-        """The memo key of ``request`` and its private copy to plan from, or Nones for a
-        request that is not memoised (not plain JSON of exact types, or too large): None."""
+        """The memo key of ``request`` and its private copy to plan from; None for a request
+        that is not memoised (not plain JSON of exact types, or too large)."""
         given = [getattr(request, name) for name in _FIELDS]
         try:  # first: orjson refuses a value that holds itself, or nests past 254 levels
             written = orjson.dumps(given, default=_refuse, option=_EXACT)
