@@ -4,6 +4,7 @@
     $ .venv/bin/python bench/serve_profile.py --durability fsync --c 1 --calls 600
     $ .venv/bin/python bench/serve_profile.py --durability os --c 32 --calls 3000
     $ .venv/bin/python bench/serve_profile.py --tree /tmp/base-leanpath ...   # another tree
+    $ .venv/bin/python bench/serve_profile.py --hits --calls 2000   # replay hits, not misses
 
 One fake upstream (its own process), one `gateway serve` (one worker) on a fresh SQLite
 database, the official SDK as the client (sync at c=1, ``AsyncAnthropic`` at c>1). py-spy
@@ -35,7 +36,7 @@ import anthropic  # noqa: E402
 
 from bench.gateway_bench import fake_api  # noqa: E402
 from bench.server_bench import SERVER_PIDS, concurrent, gateway_server, served_env  # noqa: E402
-from bench.throughput_bench import BODY, TASK, caller_key, tree_cpu  # noqa: E402
+from bench.throughput_bench import BODY, HIT_TASK, TASK, caller_key, tree_cpu  # noqa: E402
 
 # (category, substrings of a frame's "function (file:line)"): the first match from the
 # innermost frame outwards names the sample.
@@ -75,15 +76,15 @@ def category(stack: str) -> str:
     return "other"
 
 
-async def drive(url: str, key: str, calls: int, c: int) -> float:
+async def drive(url: str, key: str, calls: int, c: int, task: str = TASK) -> float:
     if c == 1:
         client = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0)
         started = time.perf_counter()
         for _ in range(calls):
-            client.messages.create(model=TASK, **BODY)
+            client.messages.create(model=task, **BODY)
         return time.perf_counter() - started
     aclient = anthropic.AsyncAnthropic(base_url=url, api_key=key, max_retries=0)
-    _, wall = await concurrent(lambda n: aclient.messages.create(model=TASK, **BODY), calls, c)
+    _, wall = await concurrent(lambda n: aclient.messages.create(model=task, **BODY), calls, c)
     await aclient.close()
     return wall
 
@@ -97,6 +98,9 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=ROOT)
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     parser.add_argument("--no-spy", action="store_true", help="CPU per request only")
+    parser.add_argument(
+        "--hits", action="store_true", help="replay hits (one recorded answer served again)"
+    )
     args = parser.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     root = Path(tempfile.mkdtemp(prefix="serve-profile-"))
@@ -109,7 +113,8 @@ def main() -> None:
         key = caller_key(env)
         with gateway_server(env, 1, args.tree) as url:
             pid = SERVER_PIDS[url]
-            asyncio.run(drive(url, key, 64, min(args.c, 32)))  # warm-up
+            task = HIT_TASK if args.hits else TASK
+            asyncio.run(drive(url, key, 64, min(args.c, 32), task))  # warm-up (records a hit's)
             load0 = os.getloadavg()[0]
             cpu0 = tree_cpu(pid)
             spy_proc = (
@@ -136,7 +141,7 @@ def main() -> None:
             )
             time.sleep(1.0)  # py-spy attaches
             cpu1 = tree_cpu(pid)
-            wall = asyncio.run(drive(url, key, args.calls, args.c))
+            wall = asyncio.run(drive(url, key, args.calls, args.c, task))
             cpu2 = tree_cpu(pid)
             if spy_proc is not None:
                 spy_proc.send_signal(signal.SIGINT)
@@ -150,7 +155,8 @@ def main() -> None:
         counts[category(stack)] += int(n)
     total = sum(counts.values()) or 1
     print(
-        f"{args.durability}, c={args.c}, {args.calls} calls in {wall:.1f} s "
+        f"{args.durability}, c={args.c}, {args.calls} {'hits' if args.hits else 'calls'} "
+        f"in {wall:.1f} s "
         f"({args.calls / wall:.0f} req/s); server CPU {cpu_ms:.2f} ms/request "
         f"(py-spy's own attach: {(cpu1 - cpu0) * 1000:.0f} ms); load {load0:.1f} -> "
         f"{os.getloadavg()[0]:.1f}; {total} samples"

@@ -13,7 +13,8 @@ the same load. ``--workers 1,2`` runs each served configuration at each worker c
   the p50 each served kind adds over the raw call, and as a ratio of the raw call's p50; the
   gateway's CPU per call, over misses and hits alike (``--no-hits``: misses alone);
 - replay hit at c=1: the same request again and again to a ``replay`` task (served from the
-  log after the first), p50 as a ratio of the raw call's;
+  log after the first), p50 as a ratio of the raw call's (``--hits-only``: the raw call and
+  the hits alone, at c=1, with the gateway's CPU per hit; no misses, no c=32);
 - c=32: ``AsyncAnthropic`` with 32 calls in flight, in slices whose order alternates;
   throughput as a ratio of the raw SDK's, and the gateway's CPU (the server process and its
   workers, user + system) per request;
@@ -142,6 +143,9 @@ def main() -> None:
     parser.add_argument(
         "--no-hits", action="store_true", help="c=1 misses only (CPU per miss, no hit p50)"
     )
+    parser.add_argument(
+        "--hits-only", action="store_true", help="c=1 raw calls and replay hits only (no c=32)"
+    )
     args = parser.parse_args()
     trees = [("after", ROOT)] + ([("before", args.baseline)] if args.baseline else [])
     configs = [("sqlite-fsync", "fsync"), ("sqlite-os", "os")] + (
@@ -208,7 +212,8 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
     ]
     for s in served:
         c = clients[s.name]
-        kinds.append((s.name, lambda c=c: c.messages.create(model=TASK, **BODY)))
+        if not args.hits_only:
+            kinds.append((s.name, lambda c=c: c.messages.create(model=TASK, **BODY)))
         if not args.no_hits:
             kinds.append((s.name + " hit", lambda c=c: c.messages.create(model=HIT_TASK, **BODY)))
     for _, call in kinds:  # warm-up; records the replay task's answer once
@@ -230,9 +235,12 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
                 by_name[name].c1.append(ms)
     for s in served:
         # Includes the hit calls (unless --no-hits): the c=1 CPU per call is over both kinds.
-        calls = args.calls if args.no_hits else 2 * args.calls
+        calls = args.calls if args.no_hits or args.hits_only else 2 * args.calls
         s.c1_cpu = (tree_cpu(SERVER_PIDS[s.url]) - cpu0[s.name]) * 1000 / calls
     loads.append(os.getloadavg()[0])
+    if args.hits_only:
+        report_hits(raw, served, loads)
+        return
     raw32: tuple[list[float], float] = asyncio.run(at_32(args, fake_url, served))
     loads.append(os.getloadavg()[0])
     report(args, raw, raw32, served, loads)
@@ -275,6 +283,24 @@ async def at_32(
     for c in [adirect, *clients.values()]:
         await c.close()
     return raw_ms, raw_wall
+
+
+def report_hits(raw: list[float], served: list[Served], loads: list[float]) -> None:
+    raw_p50 = statistics.median(raw)
+    print(
+        f"{os.cpu_count()} cores, Python {sys.version.split()[0]}, anthropic "
+        f"{anthropic.__version__}; load (1 min) at start / after: "
+        + " / ".join(f"{v:.1f}" for v in loads)
+    )
+    print(f"\nraw SDK → fake: c=1 p50 {raw_p50:.2f} ms\n")
+    print("| served | hit p50 ms | hit p90 ms | hit p50 / raw p50 | CPU ms/hit |")
+    print("|---|---|---|---|---|")
+    for s in served:
+        p50 = statistics.median(s.hit)
+        print(
+            f"| {s.name} | {p50:.2f} | {pct(s.hit, 0.9):.2f} | {p50 / raw_p50:.2f} "
+            f"| {s.c1_cpu:.2f} |"
+        )
 
 
 def report(

@@ -48,6 +48,7 @@ from gateway._keys import (
 from gateway._log import log
 from gateway.catalog import Catalog, ModelInfo
 from gateway.errors import (
+    GatewayError,
     InputError,
     PolicyError,
     PolicyLoadError,
@@ -59,6 +60,7 @@ from gateway.keys import forwarded_user_id, subject_tag
 from gateway.policy import Plan, Policy, PolicySet, chosen_model, plan_request, transported
 from gateway.providers.base import WireTarget
 from gateway.providers.registry import Providers, runs_offline
+from gateway.request._admitted import AdmittedMemo
 from gateway.request._call_records import CallRecords
 from gateway.request._call_types import unannounced
 from gateway.request._prepared import Prepared, Refusal, Request
@@ -100,6 +102,7 @@ class RequestPipeline:
         self._derives_policies = derives_policies
         self._user_id_salt = user_id_salt
         self._policy_bytes: dict[str, bytes] = {}
+        self._admitted = AdmittedMemo()
         self.cache = ReplayCache(recorder)
         self.records = CallRecords(
             recorder, self.cache, durability=durability, policy_bytes=self.policy_bytes
@@ -125,7 +128,34 @@ class RequestPipeline:
         record (:meth:`refuse`), so that an asyncio caller can plan on its event loop and
         hand only the write to a worker thread. With ``versions=False``, None for a request
         whose model has a version beyond its id (finding it is not mere CPU work: a local
-        model is built on first use), for the caller to admit elsewhere."""
+        model is built on first use), for the caller to admit elsewhere. A request repeated
+        exactly under a replay policy is planned once (_admitted)."""
+        memoised = self._memoised(request)
+        if memoised is None:
+            return self._admit(request, versions=versions)
+        key, own = memoised
+        known = self._admitted.get(key)
+        if known is not None and self.policies.in_effect(known.policy):
+            return AdmittedMemo.again(known, new_request_id())
+        admitted = self._admit(own, versions=versions)
+        if isinstance(admitted, Prepared) and not self.providers.versioned(admitted.model.provider):
+            self._admitted.put(key, admitted)
+        return admitted
+
+    def _memoised(self, request: Request) -> tuple[bytes, Request] | None:
+        """The memo key of a request under a ``replay`` policy that nothing derives (a
+        transform may vary what it derives), and the copy to plan it from."""
+        if self._policy_transform is not None or not isinstance(request.task, str):
+            return None
+        try:
+            policy = self.policies.get(request.task)
+        except GatewayError:
+            return None  # refused as it is admitted, and recorded so
+        if policy.cache.mode != "replay":
+            return None
+        return AdmittedMemo.key(request)
+
+    def _admit(self, request: Request, *, versions: bool) -> Prepared | Refusal | None:
         task, caller, overrides = request.task, request.caller, request.overrides
         request_id = new_request_id()
         policy: Policy | None = None
