@@ -3,18 +3,21 @@ planned and keyed once per process, not once per request.
 
     memo = AdmittedMemo()
     key, own = memo.key(request)         # None: not memoised (see below)
-    prepared = memo.get(key)             # the Prepared planned for the same input, or None
-    memo.put(key, prepared)              # planned from ``own``, the input's private copy
+    prepared = memo.get(key, day)        # the Prepared planned for the same input that day
+    memo.put(key, prepared, day)         # planned from ``own``, the input's private copy
 
 A replay hit is an identical request asked again; planning it (the policy's checks, the wire
 body, its canonical form, the keyed request hash) gives the same Prepared every time but for
 its request id, and was about a fifth of a served hit's time in the gateway's route, on the
 event loop (bench/results/throughput.md, "The replay hit"). What decides a plan is fixed for
 the life of the gateway (the policies, the catalog, the providers' region, the cache key, the
-default caller, the user id salt) but for the day, so a policy's effective date is checked
-on every request all the same. Not memoised: a request under a policy transform (an
-experiment's, offline mode's), and one to a provider whose model ids do not fix the model (a
-local model: its version is part of the key).
+default caller, the user id salt) but for the day: a policy's effective date and a model's
+retirement date are checked against it. So a plan serves only on the day it was made (the
+day as the policy set counts it, UTC, and the local day the review rules count): the first
+request of a new day is planned again, and refused if its policy or model no longer holds.
+Not memoised: a request under a policy transform (an experiment's, offline mode's), and one
+to a provider whose model ids do not fix the model (a local model: its version is part of
+the key).
 
 The key is the request's fields as JSON bytes, and only a request whose every value is a
 plain JSON value of the exact built-in type is memoised (a tuple, a subclass, an enum, NaN, a
@@ -31,6 +34,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import fields, replace
+from datetime import date
 from typing import Any
 
 import orjson
@@ -42,6 +46,9 @@ __all__ = ["CAPACITY", "MAX_BYTES", "MAX_INPUT_BYTES", "AdmittedMemo"]
 CAPACITY = 1024
 MAX_INPUT_BYTES = 16 * 1024
 MAX_BYTES = 4 * 1024 * 1024  # of keys (the inputs as JSON); the plans hold a copy of each
+
+# The days a plan was made on: the policy set's (UTC) and the review rules' (local).
+Day = tuple[date, date]
 
 _EXACT = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
 _FIELDS = tuple(field.name for field in fields(Request))
@@ -56,7 +63,7 @@ class AdmittedMemo:
         self._capacity = capacity
         self._max_bytes = max_bytes
         self._bytes = 0
-        self._entries: OrderedDict[bytes, Prepared] = OrderedDict()
+        self._entries: OrderedDict[bytes, tuple[Day, Prepared]] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -75,18 +82,20 @@ class AdmittedMemo:
             return None
         return written, Request(**dict(zip(_FIELDS, copy, strict=True)))
 
-    def get(self, key: bytes) -> Prepared | None:
+    def get(self, key: bytes, day: Day) -> Prepared | None:
+        """The Prepared planned for ``key`` on ``day``; None if none, or planned another day."""
         with self._lock:
-            prepared = self._entries.get(key)
-            if prepared is not None:
-                self._entries.move_to_end(key)
-            return prepared
+            entry = self._entries.get(key)
+            if entry is None or entry[0] != day:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
 
-    def put(self, key: bytes, prepared: Prepared) -> None:
+    def put(self, key: bytes, prepared: Prepared, day: Day) -> None:
         with self._lock:
             if self._entries.pop(key, None) is None:
                 self._bytes += len(key)
-            self._entries[key] = prepared
+            self._entries[key] = (day, prepared)
             while len(self._entries) > self._capacity or self._bytes > self._max_bytes:
                 dropped, _ = self._entries.popitem(last=False)
                 self._bytes -= len(dropped)

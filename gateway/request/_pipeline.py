@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import date
 from typing import Any, NoReturn, overload
 
 from pydantic import SecretStr
@@ -134,12 +135,13 @@ class RequestPipeline:
         if memoised is None:
             return self._admit(request, versions=versions)
         key, own = memoised
-        known = self._admitted.get(key)
-        if known is not None and self.policies.in_effect(known.policy):
+        day = (self.policies.today(), date.today())  # as the effective and retirement checks
+        known = self._admitted.get(key, day)
+        if known is not None:
             return AdmittedMemo.again(known, new_request_id())
         admitted = self._admit(own, versions=versions)
         if isinstance(admitted, Prepared) and not self.providers.versioned(admitted.model.provider):
-            self._admitted.put(key, admitted)
+            self._admitted.put(key, admitted, day)
         return admitted
 
     def _memoised(self, request: Request) -> tuple[bytes, Request] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tests.fakes.messages_api import FakeMessagesAPI
 from tests.gateway.conftest import events, kinds, settings_for
 
 PROMPT = "Transaction: pay 250 GBP to Example Ltd"
+DAY = (date(2026, 12, 3), date(2026, 12, 3))
 
 
 def _admitted(gw: Gateway, request: Request) -> Prepared:
@@ -123,13 +125,28 @@ def test_the_memo_is_bounded_in_entries_and_bytes(gw: Gateway) -> None:
     memo = AdmittedMemo(capacity=2, max_bytes=10_000)
     planned = _admitted(gw, _request())
     for key in (b"a" * 10, b"b" * 10, b"c" * 10):
-        memo.put(key, planned)
-    assert [memo.get(key) is not None for key in (b"a" * 10, b"b" * 10, b"c" * 10)] == [
+        memo.put(key, planned, DAY)
+    assert [memo.get(key, DAY) is not None for key in (b"a" * 10, b"b" * 10, b"c" * 10)] == [
         False,
         True,
         True,
     ]
-    memo.put(b"d" * 9_995, planned)  # past the bytes: the least recently used go first
-    assert memo.get(b"b" * 10) is None
-    assert memo.get(b"c" * 10) is None
-    assert memo.get(b"d" * 9_995) is planned
+    memo.put(b"d" * 9_995, planned, DAY)  # past the bytes: the least recently used go first
+    assert memo.get(b"b" * 10, DAY) is None
+    assert memo.get(b"c" * 10, DAY) is None
+    assert memo.get(b"d" * 9_995, DAY) is planned
+
+
+def test_a_plan_serves_only_on_the_day_it_was_made(gw: Gateway) -> None:
+    # A policy's effective date and a model's retirement are checked against the day: the
+    # first request of a new day (UTC, or local) is planned, and refused, afresh.
+    from gateway.request._admitted import AdmittedMemo
+
+    memo = AdmittedMemo()
+    planned = _admitted(gw, _request())
+    memo.put(b"key", planned, DAY)
+    assert memo.get(b"key", DAY) is planned
+    next_utc = (DAY[0] + timedelta(days=1), DAY[1])
+    next_local = (DAY[0], DAY[1] + timedelta(days=1))
+    assert memo.get(b"key", next_utc) is None
+    assert memo.get(b"key", next_local) is None
