@@ -277,21 +277,20 @@ class AsyncGateway(_Client):
         told: Callable[[str], object] | None = None,
     ) -> S:
         """One worker-thread hop of ``stage``. A cancellation meanwhile cannot stop the
-        thread, so it is waited for, and an intent it committed gets its CANCELLED outcome
-        before the cancellation goes on. ``told``: given the request id once known."""
+        thread, so it is waited for (a hit's CACHE_HIT it commits is the request's record);
+        no stage commits an intent (the provider does, just before it sends), so a cancelled
+        Send sent nothing and has no outcome to record. ``told``: given the request id once
+        known."""
         threads = self._core.recorder.threads
         job = threads.submit(stage, given)
         try:
             step: S = await job
-        except asyncio.CancelledError as exc:
+        except asyncio.CancelledError:
             await job.settled()
             if job.failed():
                 raise
-            cancelled = job.result()
             if told is not None:
-                told(cancelled.prepared.request_id)
-            if isinstance(cancelled, Send) and cancelled.intended.committed:
-                await self._core.acancelled(cancelled.prepared, cancel_reason(exc), None)
+                told(job.result().prepared.request_id)
             raise
         if told is not None:
             told(step.prepared.request_id)
