@@ -28,7 +28,7 @@ if _typing.TYPE_CHECKING:
     from gateway.policy._findings import Finding, Severity
     from gateway.policy._folder import ROUTES_FILE, ROUTES_TASK, task_names
     from gateway.policy._model_choice import chosen_model, transported
-    from gateway.policy._plan import Plan, plan_request
+    from gateway.policy._plan import Plan, plan_request, planning_day
     from gateway.policy._policy_set import PolicyEntry, PolicySet
     from gateway.policy._requested import CONTENT_OVERRIDES, IN_BODY, in_body_overrides
     from gateway.policy._retention import Minimum, RetentionTable, minimum_days
@@ -67,6 +67,7 @@ _LAZY = {
     "transported": "gateway.policy._model_choice",
     "Plan": "gateway.policy._plan",
     "plan_request": "gateway.policy._plan",
+    "planning_day": "gateway.policy._plan",
     "CONTENT_OVERRIDES": "gateway.policy._requested",
     "IN_BODY": "gateway.policy._requested",
     "in_body_overrides": "gateway.policy._requested",
@@ -138,6 +139,7 @@ __all__ = [
     "opened_keys",
     "parse_model_target",
     "plan_request",
+    "planning_day",
     "review_policies",
     "task_names",
     "transported",

@@ -260,13 +260,20 @@ def _describe(key: str, bound: CallerRange | CallerChoice) -> str:
     return f"{low}{key} <= {bound.max:g}" if bound.max is not None else f"{key} (unbounded)"
 
 
+def planning_day() -> date:
+    """The day a plan's review rules are checked against (a model's retirement): the local
+    day, as `gateway policy review` counts it. A plan kept for reuse is kept for this day
+    only (gateway/request/_admitted.py)."""
+    return date.today()
+
+
 def _refuse_unhonoured(
     policy: Policy, model: ModelInfo, generation: Generation, requested: Mapping[str, object]
 ) -> None:
     # The same rules as review, on the model actually used (replay may re-plan under another
     # model): first the policy as written, then with the caller's overrides applied, so an
     # error that only the overrides cause is the caller's. Lifecycle warnings do not stop it.
-    today = date.today()
+    today = planning_day()
     own = _policy_errors(policy, model, today)
     if own:
         raise PolicyLoadError(

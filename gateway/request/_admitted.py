@@ -26,7 +26,8 @@ compared with the request, so that two requests with one key are one input to th
 What is planned is that read-back copy, which no caller holds, so a caller that changes its
 messages after the call changes nothing in a later request's plan. Bounded: inputs up to
 :data:`MAX_INPUT_BYTES`, at most :data:`CAPACITY` entries and :data:`MAX_BYTES` of inputs,
-least recently used dropped first.
+least recently used dropped first. Each entry also holds its plan (its own copy of the
+policy's system prompt and tools), which the byte bound does not count.
 """
 
 from __future__ import annotations

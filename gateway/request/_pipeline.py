@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import date
 from typing import Any, NoReturn, overload
 
 from pydantic import SecretStr
@@ -58,7 +57,15 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.keys import forwarded_user_id, subject_tag
-from gateway.policy import Plan, Policy, PolicySet, chosen_model, plan_request, transported
+from gateway.policy import (
+    Plan,
+    Policy,
+    PolicySet,
+    chosen_model,
+    plan_request,
+    planning_day,
+    transported,
+)
 from gateway.providers.base import WireTarget
 from gateway.providers.registry import Providers, runs_offline
 from gateway.request._admitted import AdmittedMemo
@@ -135,7 +142,8 @@ class RequestPipeline:
         if memoised is None:
             return self._admit(request, versions=versions)
         key, own = memoised
-        day = (self.policies.today(), date.today())  # as the effective and retirement checks
+        # The days a policy's effective date and a model's retirement are checked against.
+        day = (self.policies.today(), planning_day())
         known = self._admitted.get(key, day)
         if known is not None:
             return AdmittedMemo.again(known, new_request_id())

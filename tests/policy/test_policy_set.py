@@ -146,6 +146,7 @@ def test_public_names_are_pinned() -> None:
         "contract_of",
         "opened_keys",
         "plan_request",
+        "planning_day",
         "IN_BODY",
         "CONTENT_OVERRIDES",
         "in_body_overrides",
