@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from audit import Appended, EventKind
+from audit import Appended, EventDraft, EventKind
 from gateway._attachments import attachments
 from gateway._inputs import EXPERIMENT_CALLER, safe_label
 from gateway._keys import GATEWAY_VERSION
@@ -181,8 +181,10 @@ class CallRecords:
         as the ``detail`` payload (content, erasable), never to a log, an error message or
         the event's data. ``partial``: what a stream delivered first."""
         error.request_id = prepared.request_id
-        self.recorder.append(failed_draft(prepared, error, detail=detail, partial=partial))
-        _log_failed(prepared, error)
+        self._ended(
+            lambda: failed_draft(prepared, error, detail=detail, partial=partial),
+            lambda: _log_failed(prepared, error),
+        )
 
     async def arecord_failed(
         self,
@@ -194,16 +196,12 @@ class CallRecords:
     ) -> None:
         """:meth:`record_failed` for asyncio (see :meth:`arecord_outcome`); with a stream's
         partial answer (whose size is known only once serialised) in a worker thread."""
-        if partial is not None or not drafted_on_loop(None, detail):
-            await self.recorder.threads.submit(
-                functools.partial(
-                    self.record_failed, prepared, error, detail=detail, partial=partial
-                )
-            )
-            return
         error.request_id = prepared.request_id
-        draft = failed_draft(prepared, error, detail=detail, partial=partial)
-        await self.recorder.aappend(draft, then=lambda _: _log_failed(prepared, error))
+        await self._aended(
+            lambda: failed_draft(prepared, error, detail=detail, partial=partial),
+            lambda: _log_failed(prepared, error),
+            on_loop=partial is None and drafted_on_loop(None, detail),
+        )
 
     def record_cancelled(
         self,
@@ -216,9 +214,10 @@ class CallRecords:
         """Record the CANCELLED outcome: the caller left (closed a stream early, was cancelled,
         timed out or interrupted) before the answer was recorded. ``partial`` is what a stream
         delivered; ``reply`` the whole answer when it had arrived (``answered`` says which)."""
-        draft = cancelled_draft(prepared, reason=reason, partial=partial, reply=reply)
-        self.recorder.append(draft)
-        _log_cancelled(prepared, reason, reply)
+        self._ended(
+            lambda: cancelled_draft(prepared, reason=reason, partial=partial, reply=reply),
+            lambda: _log_cancelled(prepared, reason, reply),
+        )
 
     async def arecord_cancelled(
         self,
@@ -230,15 +229,36 @@ class CallRecords:
     ) -> None:
         """:meth:`record_cancelled` for asyncio (see :meth:`arecord_failed`); the record is
         committed even if the caller is cancelled again meanwhile."""
-        if partial is not None or not drafted_on_loop(reply):
-            await self.recorder.threads.to_end(
-                functools.partial(
-                    self.record_cancelled, prepared, reason=reason, partial=partial, reply=reply
-                )
-            )
-            return
-        draft = cancelled_draft(prepared, reason=reason, partial=partial, reply=reply)
-        await self.recorder.aappend(draft, then=lambda _: _log_cancelled(prepared, reason, reply))
+        await self._aended(
+            lambda: cancelled_draft(prepared, reason=reason, partial=partial, reply=reply),
+            lambda: _log_cancelled(prepared, reason, reply),
+            on_loop=partial is None and drafted_on_loop(reply),
+            to_end=True,
+        )
+
+    def _ended(self, draft: Callable[[], EventDraft], logged: Callable[[], None]) -> None:
+        """Append an outcome that carries no answer to return (FAILED, CANCELLED), then log it."""
+        self.recorder.append(draft())
+        logged()
+
+    async def _aended(
+        self,
+        draft: Callable[[], EventDraft],
+        logged: Callable[[], None],
+        *,
+        on_loop: bool,
+        to_end: bool = False,
+    ) -> None:
+        """:meth:`_ended` for asyncio: ``on_loop`` (bounded work), drafted on the loop and
+        committed with no thread waiting, the log line after the commit; else drafted and
+        appended in a worker thread, which ``to_end`` finishes even if the caller is
+        cancelled meanwhile."""
+        if on_loop:
+            await self.recorder.aappend(draft(), then=lambda _: logged())
+        elif to_end:
+            await self.recorder.threads.to_end(self._ended, draft, logged)
+        else:
+            await self.recorder.threads.submit(self._ended, draft, logged)
 
     def record_outcome(self, prepared: Prepared, reply: ProviderReply, wire: bytes) -> Result:
         """Commit the RESPONSE event (and an ANSWER_ALERT for each alert it raises). ``wire``
