@@ -21,8 +21,8 @@ critical path (its lookups), and each ``to_thread`` hop wakes a cold thread (the
 executor's threads queue FIFO, so consecutive hops rotate through all of them, and at one
 call at a time the pool still grows to its maximum), wraps its coroutine in a task and
 chains a concurrent future to an asyncio future, which costs loop iterations on the way
-back. Here the most recently idle thread
-takes the next job directly, and the result comes back in one ``call_soon_threadsafe``.
+back. Here the most recently idle thread takes the next job directly, and the result comes
+back in one ``call_soon_threadsafe``.
 
 Threads start on first use (a sync ``Gateway`` starts none), at most ``max_threads`` at once
 (`MAX_THREADS`: one per pooled PostgreSQL connection, less two); jobs beyond that
@@ -55,9 +55,9 @@ R = TypeVar("R")
 # threads and a commit group never held more than 6 appends (bench/results/throughput.md).
 # A served call's events wait in the store's commit queue with no thread
 # (AuditStore.append_soon), so it is the other hops (replay look-ups, large records) that
-# take these threads. At most one
-# per PostgreSQL connection, less the committer's and one for the loop's own store work (the
-# key ring's refresh, readiness): a thread never waits for a pooled connection.
+# take these threads. At most one per PostgreSQL connection, less the committer's and one
+# for the loop's own store work (the key ring's refresh, readiness): a thread never waits
+# for a pooled connection.
 MAX_THREADS = PG_CONNECTIONS - 2
 
 
