@@ -8,9 +8,10 @@ SDK as the client, ``messages.create(stream=True)``, one call at a time, every k
 round in a shuffled order. Time to first token: from the call to the first
 ``content_block_delta`` in the client's hands. The table gives each p50, what serving added
 and that as a ratio of the raw time to first token (the issue's target: at most 0.5).
-``--plain`` adds a whole non-streamed answer per kind to the same shuffled rounds, so that
-what a stream adds before its first delta is compared with what a plain answer adds, at the
-same load.
+``--proxy`` adds the stateless proxy on the same stack (bench/stateless_proxy.py), the floor
+of any Python proxy's time to first token. ``--plain`` adds a whole non-streamed answer per
+kind to the same shuffled rounds, so that what a stream adds before its first delta is
+compared with what a plain answer adds, at the same load.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import anthropic  # noqa: E402
 
 from bench.gateway_bench import fake_api  # noqa: E402
 from bench.server_bench import gateway_server, served_env  # noqa: E402
+from bench.stateless_proxy import stateless_proxy  # noqa: E402
 from bench.throughput_bench import BODY, MODEL, TASK, caller_key  # noqa: E402
 
 
@@ -59,6 +61,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="streams per kind")
     parser.add_argument("--baseline", type=Path, help="also serve from this source tree")
     parser.add_argument("--plain", action="store_true", help="also a whole non-streamed answer")
+    parser.add_argument(
+        "--proxy", action="store_true", help="also the stateless proxy (bench/stateless_proxy.py)"
+    )
     args = parser.parse_args()
     trees = [("after", ROOT)] + ([("before", args.baseline)] if args.baseline else [])
     root = Path(tempfile.mkdtemp(prefix="ttft-bench-"))
@@ -82,6 +87,12 @@ def main() -> None:
                 kinds.append((name, lambda c=client: first_token_ms(c, TASK)))
                 if args.plain:
                     kinds.append((f"{name} plain", lambda c=client: answer_ms(c, TASK)))
+        if args.proxy:
+            url = stack.enter_context(stateless_proxy(fake_url))
+            proxied = anthropic.Anthropic(base_url=url, api_key="sk-bench", max_retries=0)
+            kinds.append(("stateless proxy", lambda: first_token_ms(proxied, MODEL)))
+            if args.plain:
+                kinds.append(("stateless proxy plain", lambda: answer_ms(proxied, MODEL)))
         for _, call in kinds:  # warm-up
             for _ in range(10):
                 call()

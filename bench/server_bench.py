@@ -102,10 +102,31 @@ def free_port() -> int:
 @contextmanager
 def gateway_server(env: dict[str, str], workers: int, tree: Path = ROOT) -> Iterator[str]:
     port = free_port()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", "--port", str(port), "--workers", str(workers)],
+    command = ["-m", "gateway", "serve", "--port", str(port), "--workers", str(workers)]
+    with served_process(
+        [sys.executable, *command],
+        port,
+        f"gateway serve from {tree}",
         env={**env, "PYTHONPATH": str(tree)},
         cwd=tree,
+    ) as url:
+        yield url
+
+
+@contextmanager
+def served_process(
+    command: list[str],
+    port: int,
+    what: str,
+    env: dict[str, str] | None = None,
+    cwd: Path = ROOT,
+) -> Iterator[str]:
+    """Run a server process (``command``) on ``port`` until it answers ``/readyz``; its URL,
+    with its pid in ``SERVER_PIDS``; stopped with SIGTERM on leaving."""
+    child = subprocess.Popen(
+        command,
+        env=env,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,  # the access log is rendered, as a service would
     )
@@ -115,9 +136,9 @@ def gateway_server(env: dict[str, str], workers: int, tree: Path = ROOT) -> Iter
         deadline = time.monotonic() + 120  # a loaded machine starts a server slowly
         while True:
             if child.poll() is not None:  # say so here, not as "connection refused" later
-                raise SystemExit(f"gateway serve from {tree} exited ({child.returncode})")
+                raise SystemExit(f"{what} exited ({child.returncode})")
             if time.monotonic() > deadline:
-                raise SystemExit(f"gateway serve from {tree} was not ready in 120 s")
+                raise SystemExit(f"{what} was not ready in 120 s")
             try:
                 if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
                     break

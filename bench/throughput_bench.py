@@ -55,6 +55,7 @@ from bench.server_bench import (  # noqa: E402
     pct,
     served_env,
 )
+from bench.stateless_proxy import stateless_proxy  # noqa: E402
 
 TASK = "quant_strategy"  # record mode: every call goes upstream
 HIT_TASK = "compliance_review"  # replay mode: a repeated request is served from the log
@@ -87,6 +88,7 @@ class Served:
     url: str
     db_url: str
     key: str
+    model: str = TASK  # the stateless proxy passes the real model id on
     c1: list[float] = field(default_factory=list)
     hit: list[float] = field(default_factory=list)
     c1_cpu: float = 0.0
@@ -146,6 +148,11 @@ def main() -> None:
     parser.add_argument(
         "--hits-only", action="store_true", help="c=1 raw calls and replay hits only (no c=32)"
     )
+    parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="also a stateless proxy on the same stack (bench/stateless_proxy.py)",
+    )
     args = parser.parse_args()
     trees = [("after", ROOT)] + ([("before", args.baseline)] if args.baseline else [])
     configs = [("sqlite-fsync", "fsync"), ("sqlite-os", "os")] + (
@@ -176,6 +183,9 @@ def main() -> None:
                     key = caller_key(env)
                     url = st.enter_context(gateway_server(env, workers, tree))
                     served.append(Served(name, url, h["db_url"], key))
+        if args.proxy and not args.hits_only:
+            url = st.enter_context(stateless_proxy(fake_url))
+            served.append(Served("stateless proxy", url, "", "sk-bench", model=MODEL))
         run(args, fake_url, served)
     shutil.rmtree(root, ignore_errors=True)
 
@@ -213,8 +223,8 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
     for s in served:
         c = clients[s.name]
         if not args.hits_only:
-            kinds.append((s.name, lambda c=c: c.messages.create(model=TASK, **BODY)))
-        if not args.no_hits:
+            kinds.append((s.name, lambda c=c, m=s.model: c.messages.create(model=m, **BODY)))
+        if not args.no_hits and s.db_url:  # the proxy keeps nothing to replay
             kinds.append((s.name + " hit", lambda c=c: c.messages.create(model=HIT_TASK, **BODY)))
     for _, call in kinds:  # warm-up; records the replay task's answer once
         for _ in range(20):
@@ -235,7 +245,7 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
                 by_name[name].c1.append(ms)
     for s in served:
         # Includes the hit calls (unless --no-hits): the c=1 CPU per call is over both kinds.
-        calls = args.calls if args.no_hits or args.hits_only else 2 * args.calls
+        calls = args.calls if args.no_hits or args.hits_only or not s.db_url else 2 * args.calls
         s.c1_cpu = (tree_cpu(SERVER_PIDS[s.url]) - cpu0[s.name]) * 1000 / calls
     loads.append(os.getloadavg()[0])
     if args.hits_only:
@@ -259,7 +269,7 @@ async def at_32(
     ]
     for s in served:
         c = clients[s.name]
-        kinds.append((s.name, lambda n, c=c: c.messages.create(model=TASK, **BODY)))
+        kinds.append((s.name, lambda n, c=c, m=s.model: c.messages.create(model=m, **BODY)))
     for _, call in kinds:
         await concurrent(call, 64, 32)  # warm-up: 32 connections each
     raw_ms: list[float] = []
@@ -270,14 +280,15 @@ async def at_32(
         for name, call in kinds if r % 2 == 0 else list(reversed(kinds)):
             s = by_name.get(name)
             if s is not None:
-                cpu0, seq0 = tree_cpu(SERVER_PIDS[s.url]), head(s.db_url)
+                cpu0, seq0 = tree_cpu(SERVER_PIDS[s.url]), head(s.db_url) if s.db_url else 0
             ms, wall = await concurrent(call, args.c32_calls // rounds, 32)
             if s is None:
                 raw_ms += ms
                 raw_wall += wall
                 continue
             s.c32_cpu += tree_cpu(SERVER_PIDS[s.url]) - cpu0
-            s.groups += commit_groups(s.db_url, seq0, head(s.db_url))
+            if s.db_url:
+                s.groups += commit_groups(s.db_url, seq0, head(s.db_url))
             s.c32 += ms
             s.c32_wall += wall
     for c in [adirect, *clients.values()]:
@@ -330,14 +341,38 @@ def report(
     for s in served:
         p50 = statistics.median(s.c1)
         rps = len(s.c32) / s.c32_wall
-        groups = s.groups or [0]
         hit = f"{statistics.median(s.hit) / raw_p50:.2f}" if s.hit else "—"
+        groups = f"{statistics.fmean(s.groups):.1f} / {max(s.groups)}" if s.groups else "—"
         print(
             f"| {s.name} | {p50:.2f} | +{p50 - raw_p50:.2f} | {(p50 - raw_p50) / raw_p50:.2f} "
             f"| {hit} | {rps:.0f} | {rps / raw_rps:.2f} "
             f"| {statistics.median(s.c32):.2f} (p99 {pct(s.c32, 0.99):.1f}) "
-            f"| {s.c32_cpu * 1000 / len(s.c32):.2f} | {s.c1_cpu:.2f} "
-            f"| {statistics.fmean(groups):.1f} / {max(groups)} |"
+            f"| {s.c32_cpu * 1000 / len(s.c32):.2f} | {s.c1_cpu:.2f} | {groups} |"
+        )
+    proxy = next((s for s in served if not s.db_url), None)
+    if proxy is not None:
+        report_against_proxy(raw_p50, proxy, [s for s in served if s.db_url])
+
+
+def report_against_proxy(raw_p50: float, proxy: Served, served: list[Served]) -> None:
+    """Each served configuration against the stateless proxy of the same run: what the
+    gateway's own work (policy, key, record, log) adds over two bare HTTP legs."""
+    proxy_p50 = statistics.median(proxy.c1)
+    proxy_rps = len(proxy.c32) / proxy.c32_wall
+    proxy_cpu = proxy.c32_cpu * 1000 / len(proxy.c32)
+    print(
+        f"\nstateless proxy: adds {proxy_p50 - raw_p50:.2f} ms at c=1 "
+        f"({(proxy_p50 - raw_p50) / raw_p50:.2f} of the raw p50), {proxy_rps:.0f} req/s at "
+        f"c=32, {proxy_cpu:.2f} ms CPU per request\n"
+    )
+    print("| served | added p50 over the proxy's ms | c=32 req/s / proxy's | CPU / proxy's |")
+    print("|---|---|---|---|")
+    for s in served:
+        p50 = statistics.median(s.c1)
+        rps = len(s.c32) / s.c32_wall
+        cpu = s.c32_cpu * 1000 / len(s.c32)
+        print(
+            f"| {s.name} | +{p50 - proxy_p50:.2f} | {rps / proxy_rps:.2f} | {cpu / proxy_cpu:.2f} |"
         )
 
 

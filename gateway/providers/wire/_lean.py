@@ -44,7 +44,7 @@ from gateway.providers.base import BETAS_FIELD
 from gateway.providers.wire._body import TYPED_BODY_FIELDS
 from gateway.providers.wire._capture import PROBES, WireCapture
 
-__all__ = ["LeanBody", "alean_request", "lean_request"]
+__all__ = ["LeanBody", "alean_request", "lean_request", "post_options"]
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
@@ -127,7 +127,8 @@ def _typed_order(capture: WireCapture) -> tuple[str, ...] | None:
     return keys
 
 
-def _options(headers: Mapping[str, Any], timeout: httpx2.Timeout) -> Any:
+def post_options(headers: Mapping[str, Any], timeout: httpx2.Timeout) -> Any:
+    """The SDK request options of a lean post: the call's headers, its timeout, unread."""
     # RAW_RESPONSE_HEADER "stream": the SDK hands over the response unread, as
     # with_streaming_response does, so the provider reads (and judges) the body itself.
     return {"headers": {**headers, RAW_RESPONSE_HEADER: "stream"}, "timeout": timeout}
@@ -145,7 +146,7 @@ def lean_request(
     # cast_to object: an APIResponse around the unread response (httpx's Response would be
     # handed back bare); nothing is parsed here, the provider reads the body itself.
     make = partial(
-        client.post, path, cast_to=object, content=wire, options=_options(headers, timeout)
+        client.post, path, cast_to=object, content=wire, options=post_options(headers, timeout)
     )
     return ResponseContextManager(cast("Callable[[], APIResponse[object]]", make))
 
@@ -158,5 +159,5 @@ def alean_request(
     timeout: httpx2.Timeout,
 ) -> AsyncResponseContextManager[AsyncAPIResponse[object]]:
     """:func:`lean_request` for the async client."""
-    made = client.post(path, cast_to=object, content=wire, options=_options(headers, timeout))
+    made = client.post(path, cast_to=object, content=wire, options=post_options(headers, timeout))
     return AsyncResponseContextManager(cast("Awaitable[AsyncAPIResponse[object]]", made))
