@@ -1,6 +1,7 @@
-"""The async lean leg's direct post: the SDK's headers, built by the SDK once per call shape, and
-its HTTP client's send. What reaches the upstream, what is recorded and how a failure reads
-are the same as through ``create()``; a client that prepares its own requests (Bedrock's
+"""The lean leg's direct post, sync and async: the SDK's headers, built by the SDK once per call
+shape, and its HTTP client's send. What reaches the upstream, what is recorded and how a
+failure reads are the same as through ``create()`` (the sync face's bytes and headers:
+tests/providers/test_lean_leg.py); a client that prepares its own requests (Bedrock's
 signature, Vertex's token) is left to the SDK."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from gateway.errors import GatewayError
 from gateway.providers.anthropic import FIRST_PARTY, ApiKeyAuth
 from gateway.providers.bedrock import BEDROCK, AwsAuth
 from gateway.providers.vertex import VERTEX, VertexAuth
-from gateway.providers.wire import MessagesProvider, build_async_client
-from gateway.providers.wire._direct import DirectPost
+from gateway.providers.wire import MessagesProvider, build_async_client, build_client
+from gateway.providers.wire._direct import AsyncDirectPost, DirectPost
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
 from tests.providers.test_lean_leg import ALL, _sent
 
@@ -44,14 +45,18 @@ def test_anthropics_own_api_posts_directly_and_clients_that_prepare_requests_do_
         "bedrock": (BEDROCK, AwsAuth(region="us-east-1")),
         "vertex": (VERTEX, VertexAuth(project="p", region="us-east5", access_token="t")),
     }
-    direct = {
-        name: DirectPost.for_client(
-            build_async_client(profile, auth, base_url="http://127.0.0.1:9", timeout=TIMEOUT)
+    direct = {}
+    for name, (profile, auth) in clients.items():
+        options: dict[str, Any] = {"base_url": "http://127.0.0.1:9", "timeout": TIMEOUT}
+        direct[name] = (
+            DirectPost.for_client(build_client(profile, auth, **options)) is not None,
+            AsyncDirectPost.for_client(build_async_client(profile, auth, **options)) is not None,
         )
-        is not None
-        for name, (profile, auth) in clients.items()
+    assert direct == {
+        "anthropic": (True, True),
+        "bedrock": (False, False),
+        "vertex": (False, False),
     }
-    assert direct == {"anthropic": True, "bedrock": False, "vertex": False}
 
 
 @pytest.mark.parametrize("name", list(ALL))
@@ -114,7 +119,24 @@ def test_a_failure_through_the_direct_post_reads_as_through_create(
 ) -> None:
     direct, through_create = _pair(fake_api.base_url, max_attempts=2, backoff_base_s=0.01)
 
-    async def failure(provider: MessagesProvider) -> tuple[Any, ...]:
+    def facts(error: GatewayError, reports: list[Any]) -> tuple[Any, ...]:
+        told = (str(error), [r.model_dump(exclude={"latency_ms"}) for r in reports])
+        # The fake numbers its answers: the calls differ by their upstream request ids.
+        return type(error), type(error.__cause__), re.sub(r"req_fake_\d+", "req_fake", repr(told))
+
+    def failure(provider: MessagesProvider) -> tuple[Any, ...]:
+        reports: list[Any] = []
+        fake_api.script(*script)
+        with pytest.raises(GatewayError) as caught:
+            provider.send(
+                ALL["plain"],
+                api_version="2023-06-01",
+                on_attempt_failed=reports.append,
+                timeout_s=0.5,
+            )
+        return facts(caught.value, reports)
+
+    async def afailure(provider: MessagesProvider) -> tuple[Any, ...]:
         reports: list[Any] = []
         fake_api.script(*script)
         with pytest.raises(GatewayError) as caught:
@@ -124,17 +146,15 @@ def test_a_failure_through_the_direct_post_reads_as_through_create(
                 on_attempt_failed=reports.append,
                 timeout_s=0.5,
             )
-        error = caught.value
-        facts = (str(error), [r.model_dump(exclude={"latency_ms"}) for r in reports])
-        # The fake numbers its answers: the two calls differ by their upstream request ids.
-        return type(error), type(error.__cause__), re.sub(r"req_fake_\d+", "req_fake", repr(facts))
+        return facts(caught.value, reports)
 
-    async def run() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    async def run() -> list[tuple[Any, ...]]:
         try:
-            return await failure(direct), await failure(through_create)
+            return [await afailure(direct), await afailure(through_create)]
         finally:
             await direct.aclose()
             await through_create.aclose()
 
-    first, second = asyncio.run(run())
-    assert first == second
+    sync = [failure(direct), failure(through_create)]
+    assert asyncio.run(run()) == sync
+    assert sync[0] == sync[1]

@@ -1,9 +1,11 @@
-"""The async lean leg's send without the SDK's per-request machinery: the SDK's headers, asked
-of the SDK once per call shape, and its own HTTP client's send.
+"""The lean leg's send without the SDK's per-request machinery: the SDK's headers, asked of the
+SDK once per call shape, and its own HTTP client's send.
 
     direct = DirectPost.for_client(client)       # None: post through the SDK as before
-    async with direct.open(path, wire, headers, timeout) as raw:
+    with direct.open(path, wire, headers, timeout) as raw:
         ...                                        # raw.http_response, unread, as post()'s
+    adirect = AsyncDirectPost.for_client(aclient)  # the same for the async client
+    async with adirect.open(path, wire, headers, timeout) as raw: ...
 
 The SDK's ``post`` builds a request-options model for every request, copies it twice, merges
 three layers of headers, makes an idempotency key the Messages API is not sent, and wraps the
@@ -24,23 +26,25 @@ tests/providers/test_lean_leg.py holds the headers and bytes equal to ``create()
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 import httpx2
-from anthropic._base_client import AsyncAPIClient
+from anthropic._base_client import AsyncAPIClient, SyncAPIClient
 from anthropic._models import FinalRequestOptions
 
 from gateway.providers.wire._lean import post_options
 
-__all__ = ["DirectPost"]
+__all__ = ["AsyncDirectPost", "DirectPost"]
 
 # Header sets kept per client: one per (call headers, timeout) a policy set can give, so a
 # handful; past this many the memo starts again rather than grow.
 MAX_SHAPES = 64
+
+_SDK_STEPS = ("_build_request", "_prepare_options", "_make_status_error_from_response")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +54,103 @@ class Opened:
     http_response: httpx2.Response
 
 
+def _fixed_headers(client: Any, own_prepare: Any) -> bool:
+    """Whether ``client``'s headers are fixed by its construction and the SDK steps the direct
+    post relies on are there as it calls them."""
+    kind = type(client)
+    return (
+        all(inspect.isfunction(getattr(kind, step, None)) for step in _SDK_STEPS)
+        and client.custom_auth is None
+        # A client of its own request preparation signs each request or adds a token to it.
+        and getattr(kind, "_prepare_request", None) is own_prepare
+        and isinstance(getattr(client, "_client", None), httpx2.Client | httpx2.AsyncClient)
+    )
+
+
+def _key(path: str, headers: Mapping[str, Any], timeout: httpx2.Timeout) -> tuple[Any, ...]:
+    # A value that is not a string (an Omit: a header the call removes) is keyed by its kind.
+    named = tuple((k, v if isinstance(v, str) else repr(type(v))) for k, v in headers.items())
+    return path, named, tuple(sorted(timeout.as_dict().items()))
+
+
+def _options(path: str, headers: Mapping[str, Any], timeout: httpx2.Timeout) -> Any:
+    return FinalRequestOptions.construct(
+        method="post", url=path, json_data=None, content=b"", **post_options(headers, timeout)
+    )
+
+
+def _kept(shapes: dict[tuple[Any, ...], httpx2.Request], key: Any, shape: httpx2.Request) -> None:
+    if len(shapes) >= MAX_SHAPES:
+        shapes.clear()
+    shape.headers.pop("content-length", None)  # the body's own is set per call
+    shapes[key] = shape
+
+
+def _request(
+    http: httpx2.Client | httpx2.AsyncClient,
+    shape: httpx2.Request,
+    wire: bytes,
+    timeout: httpx2.Timeout,
+) -> httpx2.Request:
+    return http.build_request(
+        "POST",
+        shape.url,
+        headers=shape.headers,
+        content=wire,
+        timeout=timeout,
+        extensions={k: v for k, v in shape.extensions.items() if k != "timeout"},
+    )
+
+
+def _send_failure(exc: Exception, request: httpx2.Request) -> Exception:
+    """The SDK's error for a send that raised ``exc`` (raised ``from exc``, naming the cause)."""
+    if isinstance(exc, httpx2.TimeoutException):
+        return anthropic.APITimeoutError(request=request)
+    if isinstance(exc, anthropic.AnthropicError):
+        return exc
+    return anthropic.APIConnectionError(request=request)
+
+
 class DirectPost:
-    """Posts a body's bytes through one async SDK client's HTTP client (see the module)."""
+    """Posts a body's bytes through one SDK client's HTTP client (see the module)."""
+
+    def __init__(self, client: anthropic.Anthropic) -> None:
+        self._client = client
+        self._http: httpx2.Client = client._client
+        self._shapes: dict[tuple[Any, ...], httpx2.Request] = {}
+
+    @classmethod
+    def for_client(cls, client: anthropic.Anthropic) -> DirectPost | None:
+        """A direct post for ``client``, or None (post through the SDK)."""
+        return cls(client) if _fixed_headers(client, SyncAPIClient._prepare_request) else None
+
+    @contextmanager
+    def open(
+        self, path: str, wire: bytes, headers: Mapping[str, Any], timeout: httpx2.Timeout
+    ) -> Iterator[Opened]:
+        """``wire`` posted to ``path``, as ``client.post`` would post it: the unread answer."""
+        key = _key(path, headers, timeout)
+        shape = self._shapes.get(key)
+        if shape is None:
+            options = self._client._prepare_options(_options(path, headers, timeout))
+            shape = self._client._build_request(options)
+            _kept(self._shapes, key, shape)
+        request = _request(self._http, shape, wire, timeout)
+        try:
+            response = self._http.send(request, stream=True)
+        except Exception as exc:
+            raise _send_failure(exc, request) from exc
+        try:
+            if not response.is_success:
+                response.read()
+                raise self._client._make_status_error_from_response(response) from None
+            yield Opened(response)
+        finally:
+            response.close()
+
+
+class AsyncDirectPost:
+    """:class:`DirectPost` for the async SDK client."""
 
     def __init__(self, client: anthropic.AsyncAnthropic) -> None:
         self._client = client
@@ -59,43 +158,26 @@ class DirectPost:
         self._shapes: dict[tuple[Any, ...], httpx2.Request] = {}
 
     @classmethod
-    def for_client(cls, client: anthropic.AsyncAnthropic) -> DirectPost | None:
-        """A direct post for ``client``, or None where its headers are not fixed by its
-        construction or the SDK steps it relies on are not there as they are called."""
-        kind = type(client)
-        steps = ("_build_request", "_prepare_options", "_make_status_error_from_response")
-        if not all(inspect.isfunction(getattr(kind, step, None)) for step in steps):
-            return None
-        if client.custom_auth is not None:
-            return None
-        if getattr(kind, "_prepare_request", None) is not AsyncAPIClient._prepare_request:
-            return None  # the client changes each request itself (signs it, adds a token)
-        if not isinstance(getattr(client, "_client", None), httpx2.AsyncClient):
-            return None
-        return cls(client)
+    def for_client(cls, client: anthropic.AsyncAnthropic) -> AsyncDirectPost | None:
+        """A direct post for ``client``, or None (post through the SDK)."""
+        return cls(client) if _fixed_headers(client, AsyncAPIClient._prepare_request) else None
 
     @asynccontextmanager
     async def open(
         self, path: str, wire: bytes, headers: Mapping[str, Any], timeout: httpx2.Timeout
     ) -> AsyncIterator[Opened]:
-        """``wire`` posted to ``path``, as ``client.post`` would post it: the unread answer."""
-        shape = await self._shape(path, headers, timeout)
-        request = self._http.build_request(
-            "POST",
-            shape.url,
-            headers=shape.headers,
-            content=wire,
-            timeout=timeout,
-            extensions={k: v for k, v in shape.extensions.items() if k != "timeout"},
-        )
+        """:meth:`DirectPost.open` for the async client."""
+        key = _key(path, headers, timeout)
+        shape = self._shapes.get(key)
+        if shape is None:
+            options = await self._client._prepare_options(_options(path, headers, timeout))
+            shape = self._client._build_request(options)
+            _kept(self._shapes, key, shape)
+        request = _request(self._http, shape, wire, timeout)
         try:
             response = await self._http.send(request, stream=True)
-        except httpx2.TimeoutException as exc:
-            raise anthropic.APITimeoutError(request=request) from exc
-        except anthropic.AnthropicError:
-            raise
         except Exception as exc:
-            raise anthropic.APIConnectionError(request=request) from exc
+            raise _send_failure(exc, request) from exc
         try:
             if not response.is_success:
                 await response.aread()
@@ -103,30 +185,3 @@ class DirectPost:
             yield Opened(response)
         finally:
             await response.aclose()
-
-    async def _shape(
-        self, path: str, headers: Mapping[str, Any], timeout: httpx2.Timeout
-    ) -> httpx2.Request:
-        """The request the SDK builds for these headers and timeout (its body left empty)."""
-        key = (path, _frozen(headers), tuple(sorted(timeout.as_dict().items())))
-        shape = self._shapes.get(key)
-        if shape is None:
-            if len(self._shapes) >= MAX_SHAPES:
-                self._shapes.clear()
-            options = FinalRequestOptions.construct(
-                method="post",
-                url=path,
-                json_data=None,
-                content=b"",
-                **post_options(headers, timeout),
-            )
-            options = await self._client._prepare_options(options)
-            shape = self._client._build_request(options)
-            del shape.headers["content-length"]  # the body's own is set per call
-            self._shapes[key] = shape
-        return shape
-
-
-def _frozen(headers: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    # A value that is not a string (an Omit: a header the call removes) is keyed by its kind.
-    return tuple((k, v if isinstance(v, str) else repr(type(v))) for k, v in headers.items())

@@ -69,7 +69,7 @@ from gateway.providers.wire._body import (
 )
 from gateway.providers.wire._call import MessagesCall
 from gateway.providers.wire._capture import WireCapture
-from gateway.providers.wire._direct import DirectPost
+from gateway.providers.wire._direct import AsyncDirectPost, DirectPost
 from gateway.providers.wire._failures import UPSTREAM_FAILURES, classify, hint_for
 from gateway.providers.wire._lean import LeanBody, alean_request, lean_request
 from gateway.providers.wire._profile import WireAuth, WireProfile
@@ -122,9 +122,11 @@ class MessagesProvider:
         self._timeout = httpx2.Timeout(timeout_s, connect=min(5.0, timeout_s))
         self._base_url = base_url
         self._client = build_client(profile, auth, base_url=base_url, timeout=self._timeout)
+        # The lean leg's send, past the SDK's per-request machinery (None: through it).
+        self._direct = DirectPost.for_client(self._client)
         # Built on first use: a sync-only service never creates an event-loop-bound client.
         self._async_sdk: anthropic.AsyncAnthropic | None = None
-        self._direct: DirectPost | None = None  # the async lean leg's send, with that client
+        self._adirect: AsyncDirectPost | None = None  # the async lean leg's send, with it
         self._capture = WireCapture(profile.sync_client, profile.capture_credentials)
         # The lean leg: where the transport's URL names no model and the SDK agrees with the
         # gateway's bytes, a body's bytes are written once, here, and posted as they are.
@@ -335,6 +337,8 @@ class MessagesProvider:
     def _open(self, call: MessagesCall) -> AbstractContextManager[Any]:
         path = self._profile.messages_path
         if call.wire is not None and path is not None:
+            if self._direct is not None:
+                return self._direct.open(path, call.wire, call.headers, call.timeout)
             return lean_request(self._client, path, call.wire, call.headers, call.timeout)
         return self._client.messages.with_streaming_response.create(
             **call.kwargs, extra_headers=call.headers, timeout=call.timeout
@@ -344,8 +348,8 @@ class MessagesProvider:
         client = self._async_client()
         path = self._profile.messages_path
         if call.wire is not None and path is not None:
-            if self._direct is not None:
-                return self._direct.open(path, call.wire, call.headers, call.timeout)
+            if self._adirect is not None:
+                return self._adirect.open(path, call.wire, call.headers, call.timeout)
             return alean_request(client, path, call.wire, call.headers, call.timeout)
         return client.messages.with_streaming_response.create(
             **call.kwargs, extra_headers=call.headers, timeout=call.timeout
@@ -356,7 +360,7 @@ class MessagesProvider:
             self._async_sdk = build_async_client(
                 self._profile, self._auth, base_url=self._base_url, timeout=self._timeout
             )
-            self._direct = DirectPost.for_client(self._async_sdk)
+            self._adirect = AsyncDirectPost.for_client(self._async_sdk)
         return self._async_sdk
 
     def close(self) -> None:
@@ -368,7 +372,7 @@ class MessagesProvider:
         if self._async_sdk is not None:
             await self._async_sdk.close()
             self._async_sdk = None
-            self._direct = None
+            self._adirect = None
         self.close()
 
 
