@@ -11,16 +11,20 @@ The SDK's ``post`` builds a request-options model for every request, copies it t
 three layers of headers, makes an idempotency key the Messages API is not sent, and wraps the
 answer in an ``APIResponse``: about 0.3 ms of CPU per call (bench/results/throughput.md,
 "The direct post"), more than its HTTP client's whole send. For a client whose headers are
-fixed by its construction (Anthropic's own API with an explicit key: no ``custom_auth``, no
-request preparation of its own, as Bedrock's signing and Vertex's tokens are), the headers
-the SDK sends depend only on the call's headers and its timeout, so they are built by the
-SDK's own ``_build_request`` once for each such pair and kept. Each call is then the SDK's
-httpx client's ``build_request`` and ``send``: the same request hooks (the header strip,
-``on_wire``, the write timeout), transport and proxy mounts, no redirects, and the SDK's own
-failure mapping: a time-out is ``APITimeoutError``, any other failure to send
-``APIConnectionError`` (from the httpx error, which names the cause), a status other than
-2xx the SDK's status error built from the read answer.
-tests/providers/test_lean_leg.py holds the headers and bytes equal to ``create()``'s.
+fixed by its construction (Anthropic's own client class with an explicit key, every step that
+decides headers its own: not Bedrock's signing, Vertex's tokens or Foundry's Azure AD token)
+and whose ``post`` would send once and do nothing else (no SDK retries, middleware, tracing or
+idempotency key: how the wire layer builds every client), the headers the SDK sends depend
+only on the call's headers and its timeout, so they are built by the SDK's own
+``_build_request`` once for each such pair and kept (per client, at most ``MAX_SHAPES``: a
+caller whose every call has a timeout of its own would rebuild them each time). Each call is
+then the SDK's httpx client's ``build_request`` and ``send``: the same request hooks (the
+header strip, ``on_wire``, the write timeout), transport and proxy mounts, no redirects, and
+the SDK's own failure mapping: a time-out is ``APITimeoutError``, any other failure to send
+``APIConnectionError`` (from the httpx error, which names the cause), an SDK error as it is,
+a status other than 2xx the SDK's status error built from the read answer. The answer is
+closed when the call ends, read or not. tests/providers/test_direct_post.py holds the headers
+(timeouts included) and bytes equal to ``create()``'s, sync and async.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from typing import Any
 
 import anthropic
 import httpx2
-from anthropic._base_client import AsyncAPIClient, SyncAPIClient
 from anthropic._models import FinalRequestOptions
 
 from gateway.providers.wire._lean import post_options
@@ -44,7 +47,21 @@ __all__ = ["AsyncDirectPost", "DirectPost"]
 # handful; past this many the memo starts again rather than grow.
 MAX_SHAPES = 64
 
-_SDK_STEPS = ("_build_request", "_prepare_options", "_make_status_error_from_response")
+# The SDK steps that decide a request's headers, or that the direct post calls: each must be
+# Anthropic's own client's, so that the headers depend on the call's headers and timeout only
+# (a client that mints a token in `_prepare_options`, as Foundry's with an Azure AD token
+# provider does, or signs in `_prepare_request`, as Bedrock's and Vertex's do, is left to the
+# SDK's `post`).
+_SDK_STEPS = (
+    "_prepare_options",
+    "_prepare_request",
+    "_build_headers",
+    "_build_request",
+    "_make_status_error_from_response",
+    "default_headers",
+    "auth_headers",
+    "custom_auth",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,23 +71,31 @@ class Opened:
     http_response: httpx2.Response
 
 
-def _fixed_headers(client: Any, own_prepare: Any) -> bool:
-    """Whether ``client``'s headers are fixed by its construction and the SDK steps the direct
-    post relies on are there as it calls them."""
+def _fixed_headers(client: Any, sdk_class: type[Any]) -> bool:
+    """Whether ``client``'s headers are fixed by its construction (see ``_SDK_STEPS``) and its
+    ``post`` would do nothing but send once: no retries, middleware, tracing or idempotency key
+    (the wire layer builds every client so)."""
     kind = type(client)
     return (
-        all(inspect.isfunction(getattr(kind, step, None)) for step in _SDK_STEPS)
+        isinstance(client, sdk_class)
+        and all(
+            inspect.getattr_static(kind, step, None) is inspect.getattr_static(sdk_class, step)
+            for step in _SDK_STEPS
+        )
         and client.custom_auth is None
-        # A client of its own request preparation signs each request or adds a token to it.
-        and getattr(kind, "_prepare_request", None) is own_prepare
+        and client.max_retries == 0
+        and not getattr(client, "_middleware", ())
+        and getattr(client, "_tracer", None) is None
+        and getattr(client, "_idempotency_header", None) is None
         and isinstance(getattr(client, "_client", None), httpx2.Client | httpx2.AsyncClient)
     )
 
 
 def _key(path: str, headers: Mapping[str, Any], timeout: httpx2.Timeout) -> tuple[Any, ...]:
-    # A value that is not a string (an Omit: a header the call removes) is keyed by its kind.
+    # A value that is not a string (an Omit: a header the call removes) is keyed by its kind;
+    # the timeout by how the SDK writes it into its headers (600 and 600.0 are two).
     named = tuple((k, v if isinstance(v, str) else repr(type(v))) for k, v in headers.items())
-    return path, named, tuple(sorted(timeout.as_dict().items()))
+    return path, named, repr(sorted(timeout.as_dict().items()))
 
 
 def _options(path: str, headers: Mapping[str, Any], timeout: httpx2.Timeout) -> Any:
@@ -103,11 +128,10 @@ def _request(
 
 
 def _send_failure(exc: Exception, request: httpx2.Request) -> Exception:
-    """The SDK's error for a send that raised ``exc`` (raised ``from exc``, naming the cause)."""
+    """The SDK's error for a send that raised ``exc`` (raised ``from exc``, naming the cause);
+    an SDK error is raised as it is, before this."""
     if isinstance(exc, httpx2.TimeoutException):
         return anthropic.APITimeoutError(request=request)
-    if isinstance(exc, anthropic.AnthropicError):
-        return exc
     return anthropic.APIConnectionError(request=request)
 
 
@@ -122,7 +146,7 @@ class DirectPost:
     @classmethod
     def for_client(cls, client: anthropic.Anthropic) -> DirectPost | None:
         """A direct post for ``client``, or None (post through the SDK)."""
-        return cls(client) if _fixed_headers(client, SyncAPIClient._prepare_request) else None
+        return cls(client) if _fixed_headers(client, anthropic.Anthropic) else None
 
     @contextmanager
     def open(
@@ -138,6 +162,8 @@ class DirectPost:
         request = _request(self._http, shape, wire, timeout)
         try:
             response = self._http.send(request, stream=True)
+        except anthropic.AnthropicError:
+            raise  # the SDK's own error, with its own cause
         except Exception as exc:
             raise _send_failure(exc, request) from exc
         try:
@@ -160,7 +186,7 @@ class AsyncDirectPost:
     @classmethod
     def for_client(cls, client: anthropic.AsyncAnthropic) -> AsyncDirectPost | None:
         """A direct post for ``client``, or None (post through the SDK)."""
-        return cls(client) if _fixed_headers(client, AsyncAPIClient._prepare_request) else None
+        return cls(client) if _fixed_headers(client, anthropic.AsyncAnthropic) else None
 
     @asynccontextmanager
     async def open(
@@ -176,6 +202,8 @@ class AsyncDirectPost:
         request = _request(self._http, shape, wire, timeout)
         try:
             response = await self._http.send(request, stream=True)
+        except anthropic.AnthropicError:
+            raise  # the SDK's own error, with its own cause
         except Exception as exc:
             raise _send_failure(exc, request) from exc
         try:
