@@ -295,7 +295,12 @@ def test_health_readiness_and_limits(server: ServerProcess, key: str) -> None:
     assert missing.status_code == 404 and missing.json()["type"] == "error"
 
 
-def test_the_access_log_has_ids_and_caller_but_never_text(server: ServerProcess) -> None:
+def test_the_access_log_has_ids_and_caller_but_never_text(
+    server: ServerProcess, client: anthropic.Anthropic, fake: FakeMessagesAPI
+) -> None:
+    # A call of its own: the test holds whichever tests of the module ran before it.
+    fake.script(Reply.ok(text="No finding."))
+    client.messages.create(model="compliance_review", max_tokens=1024, messages=PROMPT)
     lines = [e for e in server.log_events() if e.get("event") == "http_request"]
     answered = [e for e in lines if e["status"] == 200 and e["path"] == "/v1/messages"]
     assert answered and all(
