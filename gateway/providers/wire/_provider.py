@@ -330,9 +330,10 @@ class MessagesProvider:
             wire=None if self._lean is None else self._lean.wire_bytes(body),
         )
 
-    # One attempt's request, unread: the gateway's bytes posted as they are (the lean leg),
-    # or the body through create(); either way the SDK client's own send, request hooks and
-    # error mapping, and the same raw response.
+    # One attempt's request, unread: the gateway's bytes posted as they are (the lean leg:
+    # straight to the SDK client's HTTP client where its headers are fixed, the direct post,
+    # else through its post), or the body through create(); either way the SDK's headers,
+    # its HTTP client's send and request hooks, its error types, and the same raw response.
 
     def _open(self, call: MessagesCall) -> AbstractContextManager[Any]:
         path = self._profile.messages_path
