@@ -104,7 +104,9 @@ def _options(path: str, headers: Mapping[str, Any], timeout: httpx2.Timeout) -> 
     )
 
 
-def _kept(shapes: dict[tuple[Any, ...], httpx2.Request], key: Any, shape: httpx2.Request) -> None:
+def _remember_shape(
+    shapes: dict[tuple[Any, ...], httpx2.Request], key: Any, shape: httpx2.Request
+) -> None:
     if len(shapes) >= MAX_SHAPES:
         shapes.clear()
     shape.headers.pop("content-length", None)  # the body's own is set per call
@@ -158,7 +160,7 @@ class DirectPost:
         if shape is None:
             options = self._client._prepare_options(_options(path, headers, timeout))
             shape = self._client._build_request(options)
-            _kept(self._shapes, key, shape)
+            _remember_shape(self._shapes, key, shape)
         request = _request(self._http, shape, wire, timeout)
         try:
             response = self._http.send(request, stream=True)
@@ -198,7 +200,7 @@ class AsyncDirectPost:
         if shape is None:
             options = await self._client._prepare_options(_options(path, headers, timeout))
             shape = self._client._build_request(options)
-            _kept(self._shapes, key, shape)
+            _remember_shape(self._shapes, key, shape)
         request = _request(self._http, shape, wire, timeout)
         try:
             response = await self._http.send(request, stream=True)
