@@ -11,8 +11,12 @@ chunk as it arrives. No policy, no key check, no record, no log line, no JSON pa
 Python proxy on these libraries pays for two HTTP legs, so the gateway's figures can be read
 as what it adds over that, beside what it adds over a raw call.
 
+Under ``/cached`` (a client's base URL ``{url}/cached``) it is also the floor of a cache hit:
+a body seen before is answered from memory by its exact bytes, with nothing else done.
+
 `bench/throughput_bench.py --proxy` and `bench/serve_ttft_bench.py --proxy` run it as one
-more served kind in their shuffled rounds. ``GET /readyz`` answers 200 once it serves.
+more served kind in their shuffled rounds (the first also its cache hit beside the
+gateway's replay hit). ``GET /readyz`` answers 200 once it serves.
 """
 
 from __future__ import annotations
@@ -62,11 +66,29 @@ def proxy_app(upstream: str) -> Starlette:
 
         return StreamingResponse(chunks(), answer.status, media_type=kind)
 
+    # The floor of a cache hit: a body seen before is answered from memory, by its exact bytes,
+    # with what the upstream answered the first time (no key, record, parse or expiry).
+    remembered: dict[bytes, tuple[bytes, int, str]] = {}
+
+    async def cached(request: Request) -> Response:
+        body = await request.body()
+        seen = remembered.get(body)
+        if seen is None:
+            answer = await messages(request)
+            if answer.status_code == 200 and isinstance(answer.body, bytes):
+                seen = remembered[body] = (answer.body, 200, answer.media_type or "")
+            return answer
+        return Response(seen[0], seen[1], media_type=seen[2])
+
     async def ready(_request: Request) -> Response:
         return Response(b"ok")
 
     return Starlette(
-        routes=[Route("/v1/messages", messages, methods=["POST"]), Route("/readyz", ready)],
+        routes=[
+            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/cached/v1/messages", cached, methods=["POST"]),
+            Route("/readyz", ready),
+        ],
         lifespan=lifespan,
     )
 

@@ -183,7 +183,7 @@ def main() -> None:
                     key = caller_key(env)
                     url = st.enter_context(gateway_server(env, workers, tree))
                     served.append(Served(name, url, h["db_url"], key))
-        if args.proxy and not args.hits_only:
+        if args.proxy:
             url = st.enter_context(stateless_proxy(fake_url))
             served.append(Served("stateless proxy", url, "", "sk-bench", model=MODEL))
         run(args, fake_url, served)
@@ -224,8 +224,13 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
         c = clients[s.name]
         if not args.hits_only:
             kinds.append((s.name, lambda c=c, m=s.model: c.messages.create(model=m, **BODY)))
-        if not args.no_hits and s.db_url:  # the proxy keeps nothing to replay
+        if args.no_hits:
+            continue
+        if s.db_url:
             kinds.append((s.name + " hit", lambda c=c: c.messages.create(model=HIT_TASK, **BODY)))
+        else:  # the proxy's memory cache: the same body again is answered from memory
+            cached = anthropic.Anthropic(base_url=f"{s.url}/cached", api_key=s.key, max_retries=0)
+            kinds.append((s.name + " hit", lambda c=cached: c.messages.create(model=MODEL, **BODY)))
     for _, call in kinds:  # warm-up; records the replay task's answer once
         for _ in range(20):
             call()
@@ -245,7 +250,7 @@ def run(args: argparse.Namespace, fake_url: str, served: list[Served]) -> None:
                 by_name[name].c1.append(ms)
     for s in served:
         # Includes the hit calls (unless --no-hits): the c=1 CPU per call is over both kinds.
-        calls = args.calls if args.no_hits or args.hits_only or not s.db_url else 2 * args.calls
+        calls = args.calls if args.no_hits or args.hits_only else 2 * args.calls
         s.c1_cpu = (tree_cpu(SERVER_PIDS[s.url]) - cpu0[s.name]) * 1000 / calls
     loads.append(os.getloadavg()[0])
     if args.hits_only:
@@ -365,14 +370,22 @@ def report_against_proxy(raw_p50: float, proxy: Served, served: list[Served]) ->
         f"({(proxy_p50 - raw_p50) / raw_p50:.2f} of the raw p50), {proxy_rps:.0f} req/s at "
         f"c=32, {proxy_cpu:.2f} ms CPU per request\n"
     )
-    print("| served | added p50 over the proxy's ms | c=32 req/s / proxy's | CPU / proxy's |")
-    print("|---|---|---|---|")
+    proxy_hit = statistics.median(proxy.hit) if proxy.hit else None
+    if proxy_hit is not None:
+        print(f"its memory cache hit: p50 {proxy_hit:.2f} ms ({proxy_hit / raw_p50:.2f} of raw)\n")
+    print(
+        "| served | added p50 over the proxy's ms | hit p50 / proxy's hit p50 "
+        "| c=32 req/s / proxy's | CPU / proxy's |"
+    )
+    print("|---|---|---|---|---|")
     for s in served:
         p50 = statistics.median(s.c1)
         rps = len(s.c32) / s.c32_wall
         cpu = s.c32_cpu * 1000 / len(s.c32)
+        hit = f"{statistics.median(s.hit) / proxy_hit:.2f}" if s.hit and proxy_hit else "—"
         print(
-            f"| {s.name} | +{p50 - proxy_p50:.2f} | {rps / proxy_rps:.2f} | {cpu / proxy_cpu:.2f} |"
+            f"| {s.name} | +{p50 - proxy_p50:.2f} | {hit} | {rps / proxy_rps:.2f} "
+            f"| {cpu / proxy_cpu:.2f} |"
         )
 
 
