@@ -109,7 +109,9 @@ def _remember_shape(
 ) -> None:
     if len(shapes) >= MAX_SHAPES:
         shapes.clear()
-    shape.headers.pop("content-length", None)  # the body's own is set per call
+    # Set per call: the body's own length, and the timeout (build_request adds it to a copy).
+    shape.headers.pop("content-length", None)
+    shape.extensions.pop("timeout", None)
     shapes[key] = shape
 
 
@@ -125,7 +127,7 @@ def _request(
         headers=shape.headers,
         content=wire,
         timeout=timeout,
-        extensions={k: v for k, v in shape.extensions.items() if k != "timeout"},
+        extensions=shape.extensions,
     )
 
 
