@@ -19,7 +19,12 @@ from gateway.errors import GatewayError
 from gateway.providers.anthropic import FIRST_PARTY, ApiKeyAuth
 from gateway.providers.bedrock import BEDROCK, AwsAuth
 from gateway.providers.vertex import VERTEX, VertexAuth
-from gateway.providers.wire import MessagesProvider, build_async_client, build_client
+from gateway.providers.wire import (
+    MessagesProvider,
+    WireProfile,
+    build_async_client,
+    build_client,
+)
 from gateway.providers.wire._direct import AsyncDirectPost, DirectPost
 from gateway.providers.wire._sdk import NO_SDK_TRACING
 from tests.fakes.messages_api import FakeMessagesAPI, Reply
@@ -29,16 +34,18 @@ KEY = "sk-ant-direct"
 TIMEOUT = httpx2.Timeout(5.0)
 
 
-def _pair(base_url: str, **options: Any) -> tuple[MessagesProvider, MessagesProvider]:
-    direct = MessagesProvider(FIRST_PARTY, ApiKeyAuth(KEY), base_url=base_url, **options)
+def _pair(
+    base_url: str, profile: WireProfile = FIRST_PARTY, **options: Any
+) -> tuple[MessagesProvider, MessagesProvider]:
+    lean = MessagesProvider(profile, ApiKeyAuth(KEY), base_url=base_url, **options)
     # The same transport with no lean leg: every body through the SDK's create().
     through_create = MessagesProvider(
-        dataclasses.replace(FIRST_PARTY, messages_path=None),
+        dataclasses.replace(profile, messages_path=None),
         ApiKeyAuth(KEY),
         base_url=base_url,
         **options,
     )
-    return direct, through_create
+    return lean, through_create
 
 
 def test_anthropics_own_api_posts_directly_and_clients_that_prepare_requests_do_not() -> None:
@@ -124,10 +131,7 @@ def test_an_sdk_error_raised_in_the_send_keeps_its_own_cause() -> None:
 def test_a_client_left_to_the_sdk_still_sends_what_create_sent(fake_api: FakeMessagesAPI) -> None:
     # The lean leg through the SDK's post (the direct post's fallback), against create().
     own = dataclasses.replace(FIRST_PARTY, sync_client=OwnOptions, async_client=AsyncOwnOptions)
-    lean = MessagesProvider(own, ApiKeyAuth(KEY), base_url=fake_api.base_url)
-    through_create = MessagesProvider(
-        dataclasses.replace(own, messages_path=None), ApiKeyAuth(KEY), base_url=fake_api.base_url
-    )
+    lean, through_create = _pair(fake_api.base_url, own)
 
     async def run() -> None:
         try:
