@@ -97,6 +97,20 @@ class Served:
     c32_cpu: float = 0.0
     groups: list[int] = field(default_factory=list)
 
+    # The run's figures, as both tables give them.
+    def c1_p50(self) -> float:
+        return statistics.median(self.c1)
+
+    def hit_p50(self) -> float | None:
+        return statistics.median(self.hit) if self.hit else None
+
+    def c32_rps(self) -> float:
+        return len(self.c32) / self.c32_wall
+
+    def c32_cpu_ms(self) -> float:
+        """The gateway's CPU per request at c=32, in milliseconds."""
+        return self.c32_cpu * 1000 / len(self.c32)
+
 
 @contextmanager
 def postgres(enabled: bool) -> Iterator[Callable[[], str] | None]:
@@ -344,15 +358,14 @@ def report(
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for s in served:
-        p50 = statistics.median(s.c1)
-        rps = len(s.c32) / s.c32_wall
-        hit = f"{statistics.median(s.hit) / raw_p50:.2f}" if s.hit else "—"
+        p50, rps, hit_p50 = s.c1_p50(), s.c32_rps(), s.hit_p50()
+        hit = f"{hit_p50 / raw_p50:.2f}" if hit_p50 is not None else "—"
         groups = f"{statistics.fmean(s.groups):.1f} / {max(s.groups)}" if s.groups else "—"
         print(
             f"| {s.name} | {p50:.2f} | +{p50 - raw_p50:.2f} | {(p50 - raw_p50) / raw_p50:.2f} "
             f"| {hit} | {rps:.0f} | {rps / raw_rps:.2f} "
             f"| {statistics.median(s.c32):.2f} (p99 {pct(s.c32, 0.99):.1f}) "
-            f"| {s.c32_cpu * 1000 / len(s.c32):.2f} | {s.c1_cpu:.2f} | {groups} |"
+            f"| {s.c32_cpu_ms():.2f} | {s.c1_cpu:.2f} | {groups} |"
         )
     proxy = next((s for s in served if not s.db_url), None)
     if proxy is not None:
@@ -362,15 +375,13 @@ def report(
 def report_against_proxy(raw_p50: float, proxy: Served, served: list[Served]) -> None:
     """Each served configuration against the stateless proxy of the same run: what the
     gateway's own work (policy, key, record, log) adds over two bare HTTP legs."""
-    proxy_p50 = statistics.median(proxy.c1)
-    proxy_rps = len(proxy.c32) / proxy.c32_wall
-    proxy_cpu = proxy.c32_cpu * 1000 / len(proxy.c32)
+    proxy_p50, proxy_rps, proxy_cpu = proxy.c1_p50(), proxy.c32_rps(), proxy.c32_cpu_ms()
     print(
         f"\nstateless proxy: adds {proxy_p50 - raw_p50:.2f} ms at c=1 "
         f"({(proxy_p50 - raw_p50) / raw_p50:.2f} of the raw p50), {proxy_rps:.0f} req/s at "
         f"c=32, {proxy_cpu:.2f} ms CPU per request\n"
     )
-    proxy_hit = statistics.median(proxy.hit) if proxy.hit else None
+    proxy_hit = proxy.hit_p50()
     if proxy_hit is not None:
         print(f"its memory cache hit: p50 {proxy_hit:.2f} ms ({proxy_hit / raw_p50:.2f} of raw)\n")
     print(
@@ -379,13 +390,11 @@ def report_against_proxy(raw_p50: float, proxy: Served, served: list[Served]) ->
     )
     print("|---|---|---|---|---|")
     for s in served:
-        p50 = statistics.median(s.c1)
-        rps = len(s.c32) / s.c32_wall
-        cpu = s.c32_cpu * 1000 / len(s.c32)
-        hit = f"{statistics.median(s.hit) / proxy_hit:.2f}" if s.hit and proxy_hit else "—"
+        hit_p50 = s.hit_p50()
+        hit = f"{hit_p50 / proxy_hit:.2f}" if hit_p50 is not None and proxy_hit else "—"
         print(
-            f"| {s.name} | +{p50 - proxy_p50:.2f} | {hit} | {rps / proxy_rps:.2f} "
-            f"| {cpu / proxy_cpu:.2f} |"
+            f"| {s.name} | +{s.c1_p50() - proxy_p50:.2f} | {hit} "
+            f"| {s.c32_rps() / proxy_rps:.2f} | {s.c32_cpu_ms() / proxy_cpu:.2f} |"
         )
 
 
