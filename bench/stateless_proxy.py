@@ -68,17 +68,18 @@ def proxy_app(upstream: str) -> Starlette:
 
     # The floor of a cache hit: a body seen before is answered from memory, by its exact bytes,
     # with what the upstream answered the first time (no key, record, parse or expiry).
-    remembered: dict[bytes, tuple[bytes, int, str]] = {}
+    # Only a whole 200 answer is kept: a stream is passed on as it comes.
+    remembered: dict[bytes, tuple[bytes, str | None]] = {}
 
     async def cached(request: Request) -> Response:
         body = await request.body()
         seen = remembered.get(body)
         if seen is None:
             answer = await messages(request)
-            if answer.status_code == 200 and isinstance(answer.body, bytes):
-                seen = remembered[body] = (answer.body, 200, answer.media_type or "")
+            if answer.status_code == 200 and not isinstance(answer, StreamingResponse):
+                remembered[body] = (answer.body, answer.media_type)
             return answer
-        return Response(seen[0], seen[1], media_type=seen[2])
+        return Response(seen[0], media_type=seen[1])
 
     async def ready(_request: Request) -> Response:
         return Response(b"ok")
