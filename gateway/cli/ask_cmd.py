@@ -80,7 +80,7 @@ def ask_command(
     """Send one request for TASK; PROMPT '-' or absent reads stdin."""
     configure_logging(level="WARNING")
     if prompt is None or prompt == "-":
-        prompt = sys.stdin.read()
+        prompt = _stdin_text()
     if not prompt.strip():
         raise InputError("the prompt is empty.", hint="Pass PROMPT or pipe text on stdin.")
     parsed = dict(_parse_override(item) for item in overrides)
@@ -135,3 +135,15 @@ def _streamed(
 def _footer(result: Result) -> None:
     source = "replayed from the audit log" if result.cached else "recorded"
     click.echo(f"[{result.request_id} seq {result.seq}, {source}, model {result.model}]", err=True)
+
+
+def _stdin_text() -> str:
+    """The prompt piped in: bytes that are not UTF-8 (a lone surrogate's, Latin-1 text) are
+    the caller's to fix, said in one line, not an internal error."""
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError:
+        raise InputError(
+            "the prompt on stdin is not UTF-8 text.",
+            hint="Convert it to UTF-8 (e.g. iconv -t UTF-8), or pass PROMPT.",
+        ) from None

@@ -304,6 +304,18 @@ def test_cli_ask_gives_an_answer_or_one_error_line(
         _one_error_line(result, {1, 2, 3, 4})
 
 
+@pytest.mark.parametrize("data", [b"\xed\xa0\x80", b"caf\xe9", b"\xff\xfe"])
+def test_cli_ask_with_stdin_that_is_not_utf8_is_one_error_line(
+    data: bytes, policy_dir: Path, db_url: str, fake_api: FakeMessagesAPI
+) -> None:
+    """A lone surrogate's bytes, Latin-1 text, a UTF-16 mark: exit 2, one line, nothing sent
+    (an internal error, exit 70, before; found by the property test above)."""
+    result = _cli(["ask", "compliance_review"], policy_dir, db_url, fake_api, input=data)
+    _one_error_line(result, {2})
+    assert "not UTF-8" in result.stderr
+    assert fake_api.requests == []
+
+
 def test_cli_ten_megabyte_prompt_is_one_line(
     policy_dir: Path, db_url: str, fake_api: FakeMessagesAPI
 ) -> None:
